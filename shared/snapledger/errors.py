@@ -1,0 +1,39 @@
+"""The one error hierarchy of snapledger.
+
+Every message says what is wrong and what to do about it; adapters translate SDK errors
+into these with ``raise ... from exc`` so callers never see a botocore exception.
+"""
+
+from __future__ import annotations
+
+
+class SnapledgerError(Exception):
+    """Base class of every error snapledger raises on purpose."""
+
+
+class InvalidRequestError(SnapledgerError):
+    """A request or payload is malformed; the message names the fields and what to send."""
+
+
+class InvalidKeyError(InvalidRequestError):
+    """An object key does not follow the storage layout (see docs/ledger.md)."""
+
+
+class ManifestTooLargeError(InvalidRequestError):
+    """A manifest exceeds the size or file-count limits."""
+
+
+class NotFoundError(SnapledgerError):
+    """The thing asked for does not exist (a lineage, a snapshot, a job, an object)."""
+
+
+class ConcurrencyError(SnapledgerError):
+    """A conditional write lost a race more times than the retry budget allows."""
+
+
+class ObjectExistsError(SnapledgerError):
+    """A conditional create found the object already there."""
+
+
+class StoreUnavailableError(SnapledgerError):
+    """The backing service throttled or failed after the bounded retries; try again later."""

@@ -1,0 +1,141 @@
+"""The storage layout: where snapshots, changelog segments and restores live.
+
+```
+snapshots/{stream}/{partition}/{lsn:020d}-{snapshot_id}/...files... _manifest.json
+changelog/{stream}/{partition}/{first_lsn:020d}-{last_lsn:020d}.parquet
+restores/{job_id}/{partition}/part-*.parquet ... _restore.json
+```
+
+Zero-padded LSNs make lexicographic order numeric order. Keys here are relative to the
+object store's root (an ``s3://bucket/prefix`` or ``file:///dir``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from snapledger.errors import InvalidKeyError
+
+SNAPSHOTS = "snapshots"
+CHANGELOG = "changelog"
+RESTORES = "restores"
+MANIFEST_NAME = "_manifest.json"
+LSN_WIDTH = 20
+MAX_LSN = 10**LSN_WIDTH - 1
+
+STREAM_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+ULID_PATTERN = r"[0-9A-HJKMNP-TV-Z]{26}"
+_STREAM_RE = re.compile(rf"^{STREAM_PATTERN}$")
+_SNAPSHOT_DIR_RE = re.compile(
+    rf"^{SNAPSHOTS}/(?P<stream>{STREAM_PATTERN})/(?P<partition>0|[1-9][0-9]{{0,8}})/"
+    rf"(?P<lsn>[0-9]{{{LSN_WIDTH}}})-(?P<snapshot_id>{ULID_PATTERN})/$"
+)
+_SEGMENT_RE = re.compile(
+    rf"^{CHANGELOG}/(?P<stream>{STREAM_PATTERN})/(?P<partition>0|[1-9][0-9]{{0,8}})/"
+    rf"(?P<first>[0-9]{{{LSN_WIDTH}}})-(?P<last>[0-9]{{{LSN_WIDTH}}})\.parquet$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotLocation:
+    """Where one snapshot lives, as parsed from (or rendered into) its key."""
+
+    stream: str
+    partition: int
+    lsn: int
+    snapshot_id: str
+
+    @property
+    def prefix(self) -> str:
+        """The snapshot's folder, with a trailing slash."""
+        return snapshot_prefix(self.stream, self.partition, self.lsn, self.snapshot_id)
+
+    @property
+    def manifest_key(self) -> str:
+        return self.prefix + MANIFEST_NAME
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentLocation:
+    """One changelog segment, as parsed from its key."""
+
+    stream: str
+    partition: int
+    first_lsn: int
+    last_lsn: int
+
+    @property
+    def key(self) -> str:
+        return segment_key(self.stream, self.partition, self.first_lsn, self.last_lsn)
+
+
+def check_stream_name(stream: str) -> str:
+    """Return ``stream`` if it is a valid stream name, else raise with the rule."""
+    if not _STREAM_RE.match(stream):
+        raise InvalidKeyError(
+            f"stream name {stream!r} is not valid: use 1-128 characters of letters, digits, "
+            "'.', '_' or '-', starting with a letter or digit"
+        )
+    return stream
+
+
+def snapshot_prefix(stream: str, partition: int, lsn: int, snapshot_id: str) -> str:
+    check_stream_name(stream)
+    return f"{SNAPSHOTS}/{stream}/{partition}/{lsn:0{LSN_WIDTH}d}-{snapshot_id}/"
+
+
+def lineage_snapshots_prefix(stream: str, partition: int) -> str:
+    return f"{SNAPSHOTS}/{check_stream_name(stream)}/{partition}/"
+
+
+def lineage_changelog_prefix(stream: str, partition: int) -> str:
+    return f"{CHANGELOG}/{check_stream_name(stream)}/{partition}/"
+
+
+def segment_key(stream: str, partition: int, first_lsn: int, last_lsn: int) -> str:
+    check_stream_name(stream)
+    return f"{CHANGELOG}/{stream}/{partition}/{first_lsn:0{LSN_WIDTH}d}-{last_lsn:0{LSN_WIDTH}d}.parquet"
+
+
+def restore_prefix(job_id: str, partition: int) -> str:
+    return f"{RESTORES}/{job_id}/{partition}/"
+
+
+def parse_manifest_key(key: str) -> SnapshotLocation:
+    """Parse ``snapshots/{stream}/{partition}/{lsn:020d}-{id}/_manifest.json``.
+
+    Raises InvalidKeyError naming the expected shape when the key does not match.
+    """
+    if not key.endswith("/" + MANIFEST_NAME):
+        raise InvalidKeyError(f"{key!r} is not a manifest key: it must end in /{MANIFEST_NAME}")
+    return parse_snapshot_prefix(key[: -len(MANIFEST_NAME)])
+
+
+def parse_snapshot_prefix(prefix: str) -> SnapshotLocation:
+    match = _SNAPSHOT_DIR_RE.match(prefix)
+    if match is None:
+        raise InvalidKeyError(
+            f"{prefix!r} does not follow the snapshot layout "
+            f"{SNAPSHOTS}/{{stream}}/{{partition}}/{{lsn:020d}}-{{ulid}}/"
+        )
+    return SnapshotLocation(
+        stream=match["stream"],
+        partition=int(match["partition"]),
+        lsn=int(match["lsn"]),
+        snapshot_id=match["snapshot_id"],
+    )
+
+
+def parse_segment_key(key: str) -> SegmentLocation:
+    """Parse ``changelog/{stream}/{partition}/{first:020d}-{last:020d}.parquet``."""
+    match = _SEGMENT_RE.match(key)
+    if match is None:
+        raise InvalidKeyError(
+            f"{key!r} does not follow the changelog layout "
+            f"{CHANGELOG}/{{stream}}/{{partition}}/{{first_lsn:020d}}-{{last_lsn:020d}}.parquet"
+        )
+    first, last = int(match["first"]), int(match["last"])
+    if first > last:
+        raise InvalidKeyError(f"{key!r}: first LSN {first} is above last LSN {last}")
+    return SegmentLocation(match["stream"], int(match["partition"]), first, last)

@@ -1,0 +1,1 @@
+"""Wire models: frozen pydantic v2 models whose field names are the stable wire names."""

@@ -1,0 +1,108 @@
+"""Manifest format v1: the ``_manifest.json`` a writer puts last into a snapshot prefix.
+
+The JSON Schema in ``docs/manifest-v1.schema.json`` is generated from this model
+(``make schema``); a test fails when the two differ.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from snapledger.layout import MAX_LSN, STREAM_PATTERN, ULID_PATTERN
+
+MAX_MANIFEST_BYTES = 1024 * 1024
+MAX_MANIFEST_FILES = 100_000
+
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class ManifestFile(_Frozen):
+    """One data file of the snapshot, relative to the snapshot prefix."""
+
+    path: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=1024,
+            description="Path relative to the snapshot prefix, e.g. 'part-00000.parquet'. "
+            "No leading '/', no '.' or '..' segments, no '%' or '\\\\'.",
+        ),
+    ]
+    size: Annotated[int, Field(ge=0, description="Size in bytes, as stored.")]
+    rows: Annotated[int | None, Field(default=None, ge=0, description="Row count.")] = None
+    checksum: Annotated[
+        str | None,
+        Field(
+            default=None,
+            pattern=r"^(sha256|crc32c|md5):[0-9A-Za-z+/=]+$",
+            description="Optional '{algorithm}:{digest}', e.g. 'sha256:<hex>'.",
+        ),
+    ] = None
+
+
+class ManifestProducer(_Frozen):
+    """Who wrote the snapshot."""
+
+    name: Annotated[str, Field(min_length=1, max_length=256)]
+    version: Annotated[str | None, Field(default=None, max_length=128)] = None
+
+
+class ManifestSource(_Frozen):
+    """What the snapshot was built from."""
+
+    kind: Literal["processor", "bootstrap", "compaction", "restore"] = Field(
+        description="'processor': written by the stream processor itself; "
+        "'bootstrap'/'compaction': written by a snapledger job."
+    )
+    base_snapshot_id: Annotated[str | None, Field(default=None, pattern=f"^{ULID_PATTERN}$")] = (
+        None
+    )
+    base_lsn: Annotated[int | None, Field(default=None, ge=0, le=MAX_LSN)] = None
+    changelog_from_lsn: Annotated[int | None, Field(default=None, ge=0, le=MAX_LSN)] = None
+    job_id: Annotated[str | None, Field(default=None, max_length=128)] = None
+
+
+class ManifestV1(_Frozen):
+    """Manifest format version 1."""
+
+    format_version: Literal[1] = Field(description="Always 1 for this format.")
+    stream: Annotated[str, Field(pattern=f"^{STREAM_PATTERN}$")]
+    partition: Annotated[int, Field(ge=0, le=999_999_999)]
+    lsn: Annotated[
+        int, Field(ge=0, le=MAX_LSN, description="State includes every record with lsn <= this.")
+    ]
+    snapshot_id: Annotated[str, Field(pattern=f"^{ULID_PATTERN}$", description="A ULID.")]
+    epoch: Annotated[int, Field(ge=0, description="Writer's leader epoch / generation.")]
+    created_at: datetime | None = Field(
+        default=None, description="Producer's clock; informational only, never used for retention."
+    )
+    producer: ManifestProducer
+    source: ManifestSource
+    files: Annotated[list[ManifestFile], Field(max_length=MAX_MANIFEST_FILES)]
+    row_count: Annotated[int | None, Field(default=None, ge=0)] = None
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+    @property
+    def total_rows(self) -> int | None:
+        if self.row_count is not None:
+            return self.row_count
+        if all(f.rows is not None for f in self.files):
+            return sum(f.rows or 0 for f in self.files)
+        return None
+
+
+def manifest_json_schema() -> dict[str, object]:
+    """The published JSON Schema of manifest v1."""
+    schema = ManifestV1.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://snapledger.dev/schemas/manifest-v1.schema.json"
+    return schema

@@ -1,0 +1,95 @@
+"""Ports: the small interfaces the services need from the outside world.
+
+Adapters implement them for AWS (DynamoDB, S3, EMR Serverless) and for the embedded
+local runtime (DynamoDB Local, ``file://``, a local SparkSession).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+#: S3's DeleteObjects and ListObjectsV2 limit; file:// keeps the same batching.
+MAX_KEYS_PER_REQUEST = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectInfo:
+    """One stored object, as a listing returns it."""
+
+    key: str
+    size: int
+    last_modified: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteResult:
+    """What a batch delete did: keys deleted (or already absent) and per-key failures."""
+
+    deleted: tuple[str, ...]
+    failed: tuple[tuple[str, str], ...]  # (key, reason)
+
+
+class ObjectStore(Protocol):
+    """An object store rooted at a URI (``s3://bucket/prefix`` or ``file:///dir``).
+
+    Keys are relative to the root and use '/' separators.
+    """
+
+    @property
+    def uri(self) -> str: ...
+
+    def list(self, prefix: str, *, start_after: str | None = None) -> Iterator[ObjectInfo]:
+        """Every object under ``prefix`` in key order, one request per 1,000 keys."""
+        ...
+
+    def list_page(
+        self, prefix: str, *, start_after: str | None = None, limit: int = MAX_KEYS_PER_REQUEST
+    ) -> list[ObjectInfo]:
+        """One page (one request) of at most ``limit`` objects after ``start_after``."""
+        ...
+
+    def list_dirs(self, prefix: str) -> Iterator[str]:
+        """The immediate sub-prefixes of ``prefix`` (each ending in '/')."""
+        ...
+
+    def get(self, key: str, *, max_bytes: int | None = None) -> bytes:
+        """The object's bytes. NotFoundError if absent; ManifestTooLargeError-style
+        InvalidRequestError if ``max_bytes`` is given and exceeded."""
+        ...
+
+    def head(self, key: str) -> ObjectInfo | None:
+        """The object's info, or None if absent."""
+        ...
+
+    def put(self, key: str, data: bytes) -> None:
+        """Write (overwrite) an object."""
+        ...
+
+    def create(self, key: str, data: bytes) -> None:
+        """Write only if absent (S3 ``IfNoneMatch: *``); ObjectExistsError otherwise."""
+        ...
+
+    def delete_many(self, keys: Sequence[str]) -> DeleteResult:
+        """Delete keys in batches of at most 1,000 per request; absent keys count as deleted."""
+        ...
+
+
+class RequestCounter(Protocol):
+    """Counts requests made to a backing service (for benchmarks)."""
+
+    def count(self) -> int: ...
+
+
+def chunked(items: Iterable[str], size: int) -> Iterator[list[str]]:
+    """Split ``items`` into lists of at most ``size``."""
+    batch: list[str] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

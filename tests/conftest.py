@@ -1,0 +1,22 @@
+"""Shared fixtures. DynamoDB Local is started once per session, on a free port."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_SESSION_TOKEN", "testing")
+
+from snapledger.local.dynamodb_local import DynamoDBLocal  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def dynamodb_local() -> Iterator[DynamoDBLocal]:
+    """A DynamoDB Local engine for the whole session (tests create their own tables)."""
+    with DynamoDBLocal() as engine:
+        yield engine
