@@ -6,6 +6,7 @@ local runtime (DynamoDB Local, ``file://``, a local SparkSession).
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -47,7 +48,7 @@ class ObjectStore(Protocol):
 
     def list_page(
         self, prefix: str, *, start_after: str | None = None, limit: int = MAX_KEYS_PER_REQUEST
-    ) -> list[ObjectInfo]:
+    ) -> builtins.list[ObjectInfo]:
         """One page (one request) of at most ``limit`` objects after ``start_after``."""
         ...
 

@@ -1,14 +1,19 @@
 """Configuration from environment variables, parsed once per cold start.
 
-The CDK app sets these on each function; local runs set them from the runtime.
+The CDK app sets these on each function; local runs set them from the runtime. Plain
+pydantic (no pydantic-settings) so the functions need nothing beyond the Powertools layer.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from functools import lru_cache
+from typing import TypeVar
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from snapledger.errors import InvalidRequestError
 
 ENV_PREFIX = "SNAPLEDGER_"
 # The environment variable names, for the CDK app and the local runtime.
@@ -22,10 +27,10 @@ ENV_JOB_PY_FILES = "SNAPLEDGER_JOB_PY_FILES"
 ENV_EVENT_BUS = "SNAPLEDGER_EVENT_BUS"
 
 
-class LedgerSettings(BaseSettings):
+class LedgerSettings(BaseModel):
     """What every function needs: the table and the object store root."""
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
     table: str = Field(min_length=3, max_length=255, description="DynamoDB table name")
     root: str = Field(description="Object store root: s3://bucket[/prefix] or file:///dir")
@@ -43,6 +48,28 @@ class JobSettings(LedgerSettings):
     job_py_files: str = Field(default="", description="s3:// URI of the jobs zip")
 
 
+SettingsT = TypeVar("SettingsT", bound=LedgerSettings)
+
+
+def settings_from_env(model: type[SettingsT], environ: Mapping[str, str] | None = None) -> SettingsT:
+    """Read ``SNAPLEDGER_*`` variables into ``model``; a clear error names what is missing."""
+    env = os.environ if environ is None else environ
+    values = {
+        key.removeprefix(ENV_PREFIX).lower(): value
+        for key, value in env.items()
+        if key.startswith(ENV_PREFIX)
+    }
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{ENV_PREFIX}{'.'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise InvalidRequestError(f"configuration is incomplete: {problems}") from exc
+
+
 @lru_cache(maxsize=1)
 def ledger_settings() -> LedgerSettings:
-    return LedgerSettings()  # type: ignore[call-arg]  # filled from the environment
+    """The function's settings, parsed once per cold start."""
+    return settings_from_env(LedgerSettings)

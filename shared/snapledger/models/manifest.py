@@ -9,20 +9,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from snapledger.layout import MAX_LSN, STREAM_PATTERN, ULID_PATTERN
+from snapledger.models.base import Frozen
 
 MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_MANIFEST_FILES = 100_000
 
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-
-class ManifestFile(_Frozen):
+class ManifestFile(Frozen):
     """One data file of the snapshot, relative to the snapshot prefix."""
 
     path: Annotated[
@@ -46,14 +43,14 @@ class ManifestFile(_Frozen):
     ] = None
 
 
-class ManifestProducer(_Frozen):
+class ManifestProducer(Frozen):
     """Who wrote the snapshot."""
 
     name: Annotated[str, Field(min_length=1, max_length=256)]
     version: Annotated[str | None, Field(default=None, max_length=128)] = None
 
 
-class ManifestSource(_Frozen):
+class ManifestSource(Frozen):
     """What the snapshot was built from."""
 
     kind: Literal["processor", "bootstrap", "compaction", "restore"] = Field(
@@ -68,7 +65,7 @@ class ManifestSource(_Frozen):
     job_id: Annotated[str | None, Field(default=None, max_length=128)] = None
 
 
-class ManifestV1(_Frozen):
+class ManifestV1(Frozen):
     """Manifest format version 1."""
 
     format_version: Literal[1] = Field(description="Always 1 for this format.")

@@ -1,0 +1,105 @@
+"""The ledger's projections: a lineage's HEAD and its snapshot records."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import Field
+
+from snapledger.layout import LSN_WIDTH
+from snapledger.models.base import Frozen
+
+
+class SnapshotStatus(StrEnum):
+    """A snapshot's life: REGISTERED → EXPIRING → DELETED, or REJECTED from the start."""
+
+    REGISTERED = "REGISTERED"
+    REJECTED = "REJECTED"
+    EXPIRING = "EXPIRING"
+    DELETED = "DELETED"
+
+
+class LineageId(Frozen):
+    """One (stream, partition): the unit of consistency."""
+
+    stream: str
+    partition: int = Field(ge=0)
+
+    def __str__(self) -> str:
+        return f"{self.stream}/{self.partition}"
+
+
+class Pin(Frozen):
+    """A job reading the snapshot; released when the job ends."""
+
+    job_id: str
+    at: datetime
+
+
+class Hold(Frozen):
+    """An operator's "keep this", with an optional expiry."""
+
+    hold_id: str
+    at: datetime
+    expires_at: datetime | None = None
+    reason: str = ""
+    by: str = ""
+
+    def is_live(self, now: datetime) -> bool:
+        return self.expires_at is None or self.expires_at > now
+
+
+class SnapshotRecord(Frozen):
+    """One snapshot as the ledger knows it (the ``SNAP#`` item)."""
+
+    stream: str
+    partition: int
+    lsn: int
+    snapshot_id: str
+    status: SnapshotStatus
+    epoch: int | None = Field(default=None, description="None when the manifest was unreadable")
+    manifest_key: str
+    manifest_digest: str
+    file_count: int = 0
+    total_bytes: int = 0
+    row_count: int | None = None
+    source_kind: str | None = None
+    registered_at: datetime = Field(description="Registry (server) time it was recorded")
+    rejection_code: str | None = None
+    rejection_reason: str | None = None
+    conflicting_digests: tuple[str, ...] = ()
+    pins: tuple[Pin, ...] = ()
+    holds: tuple[Hold, ...] = ()
+    version: int = Field(ge=1, description="Sequence number of the last event that changed it")
+
+    @property
+    def sort_key(self) -> str:
+        return snapshot_sort_key(self.lsn, self.snapshot_id)
+
+
+class Head(Frozen):
+    """The lineage's projection (the ``HEAD`` item): one GetItem answers "latest"."""
+
+    stream: str
+    partition: int
+    version: int = Field(default=0, ge=0, description="Sequence number of the last event")
+    latest_snapshot_id: str | None = None
+    latest_lsn: int | None = None
+    max_epoch: int | None = None
+    registered_count: int = 0
+    rejected_count: int = 0
+    records_since_snapshot: int = 0
+    bytes_since_snapshot: int = 0
+    changelog_lsn: int | None = None
+    compaction_job_id: str | None = None
+    trim_lsn: int | None = None
+    updated_at: datetime | None = None
+
+    @property
+    def lineage(self) -> LineageId:
+        return LineageId(stream=self.stream, partition=self.partition)
+
+
+def snapshot_sort_key(lsn: int, snapshot_id: str) -> str:
+    return f"SNAP#{lsn:0{LSN_WIDTH}d}#{snapshot_id}"
