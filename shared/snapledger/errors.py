@@ -37,3 +37,16 @@ class ObjectExistsError(SnapledgerError):
 
 class StoreUnavailableError(SnapledgerError):
     """The backing service throttled or failed after the bounded retries; try again later."""
+
+
+class LostRaceError(ConcurrencyError):
+    """A conditional write found the lineage changed since it was read: re-read and retry."""
+
+    def __init__(self, message: str, *, committed_command_id: str | None = None) -> None:
+        super().__init__(message)
+        #: the command id of the event already at the sequence number we tried to write
+        self.committed_command_id = committed_command_id
+
+
+class TransientStoreError(StoreUnavailableError):
+    """A throttle, transaction conflict or lost response: safe to retry as it is."""

@@ -95,7 +95,8 @@ def lineage_changelog_prefix(stream: str, partition: int) -> str:
 
 def segment_key(stream: str, partition: int, first_lsn: int, last_lsn: int) -> str:
     check_stream_name(stream)
-    return f"{CHANGELOG}/{stream}/{partition}/{first_lsn:0{LSN_WIDTH}d}-{last_lsn:0{LSN_WIDTH}d}.parquet"
+    span = f"{first_lsn:0{LSN_WIDTH}d}-{last_lsn:0{LSN_WIDTH}d}"
+    return f"{CHANGELOG}/{stream}/{partition}/{span}.parquet"
 
 
 def restore_prefix(job_id: str, partition: int) -> str:

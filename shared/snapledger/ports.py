@@ -10,7 +10,12 @@ import builtins
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from snapledger.core.lineage import LineageState
+    from snapledger.models.events import LedgerEvent
+    from snapledger.models.ledger import LineageId
 
 #: S3's DeleteObjects and ListObjectsV2 limit; file:// keeps the same batching.
 MAX_KEYS_PER_REQUEST = 1000
@@ -94,3 +99,34 @@ def chunked(items: Iterable[str], size: int) -> Iterator[list[str]]:
             batch = []
     if batch:
         yield batch
+
+
+class LedgerStore(Protocol):
+    """The event-sourced ledger: load a lineage, commit a decision, read it back."""
+
+    def load(self, lineage: LineageId, snapshot_keys: Sequence[str] = ()) -> LineageState:
+        """HEAD and the named snapshot records, read consistently in one request."""
+        ...
+
+    def commit(
+        self,
+        before: LineageState,
+        events: Sequence[LedgerEvent],
+        after: LineageState,
+        *,
+        request_token: str,
+    ) -> None:
+        """Write the decision atomically, conditioned on ``before``'s versions.
+
+        Raises LostRaceError when the lineage changed, TransientStoreError when a retry of
+        the same write may succeed.
+        """
+        ...
+
+    def get_event(self, lineage: LineageId, seq: int) -> LedgerEvent | None:
+        """One event by sequence number (consistent read)."""
+        ...
+
+    def record_unplaceable_manifest(self, key: str, reason: str, at: datetime) -> bool:
+        """Record a manifest whose key names no lineage; False if it was already recorded."""
+        ...

@@ -26,7 +26,9 @@ def register(lsn: int, n: int = 0, epoch: int = 1, digest: str | None = None, **
         snapshot_id=sid,
         manifest_key=f"snapshots/orders/3/{lsn:020d}-{sid}/_manifest.json",
         manifest_digest=digest or f"sha256:{lsn}-{n}",
-        summary=None if "rejection" in kw else ManifestSummary(epoch=epoch, file_count=1, total_bytes=10),
+        summary=None
+        if "rejection" in kw
+        else ManifestSummary(epoch=epoch, file_count=1, total_bytes=10),
         **kw,  # type: ignore[arg-type]
     )
 
@@ -47,7 +49,11 @@ def empty() -> LineageState:
 def test_first_snapshot_becomes_latest():
     state, [events] = run(empty(), register(100))
     assert [type(e) for e in events] == [SnapshotRegistered, LatestAdvanced]
-    assert (state.head.latest_lsn, state.head.latest_snapshot_id, state.head.version) == (100, ULIDS[0], 2)
+    assert (state.head.latest_lsn, state.head.latest_snapshot_id, state.head.version) == (
+        100,
+        ULIDS[0],
+        2,
+    )
 
 
 def test_older_snapshot_is_recorded_but_pointer_stays():
@@ -73,7 +79,9 @@ def test_older_epoch_is_fenced_and_recorded_rejected_with_reason():
 
 
 def test_invalid_manifest_is_rejected_with_its_reason_and_pointer_untouched():
-    state, [_, bad] = run(empty(), register(100, 0), register(300, 1, rejection="files[0].path: '..' is not allowed"))
+    state, [_, bad] = run(
+        empty(), register(100, 0), register(300, 1, rejection="files[0].path: '..' is not allowed")
+    )
     assert isinstance(bad[0], SnapshotRejected) and bad[0].code == "invalid"
     assert bad[0].reason == "files[0].path: '..' is not allowed"
     assert state.head.latest_lsn == 100
@@ -87,7 +95,10 @@ def test_redelivery_of_the_same_manifest_is_a_no_op():
 
 def test_same_id_with_other_content_is_a_conflict_recorded_once():
     state, [_, conflict, again] = run(
-        empty(), register(100, 0, digest="sha256:a"), register(100, 0, digest="sha256:b"), register(100, 0, digest="sha256:b")
+        empty(),
+        register(100, 0, digest="sha256:a"),
+        register(100, 0, digest="sha256:b"),
+        register(100, 0, digest="sha256:b"),
     )
     assert isinstance(conflict[0], SnapshotRejected) and conflict[0].code == "conflict"
     assert again == []
@@ -97,9 +108,13 @@ def test_same_id_with_other_content_is_a_conflict_recorded_once():
 
 
 def test_vanished_manifest_is_a_no_op_once_recorded_and_a_rejection_otherwise():
-    state, [_, vanished_known] = run(empty(), register(100, 0), register(100, 0, digest="x", manifest_missing=True))
+    state, [_, vanished_known] = run(
+        empty(), register(100, 0), register(100, 0, digest="x", manifest_missing=True)
+    )
     assert vanished_known == []
-    state, [unknown] = run(state, register(200, 1, digest="x", manifest_missing=True, rejection="gone"))
+    state, [unknown] = run(
+        state, register(200, 1, digest="x", manifest_missing=True, rejection="gone")
+    )
     assert isinstance(unknown[0], SnapshotRejected) and "no longer existed" in unknown[0].reason
 
 
@@ -180,7 +195,11 @@ def test_any_delivery_order_with_redeliveries_keeps_the_pointer_right(spec_list,
         pointer_history.append(state.head.latest_lsn)
     # Then the pointer is the highest LSN among valid, unfenced snapshots
     expected = oracle_latest(list(order))
-    actual = None if state.head.latest_lsn is None else (state.head.latest_lsn, state.head.latest_snapshot_id)
+    actual = (
+        None
+        if state.head.latest_lsn is None
+        else (state.head.latest_lsn, state.head.latest_snapshot_id)
+    )
     assert actual == expected
     # and it never decreased
     seen = [p for p in pointer_history if p is not None]
@@ -190,7 +209,9 @@ def test_any_delivery_order_with_redeliveries_keeps_the_pointer_right(spec_list,
     assert state.head.version == len(all_events)
     # and the latest always names a REGISTERED snapshot
     if state.head.latest_snapshot_id is not None:
-        record = state.snapshots[snapshot_sort_key(state.head.latest_lsn, state.head.latest_snapshot_id)]
+        record = state.snapshots[
+            snapshot_sort_key(state.head.latest_lsn, state.head.latest_snapshot_id)
+        ]
         assert record.status is SnapshotStatus.REGISTERED
     # and every distinct id is recorded exactly once
     ids = {c.snapshot_id for c in order}

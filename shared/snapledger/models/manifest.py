@@ -18,7 +18,6 @@ MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_MANIFEST_FILES = 100_000
 
 
-
 class ManifestFile(Frozen):
     """One data file of the snapshot, relative to the snapshot prefix."""
 
@@ -57,9 +56,7 @@ class ManifestSource(Frozen):
         description="'processor': written by the stream processor itself; "
         "'bootstrap'/'compaction': written by a snapledger job."
     )
-    base_snapshot_id: Annotated[str | None, Field(default=None, pattern=f"^{ULID_PATTERN}$")] = (
-        None
-    )
+    base_snapshot_id: Annotated[str | None, Field(default=None, pattern=f"^{ULID_PATTERN}$")] = None
     base_lsn: Annotated[int | None, Field(default=None, ge=0, le=MAX_LSN)] = None
     changelog_from_lsn: Annotated[int | None, Field(default=None, ge=0, le=MAX_LSN)] = None
     job_id: Annotated[str | None, Field(default=None, max_length=128)] = None

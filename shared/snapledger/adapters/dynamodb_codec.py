@@ -1,0 +1,81 @@
+"""Item shapes of the ledger table: models to DynamoDB items and back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from snapledger.adapters.table_definition import KIND_ATTRIBUTE, PARTITION_KEY, SORT_KEY
+from snapledger.models.base import Frozen
+from snapledger.models.events import EVENT_ADAPTER, LedgerEvent
+from snapledger.models.ledger import Head, LineageId, SnapshotRecord
+
+HEAD_SK = "HEAD"
+SNAP_PREFIX = "SNAP#"
+EVENT_PREFIX = "EV#"
+SEQ_WIDTH = 12
+UNPLACEABLE_PK = "REJECTED"
+UNPLACEABLE_PREFIX = "KEY#"
+_KEY_ATTRIBUTES = (PARTITION_KEY, SORT_KEY, KIND_ATTRIBUTE)
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+Item = dict[str, Any]
+
+
+def lineage_pk(lineage: LineageId) -> str:
+    return f"LIN#{lineage.stream}#{lineage.partition}"
+
+
+def event_sk(seq: int) -> str:
+    return f"{EVENT_PREFIX}{seq:0{SEQ_WIDTH}d}"
+
+
+def key(pk: str, sk: str) -> Item:
+    return {PARTITION_KEY: {"S": pk}, SORT_KEY: {"S": sk}}
+
+
+def to_item(pk: str, sk: str, model: Frozen, *, kind: str | None = None) -> Item:
+    """A low-level DynamoDB item holding ``model``'s fields beside the keys."""
+    body = model.model_dump(mode="json", exclude_none=True)
+    item = {name: _serializer.serialize(value) for name, value in body.items()}
+    item.update(key(pk, sk))
+    if kind is not None:
+        item[KIND_ATTRIBUTE] = {"S": kind}
+    return item
+
+
+def _plain(item: Item) -> dict[str, Any]:
+    return {
+        name: _deserializer.deserialize(value)
+        for name, value in item.items()
+        if name not in _KEY_ATTRIBUTES
+    }
+
+
+def head_item(head: Head) -> Item:
+    return to_item(lineage_pk(head.lineage), HEAD_SK, head, kind="HEAD")
+
+
+def snapshot_item(record: SnapshotRecord) -> Item:
+    pk = lineage_pk(LineageId(stream=record.stream, partition=record.partition))
+    return to_item(pk, record.sort_key, record)
+
+
+def event_item(event: LedgerEvent) -> Item:
+    pk = lineage_pk(LineageId(stream=event.stream, partition=event.partition))
+    return to_item(pk, event_sk(event.seq), event)
+
+
+def head_from_item(item: Item) -> Head:
+    return Head.model_validate(_plain(item))
+
+
+def snapshot_from_item(item: Item) -> SnapshotRecord:
+    return SnapshotRecord.model_validate(_plain(item))
+
+
+def event_from_item(item: Item) -> LedgerEvent:
+    return EVENT_ADAPTER.validate_python(_plain(item))

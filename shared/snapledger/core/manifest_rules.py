@@ -1,0 +1,186 @@
+"""Manifest validation, pure: parse, path containment, key agreement, files present.
+
+The I/O (reading the manifest, listing the prefix) is the service's; these functions only
+judge what they are given, and every rejection is a sentence a writer can act on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from snapledger.layout import MANIFEST_NAME, SnapshotLocation
+from snapledger.models.commands import ManifestSummary
+from snapledger.models.manifest import MAX_MANIFEST_BYTES, MAX_MANIFEST_FILES, ManifestV1
+from snapledger.ports import ObjectInfo
+
+MAX_REPORTED_PROBLEMS = 5
+
+
+class ManifestRejectedError(Exception):
+    """The manifest is invalid; ``reason`` says why and what to do."""
+
+    def __init__(self, reason: str, *, epoch: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.epoch = epoch
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedManifest:
+    manifest: ManifestV1
+    digest: str
+
+    @property
+    def summary(self) -> ManifestSummary:
+        m = self.manifest
+        return ManifestSummary(
+            epoch=m.epoch,
+            file_count=len(m.files),
+            total_bytes=m.total_bytes,
+            row_count=m.total_rows,
+            source_kind=m.source.kind,
+        )
+
+
+def manifest_digest(raw: bytes) -> str:
+    """A digest of the manifest's content: of its canonical JSON when it parses, so that
+    re-serializing the same manifest is not mistaken for a conflicting rewrite."""
+    try:
+        canonical = json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":"))
+        return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+    except (ValueError, UnicodeDecodeError):
+        return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def oversize_reason(size: int) -> str:
+    return (
+        f"the manifest is {size:,} bytes, over the {MAX_MANIFEST_BYTES:,}-byte limit: "
+        "write fewer, larger files per snapshot"
+    )
+
+
+def parse_manifest(
+    location: SnapshotLocation, raw: bytes, *, max_bytes: int = MAX_MANIFEST_BYTES
+) -> ParsedManifest:
+    """Parse and check a manifest against its key; raise ManifestRejectedError otherwise."""
+    if len(raw) > max_bytes:
+        raise ManifestRejectedError(oversize_reason(len(raw)))
+    try:
+        document = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ManifestRejectedError(f"the manifest is not valid UTF-8 JSON: {exc}") from exc
+    epoch = document.get("epoch") if isinstance(document, dict) else None
+    epoch_hint = epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None
+    files = document.get("files") if isinstance(document, dict) else None
+    if isinstance(files, list) and len(files) > MAX_MANIFEST_FILES:
+        raise ManifestRejectedError(
+            f"the manifest lists {len(files):,} files, over the limit of {MAX_MANIFEST_FILES:,}: "
+            "write fewer, larger files per snapshot",
+            epoch=epoch_hint,
+        )
+    try:
+        manifest = ManifestV1.model_validate(document)
+    except ValidationError as exc:
+        raise ManifestRejectedError(
+            "the manifest does not match format v1 (docs/manifest-v1.schema.json): "
+            + _describe(exc),
+            epoch=epoch_hint,
+        ) from exc
+    problems = [*_key_disagreements(location, manifest), *_path_problems(manifest)]
+    if problems:
+        raise ManifestRejectedError(_join(problems), epoch=manifest.epoch)
+    return ParsedManifest(manifest=manifest, digest=manifest_digest(raw))
+
+
+def check_files_present(
+    location: SnapshotLocation, manifest: ManifestV1, listing: Iterable[ObjectInfo]
+) -> None:
+    """Every listed file exists under the prefix with its stated size (one listing)."""
+    sizes = {info.key: info.size for info in listing}
+    problems = []
+    for index, entry in enumerate(manifest.files):
+        actual = sizes.get(location.prefix + entry.path)
+        if actual is None:
+            problems.append(
+                f"files[{index}] {entry.path!r} is not in the store under {location.prefix}: "
+                "upload every data file before the manifest"
+            )
+        elif actual != entry.size:
+            problems.append(
+                f"files[{index}] {entry.path!r} is {actual:,} bytes in the store but the "
+                f"manifest says {entry.size:,}"
+            )
+    if problems:
+        raise ManifestRejectedError(_join(problems), epoch=manifest.epoch)
+
+
+def path_problem(path: str) -> str | None:  # noqa: PLR0911 - one rule, one return
+    """Why ``path`` could escape or confuse its snapshot prefix, or None if it is safe."""
+    if path.startswith("/"):
+        return "absolute paths are not allowed"
+    if "\\" in path:
+        return "backslashes are not allowed"
+    if "%" in path:
+        return "'%' is not allowed (no percent-encoding)"
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in path):
+        return "control characters are not allowed"
+    if unicodedata.normalize("NFKC", path) != path:
+        return "the path must be in Unicode NFKC form (look-alike characters are not allowed)"
+    segments = path.split("/")
+    if "" in segments:
+        return "empty path segments ('//' or a trailing '/') are not allowed"
+    if "." in segments or ".." in segments:
+        return "'.' and '..' segments are not allowed"
+    if path == MANIFEST_NAME:
+        return "the manifest cannot list itself"
+    return None
+
+
+def _path_problems(manifest: ManifestV1) -> list[str]:
+    problems = []
+    seen: set[str] = set()
+    for index, entry in enumerate(manifest.files):
+        problem = path_problem(entry.path)
+        if problem is not None:
+            problems.append(
+                f"files[{index}].path {entry.path!r} escapes the snapshot prefix: {problem}; "
+                "paths are relative to the snapshot's folder"
+            )
+        elif entry.path in seen:
+            problems.append(f"files[{index}].path {entry.path!r} is listed twice")
+        seen.add(entry.path)
+    return problems
+
+
+def _key_disagreements(location: SnapshotLocation, manifest: ManifestV1) -> list[str]:
+    expected = {
+        "stream": location.stream,
+        "partition": location.partition,
+        "lsn": location.lsn,
+        "snapshot_id": location.snapshot_id,
+    }
+    return [
+        f"the manifest says {name}={getattr(manifest, name)!r} but its key says {name}={value!r}"
+        for name, value in expected.items()
+        if getattr(manifest, name) != value
+    ]
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = [
+        f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+        for err in exc.errors(include_url=False)
+    ]
+    return _join(parts)
+
+
+def _join(problems: list[str]) -> str:
+    shown = "; ".join(problems[:MAX_REPORTED_PROBLEMS])
+    more = len(problems) - MAX_REPORTED_PROBLEMS
+    return shown + (f"; and {more} more problem(s)" if more > 0 else "")

@@ -1,0 +1,1 @@
+"""Services: load → decide → commit, and the I/O around the pure core."""

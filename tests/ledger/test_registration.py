@@ -1,0 +1,193 @@
+"""Registration end to end on a file:// store and both DynamoDB backends."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from snapledger.ids import new_ulid
+from snapledger.layout import snapshot_prefix
+from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
+from snapledger.services.registration import Outcome, register_manifest
+from tests.support import manifest_document, write_snapshot
+
+ORDERS_3 = LineageId(stream="orders", partition=3)
+
+
+def register(key, ledger, store, clock):
+    return register_manifest(key, ledger=ledger, store=store, clock=clock)
+
+
+def test_newer_snapshot_becomes_latest_and_older_one_is_recorded(ledger, store, clock):
+    # Given two snapshots, the newer one registered first
+    newer = write_snapshot(store, lsn=200)
+    older = write_snapshot(store, lsn=100)
+    # When both are registered
+    first = register(newer, ledger, store, clock)
+    second = register(older, ledger, store, clock)
+    # Then the newer is latest, the older recorded, and HEAD says so in one GetItem
+    assert first.outcome is Outcome.BECAME_LATEST
+    assert second.outcome is Outcome.RECORDED
+    head = ledger.get_head(ORDERS_3)
+    assert (head.latest_lsn, head.latest_snapshot_id) == (200, first.snapshot_id)
+    assert head.version == 3
+
+
+def test_redelivered_manifest_is_a_duplicate_and_writes_nothing(ledger, store, clock):
+    key = write_snapshot(store, lsn=100)
+    register(key, ledger, store, clock)
+    again = register(key, ledger, store, clock)
+    assert again.outcome is Outcome.DUPLICATE
+    assert ledger.get_head(ORDERS_3).version == 2
+    assert [e.seq for e in ledger.list_events(ORDERS_3).items] == [1, 2]
+
+
+def test_registry_time_is_the_server_clock(ledger, store, clock):
+    key = write_snapshot(store, lsn=100, created_at="1999-01-01T00:00:00Z")
+    result = register(key, ledger, store, clock)
+    record = ledger.get_snapshot(ORDERS_3, snapshot_sort_key(100, result.snapshot_id))
+    assert record.registered_at == clock.now()
+
+
+def test_same_id_rewritten_with_other_content_is_a_conflict(ledger, store, clock):
+    sid = new_ulid()
+    key = write_snapshot(store, lsn=100, snapshot_id=sid)
+    register(key, ledger, store, clock)
+    write_snapshot(store, lsn=100, snapshot_id=sid, epoch=9)
+    result = register(key, ledger, store, clock)
+    assert result.outcome is Outcome.CONFLICT
+    assert "already recorded with other content" in result.reason
+    record = ledger.get_snapshot(ORDERS_3, snapshot_sort_key(100, sid))
+    assert record.status is SnapshotStatus.REGISTERED and record.epoch == 1
+
+
+def test_older_epoch_is_fenced_and_recorded(ledger, store, clock):
+    register(write_snapshot(store, lsn=100, epoch=5), ledger, store, clock)
+    result = register(write_snapshot(store, lsn=500, epoch=4), ledger, store, clock)
+    assert result.outcome is Outcome.FENCED
+    record = ledger.get_snapshot(ORDERS_3, snapshot_sort_key(500, result.snapshot_id))
+    assert record.status is SnapshotStatus.REJECTED and record.rejection_code == "fenced"
+    assert ledger.get_head(ORDERS_3).latest_lsn == 100
+
+
+# --- every rejection rule: recorded as REJECTED with its reason, pointer untouched ---------
+
+
+def doc(sid, files):
+    return manifest_document("orders", 3, 300, sid, {}) | {"files": files}
+
+
+def _files(store, sid, lsn=300):
+    prefix = snapshot_prefix("orders", 3, lsn, sid)
+    store.put(prefix + "part-00000.parquet", b"12345")
+    return prefix
+
+
+REJECTIONS = {
+    "not json": (lambda sid: b"{not json", "not valid UTF-8 JSON"),
+    "schema": (
+        lambda sid: manifest_document("orders", 3, 300, sid, {}, format_version=2),
+        "does not match format v1",
+    ),
+    "negative size": (
+        lambda sid: doc(sid, [{"path": "a.parquet", "size": -1}]),
+        "files.0.size",
+    ),
+    "dot-dot": (
+        lambda sid: doc(sid, [{"path": "../other/part-00000.parquet", "size": 5}]),
+        "'.' and '..' segments are not allowed",
+    ),
+    "absolute": (
+        lambda sid: doc(sid, [{"path": "/etc/passwd", "size": 5}]),
+        "absolute paths are not allowed",
+    ),
+    "percent-encoded": (
+        lambda sid: doc(sid, [{"path": "%2e%2e/x.parquet", "size": 5}]),
+        "no percent-encoding",
+    ),
+    "other prefix": (
+        lambda sid: doc(sid, [{"path": "snapshots//orders/x", "size": 5}]),
+        "empty path segments",
+    ),
+    "look-alike dots": (
+        lambda sid: doc(sid, [{"path": "\uff0e\uff0e/x.parquet", "size": 5}]),
+        "NFKC",
+    ),
+    "key disagrees": (
+        lambda sid: manifest_document("orders", 4, 301, sid, {"part-00000.parquet": b"12345"}),
+        "the manifest says partition=4 but its key says partition=3",
+    ),
+    "missing file": (
+        lambda sid: doc(sid, [{"path": "part-00001.parquet", "size": 5}]),
+        "is not in the store",
+    ),
+    "wrong size": (
+        lambda sid: doc(sid, [{"path": "part-00000.parquet", "size": 6}]),
+        "is 5 bytes in the store but the manifest says 6",
+    ),
+    "over 1 MiB": (
+        lambda sid: (
+            manifest_document(
+                "orders",
+                3,
+                300,
+                sid,
+                {"part-00000.parquet": b"12345"},
+                producer={"name": "x" * 200, "version": "y" * 100},
+            )
+            | {"pad": "z" * (1024 * 1024)}
+        ),
+        "over the 1,048,576-byte limit",
+    ),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(REJECTIONS))
+def test_each_rejection_rule_is_recorded_with_its_reason(rule, ledger, store, clock):
+    # Given a latest snapshot and then a bad manifest at a higher LSN
+    latest = register(write_snapshot(store, lsn=200), ledger, store, clock)
+    sid = new_ulid()
+    prefix = _files(store, sid)
+    make, expected = REJECTIONS[rule]
+    document = make(sid)
+    store.put(
+        prefix + "_manifest.json",
+        document if isinstance(document, bytes) else json.dumps(document).encode(),
+    )
+    # When it is registered
+    result = register(prefix + "_manifest.json", ledger, store, clock)
+    # Then it is REJECTED with its reason, and the pointer did not move
+    assert result.outcome is Outcome.REJECTED
+    assert expected in result.reason
+    record = ledger.get_snapshot(ORDERS_3, snapshot_sort_key(300, sid))
+    assert record.status is SnapshotStatus.REJECTED
+    assert expected in record.rejection_reason
+    head = ledger.get_head(ORDERS_3)
+    assert (head.latest_lsn, head.latest_snapshot_id) == (200, latest.snapshot_id)
+    # and a redelivery is answered the same, without a second record
+    assert register(prefix + "_manifest.json", ledger, store, clock).outcome is Outcome.DUPLICATE
+    assert head.version == ledger.get_head(ORDERS_3).version
+
+
+def test_manifest_at_a_key_outside_the_layout_is_kept_not_dropped(ledger, store, clock):
+    store.put("snapshots/orders/3/not-a-snapshot/_manifest.json", b"{}")
+    result = register("snapshots/orders/3/not-a-snapshot/_manifest.json", ledger, store, clock)
+    assert result.outcome is Outcome.REJECTED
+    assert "does not follow the snapshot layout" in result.reason
+    item = ledger.client.get_item(
+        TableName=ledger.table_name,
+        Key={
+            "pk": {"S": "REJECTED"},
+            "sk": {"S": "KEY#snapshots/orders/3/not-a-snapshot/_manifest.json"},
+        },
+    )["Item"]
+    assert "does not follow" in item["reason"]["S"]
+
+
+def test_vanished_manifest_is_recorded_rejected(ledger, store, clock):
+    sid = new_ulid()
+    key = snapshot_prefix("orders", 3, 100, sid) + "_manifest.json"
+    result = register(key, ledger, store, clock)
+    assert result.outcome is Outcome.REJECTED
+    assert "no longer existed" in result.reason

@@ -1,0 +1,85 @@
+"""Test support: ledger backends and snapshot writers shared by the test modules."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import boto3
+from moto import mock_aws
+
+from snapledger.adapters.dynamodb_ledger import DynamoLedger
+from snapledger.adapters.table_definition import create_table_request
+from snapledger.ids import new_ulid
+from snapledger.layout import snapshot_prefix
+from snapledger.ports import ObjectStore
+
+
+def create_ledger(client: Any) -> DynamoLedger:
+    name = f"ledger-{uuid.uuid4().hex[:12]}"
+    client.create_table(**create_table_request(name))
+    client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.1})
+    return DynamoLedger(name, client=client)
+
+
+@contextmanager
+def moto_ledger() -> Iterator[DynamoLedger]:
+    with mock_aws():
+        yield create_ledger(boto3.client("dynamodb", region_name="us-east-1"))
+
+
+def local_client(endpoint_url: str) -> Any:
+    return boto3.client("dynamodb", endpoint_url=endpoint_url, region_name="us-east-1")
+
+
+def manifest_document(
+    stream: str,
+    partition: int,
+    lsn: int,
+    snapshot_id: str,
+    files: dict[str, bytes],
+    *,
+    epoch: int = 1,
+    **overrides: Any,
+) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "format_version": 1,
+        "stream": stream,
+        "partition": partition,
+        "lsn": lsn,
+        "snapshot_id": snapshot_id,
+        "epoch": epoch,
+        "producer": {"name": "tests", "version": "1"},
+        "source": {"kind": "processor"},
+        "files": [{"path": path, "size": len(data), "rows": 1} for path, data in files.items()],
+    }
+    document.update(overrides)
+    return document
+
+
+def write_snapshot(
+    store: ObjectStore,
+    stream: str = "orders",
+    partition: int = 3,
+    lsn: int = 100,
+    *,
+    epoch: int = 1,
+    snapshot_id: str | None = None,
+    files: dict[str, bytes] | None = None,
+    manifest: dict[str, Any] | bytes | None = None,
+    **overrides: Any,
+) -> str:
+    """Write data files, then the manifest (last, as writers must); return its key."""
+    sid = snapshot_id or new_ulid()
+    data = files if files is not None else {"part-00000.parquet": b"parquet-bytes-" + sid.encode()}
+    prefix = snapshot_prefix(stream, partition, lsn, sid)
+    for path, content in data.items():
+        store.put(prefix + path, content)
+    if manifest is None:
+        manifest = manifest_document(stream, partition, lsn, sid, data, epoch=epoch, **overrides)
+    raw = manifest if isinstance(manifest, bytes) else json.dumps(manifest).encode()
+    store.put(prefix + "_manifest.json", raw)
+    return prefix + "_manifest.json"
