@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import boto3
+from botocore.config import Config
 from moto import mock_aws
 
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
@@ -32,7 +33,12 @@ def moto_ledger() -> Iterator[DynamoLedger]:
 
 
 def local_client(endpoint_url: str) -> Any:
-    return boto3.client("dynamodb", endpoint_url=endpoint_url, region_name="us-east-1")
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint_url,
+        region_name="us-east-1",
+        config=Config(max_pool_connections=32),
+    )
 
 
 def manifest_document(

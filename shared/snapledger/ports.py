@@ -10,12 +10,14 @@ import builtins
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from snapledger.core.lineage import LineageState
     from snapledger.models.events import LedgerEvent
-    from snapledger.models.ledger import LineageId
+    from snapledger.models.ledger import Head, LineageId, SnapshotRecord
+
+T = TypeVar("T")
 
 #: S3's DeleteObjects and ListObjectsV2 limit; file:// keeps the same batching.
 MAX_KEYS_PER_REQUEST = 1000
@@ -129,4 +131,40 @@ class LedgerStore(Protocol):
 
     def record_unplaceable_manifest(self, key: str, reason: str, at: datetime) -> bool:
         """Record a manifest whose key names no lineage; False if it was already recorded."""
+        ...
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a listing; pass ``cursor`` back to get the next (None: no more)."""
+
+    items: builtins.list[T]
+    cursor: str | None
+
+
+class LedgerReader(Protocol):
+    """Read-only views of the ledger, for queries."""
+
+    def get_head(self, lineage: LineageId, *, consistent: bool = False) -> Head | None:
+        """The lineage's HEAD in one read, or None if it has no history."""
+        ...
+
+    def get_snapshot(self, lineage: LineageId, sort_key: str) -> SnapshotRecord | None: ...
+
+    def list_snapshots(
+        self,
+        lineage: LineageId,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        newest_first: bool = True,
+        max_sort_key: str | None = None,
+    ) -> Page[SnapshotRecord]:
+        """Snapshots by LSN, one page at a time."""
+        ...
+
+    def list_events(
+        self, lineage: LineageId, *, after_seq: int = 0, limit: int = 100, cursor: str | None = None
+    ) -> Page[LedgerEvent]:
+        """Events in sequence order, one page at a time."""
         ...

@@ -18,9 +18,8 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.exceptions import (
@@ -41,11 +40,11 @@ from snapledger.errors import (
 )
 from snapledger.models.events import LedgerEvent
 from snapledger.models.ledger import Head, LineageId, SnapshotRecord
+from snapledger.ports import Page
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-T = TypeVar("T")
 TRANSIENT_CODES = {
     "TransactionConflict",
     "ThrottlingError",
@@ -62,14 +61,6 @@ TRANSIENT_ERRORS = {
 }
 _LOST_RESPONSE = (ReadTimeoutError, ConnectionClosedError, EndpointConnectionError)
 MAX_PAGE = 1000
-
-
-@dataclass(frozen=True)
-class Page(Generic[T]):
-    """One page of a listing; pass ``cursor`` back to get the next (None: no more)."""
-
-    items: list[T]
-    cursor: str | None
 
 
 class DynamoLedger:
