@@ -25,7 +25,9 @@ class BenchConfig:
 
 def _modules(only: list[str]) -> list[str]:
     names = sorted(
-        m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name.startswith("bench_")
+        m.name
+        for m in pkgutil.iter_modules([str(Path(__file__).parent)])
+        if m.name.startswith("bench_")
     )
     if only:
         names = [n for n in names if n.removeprefix("bench_") in only or n in only]
@@ -35,7 +37,9 @@ def _modules(only: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make bench", description=__doc__)
     parser.add_argument("--only", nargs="*", default=[], help="module names, e.g. ledger dataplane")
-    parser.add_argument("--rows", type=int, default=5_000_000, help="changelog rows for data-plane runs")
+    parser.add_argument(
+        "--rows", type=int, default=5_000_000, help="changelog rows for data-plane runs"
+    )
     args = parser.parse_args(argv)
     workdir = Path(".bench/work")
     workdir.mkdir(parents=True, exist_ok=True)
@@ -43,7 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, object] = {}
     if RESULTS.exists():
         results = json.loads(RESULTS.read_text())
-    results["_run"] = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "python": platform.python_version()}
+    results["_run"] = {
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "python": platform.python_version(),
+    }
     failed = False
     for name in _modules(args.only):
         print(f"== {name}", flush=True)

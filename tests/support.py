@@ -9,13 +9,13 @@ from contextlib import contextmanager
 from typing import Any
 
 import boto3
-from botocore.config import Config
 from moto import mock_aws
 
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.table_definition import create_table_request
 from snapledger.ids import new_ulid
 from snapledger.layout import snapshot_prefix
+from snapledger.local.clients import local_dynamodb_client
 from snapledger.ports import ObjectStore
 
 
@@ -33,12 +33,7 @@ def moto_ledger() -> Iterator[DynamoLedger]:
 
 
 def local_client(endpoint_url: str) -> Any:
-    return boto3.client(
-        "dynamodb",
-        endpoint_url=endpoint_url,
-        region_name="us-east-1",
-        config=Config(max_pool_connections=32),
-    )
+    return local_dynamodb_client(endpoint_url)
 
 
 def manifest_document(

@@ -92,7 +92,11 @@ class DynamoDBLocal:
         while time.monotonic() < deadline:
             assert self._process is not None
             if self._process.poll() is not None:
-                err = self._process.stderr.read().decode(errors="replace") if self._process.stderr else ""
+                err = (
+                    self._process.stderr.read().decode(errors="replace")
+                    if self._process.stderr
+                    else ""
+                )
                 raise DynamoDBLocalError(f"DynamoDB Local exited at start: {err[-2000:]}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
@@ -100,7 +104,9 @@ class DynamoDBLocal:
             except OSError:
                 time.sleep(0.1)
         self.stop()
-        raise DynamoDBLocalError(f"DynamoDB Local did not listen on port {self.port} in {timeout_s}s")
+        raise DynamoDBLocalError(
+            f"DynamoDB Local did not listen on port {self.port} in {timeout_s}s"
+        )
 
     def stop(self) -> None:
         process, self._process = self._process, None

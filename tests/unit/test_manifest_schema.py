@@ -1,0 +1,12 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from snapledger.models.schema_export import SCHEMA_PATH, render
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_published_schema_is_generated_from_the_model():
+    # If this fails, run `make schema` and commit docs/manifest-v1.schema.json.
+    assert (REPO / SCHEMA_PATH).read_text() == render()
