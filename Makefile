@@ -35,7 +35,7 @@ bench: setup
 	$(UV) run --frozen python -m bench $(BENCH_ARGS)
 
 demo: setup
-	$(UV) run --frozen python -m snapledger.demo $(DEMO_ARGS)
+	$(UV) run --frozen python -m snapledger.local.demo $(DEMO_ARGS)
 
 synth: setup
 	$(UV) run --frozen python -m infra.app
