@@ -12,7 +12,7 @@ os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_SESSION_TOKEN", "testing")
 
-from snapledger.local.dynamodb_local import DynamoDBLocal  # noqa: E402
+from snapledger.local.dynamodb_local import DynamoDBLocal
 
 
 @pytest.fixture(scope="session")

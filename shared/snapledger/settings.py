@@ -51,7 +51,9 @@ class JobSettings(LedgerSettings):
 SettingsT = TypeVar("SettingsT", bound=LedgerSettings)
 
 
-def settings_from_env(model: type[SettingsT], environ: Mapping[str, str] | None = None) -> SettingsT:
+def settings_from_env(
+    model: type[SettingsT], environ: Mapping[str, str] | None = None
+) -> SettingsT:
     """Read ``SNAPLEDGER_*`` variables into ``model``; a clear error names what is missing."""
     env = os.environ if environ is None else environ
     values = {
