@@ -14,7 +14,7 @@ from moto import mock_aws
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.table_definition import create_table_request
 from snapledger.ids import new_ulid
-from snapledger.layout import snapshot_prefix
+from snapledger.layout import segment_key, snapshot_prefix
 from snapledger.local.clients import local_dynamodb_client
 from snapledger.ports import ObjectStore
 
@@ -84,3 +84,32 @@ def write_snapshot(
     raw = manifest if isinstance(manifest, bytes) else json.dumps(manifest).encode()
     store.put(prefix + "_manifest.json", raw)
     return prefix + "_manifest.json"
+
+
+def write_segments(
+    store: ObjectStore, stream: str, partition: int, *spans: tuple[int, int]
+) -> None:
+    """Changelog segment objects (content is not read by the control plane)."""
+    for first, last in spans:
+        store.put(segment_key(stream, partition, first, last), b"segment")
+
+
+class FakeRunner:
+    """A job runner that records starts; the same job id starts once (like a client token)."""
+
+    def __init__(self, refuse: str | None = None) -> None:
+        self.started: dict[str, Any] = {}
+        self.refuse = refuse
+
+    def start(self, spec: Any) -> str:
+        from snapledger.errors import JobStartError
+
+        if self.refuse:
+            raise JobStartError(self.refuse)
+        self.started.setdefault(spec.job_id, spec)
+        return f"run-{spec.job_id}"
+
+    def status(self, run_id: str) -> Any:
+        from snapledger.ports import JobRunStatus
+
+        return JobRunStatus(state="RUNNING")

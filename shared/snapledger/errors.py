@@ -50,3 +50,7 @@ class LostRaceError(ConcurrencyError):
 
 class TransientStoreError(StoreUnavailableError):
     """A throttle, transaction conflict or lost response: safe to retry as it is."""
+
+
+class JobStartError(SnapledgerError):
+    """The job runner refused to start the job (not a transient failure)."""

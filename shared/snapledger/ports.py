@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 if TYPE_CHECKING:
     from snapledger.core.lineage import LineageState
     from snapledger.models.events import LedgerEvent
+    from snapledger.models.jobs import JobRecord, PartitionPlan
     from snapledger.models.ledger import Head, LineageId, SnapshotRecord
 
 T = TypeVar("T")
@@ -168,3 +169,50 @@ class LedgerReader(Protocol):
     ) -> Page[LedgerEvent]:
         """Events in sequence order, one page at a time."""
         ...
+
+
+@dataclass(frozen=True)
+class JobRunSpec:
+    """What the runner needs to start a job: its id (the client token) and arguments."""
+
+    job_id: str
+    kind: str
+    stream: str
+    root: str
+    partitions: builtins.list[PartitionPlan]
+
+
+@dataclass(frozen=True)
+class JobRunStatus:
+    state: str
+    reason: str | None = None
+
+
+class JobRunner(Protocol):
+    """Runs data-plane jobs: EMR Serverless in AWS, a local SparkSession on one machine."""
+
+    def start(self, spec: JobRunSpec) -> str:
+        """Start the job and return its run id; the same ``job_id`` starts it only once."""
+        ...
+
+    def status(self, run_id: str) -> JobRunStatus:
+        """The run's current state and, when it failed, why."""
+        ...
+
+
+class JobStore(Protocol):
+    """Job items (``JOB#{job_id}``): each update conditioned on the version read."""
+
+    def create(self, job: JobRecord) -> JobRecord:
+        """Create the job, or return the one already stored under its id."""
+        ...
+
+    def get(self, job_id: str) -> JobRecord | None: ...
+
+    def replace(self, old: JobRecord, new: JobRecord) -> bool:
+        """Write ``new`` if the stored version is still ``old.version``; False if not."""
+        ...
+
+    def find_by_run_id(self, run_id: str) -> JobRecord | None: ...
+
+    def list_jobs(self, *, limit: int = 100, cursor: str | None = None) -> Page[JobRecord]: ...

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from snapledger.adapters.table_definition import KIND_ATTRIBUTE, PARTITION_KEY, SORT_KEY
+from snapledger.errors import InvalidRequestError
 from snapledger.models.base import Frozen
 from snapledger.models.events import EVENT_ADAPTER, LedgerEvent
 from snapledger.models.ledger import Head, LineageId, SnapshotRecord
@@ -47,7 +50,7 @@ def to_item(pk: str, sk: str, model: Frozen, *, kind: str | None = None) -> Item
     return item
 
 
-def _plain(item: Item) -> dict[str, Any]:
+def plain(item: Item) -> dict[str, Any]:
     return {
         name: _deserializer.deserialize(value)
         for name, value in item.items()
@@ -70,12 +73,29 @@ def event_item(event: LedgerEvent) -> Item:
 
 
 def head_from_item(item: Item) -> Head:
-    return Head.model_validate(_plain(item))
+    return Head.model_validate(plain(item))
 
 
 def snapshot_from_item(item: Item) -> SnapshotRecord:
-    return SnapshotRecord.model_validate(_plain(item))
+    return SnapshotRecord.model_validate(plain(item))
 
 
 def event_from_item(item: Item) -> LedgerEvent:
-    return EVENT_ADAPTER.validate_python(_plain(item))
+    return EVENT_ADAPTER.validate_python(plain(item))
+
+
+def encode_cursor(key: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(key, sort_keys=True).encode()).decode()
+
+
+def decode_cursor(cursor: str) -> dict[str, Any]:
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except ValueError as exc:
+        raise InvalidRequestError(
+            "the cursor is not one this service returned: pass back the 'cursor' of the last "
+            "page unchanged, or omit it to start from the beginning"
+        ) from exc
+    if not isinstance(decoded, dict):
+        raise InvalidRequestError("the cursor is malformed: omit it to start from the beginning")
+    return decoded

@@ -15,8 +15,7 @@ throttle or lost response is transient (``TransientStoreError``).
 
 from __future__ import annotations
 
-import base64
-import json
+import hashlib
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -116,7 +115,10 @@ class DynamoLedger:
         try:
             self.client.transact_write_items(
                 TransactItems=items,  # type: ignore[arg-type]
-                ClientRequestToken=request_token,
+                # Tokens are account-wide: scope ours to this table.
+                ClientRequestToken=hashlib.sha256(
+                    f"{self.table_name}|{request_token}".encode()
+                ).hexdigest()[:32],
             )
         except ClientError as exc:
             raise self._translate_transaction_error(exc, items) from exc
@@ -297,10 +299,10 @@ class DynamoLedger:
             "ScanIndexForward": forward,
         }
         if cursor:
-            request["ExclusiveStartKey"] = _decode_cursor(cursor)
+            request["ExclusiveStartKey"] = codec.decode_cursor(cursor)
         response = self._call(self.client.query, **request)
         last = response.get("LastEvaluatedKey")
-        return list(response.get("Items", [])), _encode_cursor(last) if last else None
+        return list(response.get("Items", [])), codec.encode_cursor(last) if last else None
 
     def _batch_get(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
@@ -338,20 +340,3 @@ def _command_id_of_existing_event(reasons: list[Any], items: list[dict[str, Any]
         if old and sk.startswith(codec.EVENT_PREFIX) and "command_id" in old:
             return str(old["command_id"]["S"])
     return None
-
-
-def _encode_cursor(key: dict[str, Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(key, sort_keys=True).encode()).decode()
-
-
-def _decode_cursor(cursor: str) -> dict[str, Any]:
-    try:
-        decoded = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-    except ValueError as exc:
-        raise InvalidRequestError(
-            "the cursor is not one this service returned: pass back the 'cursor' of the last "
-            "page unchanged, or omit it to start from the beginning"
-        ) from exc
-    if not isinstance(decoded, dict):
-        raise InvalidRequestError("the cursor is malformed: omit it to start from the beginning")
-    return decoded

@@ -43,3 +43,36 @@ class RegisterSnapshot(Frozen):
     @property
     def command_id(self) -> str:
         return f"register:{self.manifest_key}:{self.manifest_digest}"
+
+
+class RequestJob(Frozen):
+    """Record that a job will work on this lineage, pinning its base snapshot."""
+
+    kind: Literal["RequestJob"] = "RequestJob"
+    stream: str
+    partition: int
+    job_id: str
+    job_kind: str
+    base_snapshot_id: str | None = None
+    base_lsn: int | None = None
+    target_lsn: int
+
+    @property
+    def command_id(self) -> str:
+        return f"request-job:{self.job_id}"
+
+
+class RecordJobState(Frozen):
+    """Record a state the runner reported; a terminal one unpins the base snapshot."""
+
+    kind: Literal["RecordJobState"] = "RecordJobState"
+    stream: str
+    partition: int
+    job_id: str
+    state: str
+    run_id: str | None = None
+    reason: str | None = None
+
+    @property
+    def command_id(self) -> str:
+        return f"job-state:{self.job_id}:{self.state}"

@@ -58,8 +58,66 @@ class LatestAdvanced(EventBase):
     previous_lsn: int | None = None
 
 
+class SnapshotPinned(EventBase):
+    """A job reads the snapshot: GC keeps it until the job ends."""
+
+    type: Literal["SnapshotPinned"] = "SnapshotPinned"
+    snapshot_id: str
+    lsn: int
+    job_id: str
+
+
+class SnapshotUnpinned(EventBase):
+    type: Literal["SnapshotUnpinned"] = "SnapshotUnpinned"
+    snapshot_id: str
+    lsn: int
+    job_id: str
+
+
+class JobRequested(EventBase):
+    """A job will work on this lineage, from ``base_lsn`` (None: empty) to ``target_lsn``."""
+
+    type: Literal["JobRequested"] = "JobRequested"
+    job_id: str
+    job_kind: str
+    base_snapshot_id: str | None = None
+    base_lsn: int | None = None
+    target_lsn: int
+
+
+class JobStateChanged(EventBase):
+    """The runner reported a state; terminal ones are followed by Succeeded/Failed."""
+
+    type: Literal["JobStateChanged"] = "JobStateChanged"
+    job_id: str
+    state: str
+    run_id: str | None = None
+
+
+class JobSucceeded(EventBase):
+    type: Literal["JobSucceeded"] = "JobSucceeded"
+    job_id: str
+
+
+class JobFailed(EventBase):
+    """The job failed or was cancelled; ``reason`` is what the runner said."""
+
+    type: Literal["JobFailed"] = "JobFailed"
+    job_id: str
+    state: str
+    reason: str
+
+
 LedgerEvent = Annotated[
-    SnapshotRegistered | SnapshotRejected | LatestAdvanced,
+    SnapshotRegistered
+    | SnapshotRejected
+    | LatestAdvanced
+    | SnapshotPinned
+    | SnapshotUnpinned
+    | JobRequested
+    | JobStateChanged
+    | JobSucceeded
+    | JobFailed,
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[LedgerEvent] = TypeAdapter(LedgerEvent)

@@ -78,6 +78,20 @@ class SnapshotRecord(Frozen):
         return snapshot_sort_key(self.lsn, self.snapshot_id)
 
 
+class ActiveJob(Frozen):
+    """A job working on the lineage, as HEAD remembers it until it ends."""
+
+    kind: str
+    state: str
+    base_snapshot_id: str | None = None
+    base_lsn: int | None = None
+    target_lsn: int
+
+
+#: How many ended jobs HEAD remembers, so late state events for them are recognised.
+FINISHED_JOBS_KEPT = 32
+
+
 class Head(Frozen):
     """The lineage's projection (the ``HEAD`` item): one GetItem answers "latest"."""
 
@@ -94,6 +108,8 @@ class Head(Frozen):
     changelog_lsn: int | None = None
     compaction_job_id: str | None = None
     trim_lsn: int | None = None
+    active_jobs: dict[str, ActiveJob] = Field(default_factory=dict)
+    finished_jobs: tuple[str, ...] = ()
     updated_at: datetime | None = None
 
     @property

@@ -43,9 +43,13 @@ class CommandResult:
     attempts: int
 
 
-def request_token(lineage: LineageId, expected_version: int, command_id: str) -> str:
-    """A ClientRequestToken (<= 36 chars) that is the same for the same write, only."""
-    raw = f"{lineage.stream}|{lineage.partition}|{expected_version}|{command_id}"
+def request_token(lineage: LineageId, expected_version: int, command_id: str, now: datetime) -> str:
+    """A ClientRequestToken (<= 36 chars) that is the same for the same write, only.
+
+    ``now`` is part of the decision (event times), so a later redelivery of the command
+    is a different request, never an "idempotent parameter mismatch".
+    """
+    raw = f"{lineage.stream}|{lineage.partition}|{expected_version}|{command_id}|{now.isoformat()}"
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
@@ -75,7 +79,7 @@ def execute(
         if not events:
             return CommandResult(events=[], state=state, attempts=attempt)
         after = evolve_all(state, events)
-        token = request_token(lineage, state.head.version, command.command_id)
+        token = request_token(lineage, state.head.version, command.command_id, now)
         try:
             ledger.commit(state, events, after, request_token=token)
         except LostRaceError as exc:

@@ -1,0 +1,72 @@
+"""The job runner on EMR Serverless: ``StartJobRun`` with the job id as client token."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from snapledger.errors import JobStartError, StoreUnavailableError
+from snapledger.job_arguments import job_arguments
+from snapledger.ports import JobRunSpec, JobRunStatus
+
+if TYPE_CHECKING:
+    from mypy_boto3_emr_serverless import EMRServerlessClient
+
+TRANSIENT = {"ThrottlingException", "InternalServerException", "ServiceQuotaExceededException"}
+
+
+class EmrServerlessRunner:
+    """Starts and inspects job runs on one EMR Serverless application."""
+
+    def __init__(
+        self,
+        application_id: str,
+        execution_role_arn: str,
+        entrypoint: str,
+        py_files: str = "",
+        client: EMRServerlessClient | None = None,
+    ) -> None:
+        self.application_id = application_id
+        self.execution_role_arn = execution_role_arn
+        self.entrypoint = entrypoint
+        self.py_files = py_files
+        self.client: EMRServerlessClient = client or boto3.client("emr-serverless")
+
+    def start(self, spec: JobRunSpec) -> str:
+        driver: dict[str, Any] = {
+            "entryPoint": self.entrypoint,
+            "entryPointArguments": job_arguments(spec),
+        }
+        if self.py_files:
+            driver["sparkSubmitParameters"] = f"--py-files {self.py_files}"
+        try:
+            response = self.client.start_job_run(
+                applicationId=self.application_id,
+                clientToken=spec.job_id,  # the same job id never starts a second run
+                executionRoleArn=self.execution_role_arn,
+                name=spec.job_id,
+                jobDriver={"sparkSubmit": driver},  # type: ignore[misc,arg-type]
+                tags={"snapledger:job-id": spec.job_id, "snapledger:kind": spec.kind},
+            )
+        except ClientError as exc:
+            raise _translate(exc, f"start job {spec.job_id}") from exc
+        return response["jobRunId"]
+
+    def status(self, run_id: str) -> JobRunStatus:
+        try:
+            run = self.client.get_job_run(applicationId=self.application_id, jobRunId=run_id)[
+                "jobRun"
+            ]
+        except ClientError as exc:
+            raise _translate(exc, f"read job run {run_id}") from exc
+        return JobRunStatus(state=run["state"], reason=run.get("stateDetails") or None)
+
+
+def _translate(exc: ClientError, what: str) -> Exception:
+    code = exc.response.get("Error", {}).get("Code", "")
+    message = exc.response.get("Error", {}).get("Message", str(exc))
+    if code in TRANSIENT:
+        return StoreUnavailableError(f"EMR Serverless is busy ({code}) and could not {what}: retry")
+    return JobStartError(f"EMR Serverless could not {what} ({code}): {message}")

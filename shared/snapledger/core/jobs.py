@@ -1,0 +1,172 @@
+"""Job rules on a lineage: requesting a job (pinning its base), recording its states."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import assert_never
+
+from snapledger.core.state import LineageState, Sequencer
+from snapledger.errors import InvalidRequestError
+from snapledger.models.commands import RecordJobState, RequestJob
+from snapledger.models.events import (
+    JobFailed,
+    JobRequested,
+    JobStateChanged,
+    JobSucceeded,
+    LedgerEvent,
+    SnapshotPinned,
+    SnapshotUnpinned,
+)
+from snapledger.models.jobs import STATE_RANK, TERMINAL_STATES, JobState, parse_state
+from snapledger.models.ledger import (
+    FINISHED_JOBS_KEPT,
+    ActiveJob,
+    Head,
+    Pin,
+    SnapshotRecord,
+    SnapshotStatus,
+    snapshot_sort_key,
+)
+
+
+def decide_request_job(state: LineageState, cmd: RequestJob, now: datetime) -> list[LedgerEvent]:
+    head = state.head
+    if cmd.job_id in head.active_jobs or cmd.job_id in head.finished_jobs:
+        return []  # already requested: launch is idempotent by request id
+    ev = Sequencer(state, cmd.command_id, now)
+    events: list[LedgerEvent] = [
+        JobRequested.model_validate(
+            {
+                **ev.common,
+                "seq": ev.seq(),
+                "job_id": cmd.job_id,
+                "job_kind": cmd.job_kind,
+                "base_snapshot_id": cmd.base_snapshot_id,
+                "base_lsn": cmd.base_lsn,
+                "target_lsn": cmd.target_lsn,
+            }
+        )
+    ]
+    if cmd.base_snapshot_id is not None and cmd.base_lsn is not None:
+        base = state.snapshots.get(snapshot_sort_key(cmd.base_lsn, cmd.base_snapshot_id))
+        if base is None or base.status is not SnapshotStatus.REGISTERED:
+            status = "unknown" if base is None else base.status.value
+            raise InvalidRequestError(
+                f"snapshot {cmd.base_snapshot_id} of {head.lineage} is {status}, so it cannot be "
+                "pinned for a job: pick a REGISTERED snapshot (list the lineage's snapshots)"
+            )
+        events.append(
+            SnapshotPinned.model_validate(
+                {
+                    **ev.common,
+                    "seq": ev.seq(),
+                    "snapshot_id": base.snapshot_id,
+                    "lsn": base.lsn,
+                    "job_id": cmd.job_id,
+                }
+            )
+        )
+    return events
+
+
+def decide_job_state(state: LineageState, cmd: RecordJobState, now: datetime) -> list[LedgerEvent]:
+    active = state.head.active_jobs.get(cmd.job_id)
+    if active is None or cmd.state == active.state:
+        return []  # not a job of this lineage, already ended, or a repeat: a late delivery
+    new_state = parse_state(cmd.state)
+    known = parse_state(active.state)
+    if new_state is not None and known is not None and STATE_RANK[new_state] <= STATE_RANK[known]:
+        return []  # stale or repeated: the job is already at or past this state
+    ev = Sequencer(state, cmd.command_id, now)
+    events: list[LedgerEvent] = [
+        JobStateChanged.model_validate(
+            {
+                **ev.common,
+                "seq": ev.seq(),
+                "job_id": cmd.job_id,
+                "state": cmd.state,
+                "run_id": cmd.run_id,
+            }
+        )
+    ]
+    if new_state not in TERMINAL_STATES:
+        return events
+    if new_state is JobState.SUCCESS:
+        events.append(
+            JobSucceeded.model_validate({**ev.common, "seq": ev.seq(), "job_id": cmd.job_id})
+        )
+    else:
+        events.append(
+            JobFailed.model_validate(
+                {
+                    **ev.common,
+                    "seq": ev.seq(),
+                    "job_id": cmd.job_id,
+                    "state": cmd.state,
+                    "reason": cmd.reason or f"the job ended {cmd.state} without a reason",
+                }
+            )
+        )
+    if active.base_snapshot_id is not None and active.base_lsn is not None:
+        base = state.snapshots.get(snapshot_sort_key(active.base_lsn, active.base_snapshot_id))
+        if base is not None and any(p.job_id == cmd.job_id for p in base.pins):
+            events.append(
+                SnapshotUnpinned.model_validate(
+                    {
+                        **ev.common,
+                        "seq": ev.seq(),
+                        "snapshot_id": base.snapshot_id,
+                        "lsn": base.lsn,
+                        "job_id": cmd.job_id,
+                    }
+                )
+            )
+    return events
+
+
+def evolve_job(
+    head: Head,
+    snapshots: dict[str, SnapshotRecord],
+    event: JobRequested
+    | JobStateChanged
+    | JobSucceeded
+    | JobFailed
+    | SnapshotPinned
+    | SnapshotUnpinned,
+) -> Head:
+    match event:
+        case JobRequested():
+            job = ActiveJob(
+                kind=event.job_kind,
+                state=JobState.REQUESTED.value,
+                base_snapshot_id=event.base_snapshot_id,
+                base_lsn=event.base_lsn,
+                target_lsn=event.target_lsn,
+            )
+            update: dict[str, object] = {"active_jobs": {**head.active_jobs, event.job_id: job}}
+            if event.job_kind == "compaction":
+                update["compaction_job_id"] = event.job_id
+            head = head.model_copy(update=update)
+        case JobStateChanged():
+            active = head.active_jobs[event.job_id]
+            moved = active.model_copy(update={"state": event.state})
+            head = head.model_copy(
+                update={"active_jobs": {**head.active_jobs, event.job_id: moved}}
+            )
+        case JobSucceeded() | JobFailed():
+            remaining = {k: v for k, v in head.active_jobs.items() if k != event.job_id}
+            finished = (*head.finished_jobs, event.job_id)[-FINISHED_JOBS_KEPT:]
+            update = {"active_jobs": remaining, "finished_jobs": finished}
+            if head.compaction_job_id == event.job_id:
+                update["compaction_job_id"] = None
+            head = head.model_copy(update=update)
+        case SnapshotPinned() | SnapshotUnpinned():
+            key = snapshot_sort_key(event.lsn, event.snapshot_id)
+            record = snapshots[key]
+            pins = tuple(p for p in record.pins if p.job_id != event.job_id)
+            if isinstance(event, SnapshotPinned):
+                pins = (*pins, Pin(job_id=event.job_id, at=event.at))
+            snapshots[key] = record.model_copy(update={"pins": pins, "version": event.seq})
+        case _:
+            assert_never(event)
+    return head

@@ -1,0 +1,163 @@
+"""Registration rules: deciding a ``RegisterSnapshot`` and folding its events."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import assert_never
+
+from snapledger.core.state import LineageState, Sequencer
+from snapledger.models.commands import RegisterSnapshot
+from snapledger.models.events import (
+    LatestAdvanced,
+    LedgerEvent,
+    SnapshotRegistered,
+    SnapshotRejected,
+)
+from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus, snapshot_sort_key
+
+
+def decide_register(state: LineageState, cmd: RegisterSnapshot, now: datetime) -> list[LedgerEvent]:
+    head = state.head
+    ev = Sequencer(state, cmd.command_id, now)
+    existing = state.snapshots.get(snapshot_sort_key(cmd.lsn, cmd.snapshot_id))
+
+    def rejected(code: str, reason: str) -> list[LedgerEvent]:
+        epoch = cmd.summary.epoch if cmd.summary else cmd.epoch_hint
+        return [
+            SnapshotRejected.model_validate(
+                {
+                    **ev.common,
+                    "seq": ev.seq(),
+                    "snapshot_id": cmd.snapshot_id,
+                    "lsn": cmd.lsn,
+                    "epoch": epoch,
+                    "manifest_key": cmd.manifest_key,
+                    "manifest_digest": cmd.manifest_digest,
+                    "code": code,
+                    "reason": reason,
+                }
+            )
+        ]
+
+    if existing is not None:
+        already_seen = cmd.manifest_missing or cmd.manifest_digest in (
+            existing.manifest_digest,
+            *existing.conflicting_digests,
+        )
+        if already_seen:
+            return []  # a redelivery: the ledger already holds this answer
+        return rejected(
+            "conflict",
+            f"snapshot {cmd.snapshot_id} at LSN {cmd.lsn} is already recorded with other "
+            f"content ({existing.manifest_digest}); snapshots are immutable: write new state "
+            "under a new snapshot id",
+        )
+    if cmd.manifest_missing:
+        return rejected(
+            "invalid",
+            f"the manifest {cmd.manifest_key} no longer existed when it was processed; "
+            "nothing was registered: rewrite the snapshot under a new id if it is still wanted",
+        )
+    if cmd.summary is None:
+        return rejected("invalid", cmd.rejection or "the manifest is invalid")
+    if head.max_epoch is not None and cmd.summary.epoch < head.max_epoch:
+        return rejected(
+            "fenced",
+            f"epoch {cmd.summary.epoch} is below the lineage's highest epoch {head.max_epoch}: "
+            "a newer writer owns this partition, so this snapshot was fenced",
+        )
+    events: list[LedgerEvent] = [
+        SnapshotRegistered.model_validate(
+            {
+                **ev.common,
+                "seq": ev.seq(),
+                "snapshot_id": cmd.snapshot_id,
+                "lsn": cmd.lsn,
+                "manifest_key": cmd.manifest_key,
+                "manifest_digest": cmd.manifest_digest,
+                **cmd.summary.model_dump(),
+            }
+        )
+    ]
+    if head.latest_lsn is None or cmd.lsn > head.latest_lsn:
+        events.append(
+            LatestAdvanced.model_validate(
+                {
+                    **ev.common,
+                    "seq": ev.seq(),
+                    "snapshot_id": cmd.snapshot_id,
+                    "lsn": cmd.lsn,
+                    "previous_snapshot_id": head.latest_snapshot_id,
+                    "previous_lsn": head.latest_lsn,
+                }
+            )
+        )
+    return events
+
+
+def evolve_registration(
+    head: Head,
+    snapshots: dict[str, SnapshotRecord],
+    event: SnapshotRegistered | SnapshotRejected | LatestAdvanced,
+) -> Head:
+    match event:
+        case SnapshotRegistered():
+            record = SnapshotRecord(
+                stream=event.stream,
+                partition=event.partition,
+                lsn=event.lsn,
+                snapshot_id=event.snapshot_id,
+                status=SnapshotStatus.REGISTERED,
+                epoch=event.epoch,
+                manifest_key=event.manifest_key,
+                manifest_digest=event.manifest_digest,
+                file_count=event.file_count,
+                total_bytes=event.total_bytes,
+                row_count=event.row_count,
+                source_kind=event.source_kind,
+                registered_at=event.at,
+                version=event.seq,
+            )
+            snapshots[record.sort_key] = record
+            head = head.model_copy(
+                update={
+                    "max_epoch": max(event.epoch, head.max_epoch or 0),
+                    "registered_count": head.registered_count + 1,
+                }
+            )
+        case SnapshotRejected():
+            key = snapshot_sort_key(event.lsn, event.snapshot_id)
+            existing = snapshots.get(key)
+            if event.code == "conflict" and existing is not None:
+                snapshots[key] = existing.model_copy(
+                    update={
+                        "conflicting_digests": (
+                            *existing.conflicting_digests,
+                            event.manifest_digest,
+                        ),
+                        "version": event.seq,
+                    }
+                )
+            else:
+                snapshots[key] = SnapshotRecord(
+                    stream=event.stream,
+                    partition=event.partition,
+                    lsn=event.lsn,
+                    snapshot_id=event.snapshot_id,
+                    status=SnapshotStatus.REJECTED,
+                    epoch=event.epoch,
+                    manifest_key=event.manifest_key,
+                    manifest_digest=event.manifest_digest,
+                    registered_at=event.at,
+                    rejection_code=event.code,
+                    rejection_reason=event.reason,
+                    version=event.seq,
+                )
+            head = head.model_copy(update={"rejected_count": head.rejected_count + 1})
+        case LatestAdvanced():
+            head = head.model_copy(
+                update={"latest_snapshot_id": event.snapshot_id, "latest_lsn": event.lsn}
+            )
+        case _:
+            assert_never(event)
+    return head

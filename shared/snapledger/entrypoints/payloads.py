@@ -1,0 +1,45 @@
+"""Base classes of the payload models: ours are strict, AWS's are tolerant of additions.
+
+- A **console payload** (written by a person or a script) is frozen, refuses unknown
+  fields (a typo like ``partiton`` must not be silently ignored) and is strict about types
+  (``"3"`` is not a partition).
+- An **AWS event** envelope is frozen but ignores fields it does not name: AWS adds
+  fields to its events over time (S3's EventBridge events gained ``event-version``), and
+  a new field must not turn every notification into a validation failure.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from snapledger.layout import STREAM_PATTERN, ULID_PATTERN
+from snapledger.models.ledger import LineageId
+
+
+class ConsolePayload(BaseModel):
+    """A payload a person sends: frozen, strict, no unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+class AwsEvent(BaseModel):
+    """An event AWS sends: frozen; fields it adds later are ignored."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+
+class LineagePayload(ConsolePayload):
+    """A console payload about one lineage."""
+
+    stream: str = Field(pattern=f"^{STREAM_PATTERN}$", description="Stream name, e.g. orders")
+    partition: int = Field(ge=0, description="Partition number, 0 or more")
+
+    @property
+    def lineage(self) -> LineageId:
+        return LineageId(stream=self.stream, partition=self.partition)
+
+
+#: A snapshot id, as the layout writes it (a ULID).
+SnapshotId = Annotated[str, StringConstraints(pattern=f"^{ULID_PATTERN}$")]

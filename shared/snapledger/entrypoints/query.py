@@ -1,0 +1,188 @@
+"""The query function's actions: one payload model and one answering function each.
+
+To add an action, declare its model (a ``QueryPayload`` whose ``action`` is a one-value
+``Literal``) and decorate the function that answers it with ``@query_action(Model)``,
+in this module (so that importing it registers every action). Parsing, the list of
+actions in validation answers, the error answers and the metrics follow from that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal, Self, TypeVar, get_args
+
+from pydantic import AwareDatetime, Field, model_validator
+
+from snapledger.adapters.dynamodb_ledger import MAX_PAGE
+from snapledger.entrypoints.answers import (
+    Answer,
+    MetricSink,
+    answer_for_error,
+    as_object,
+    count,
+    ok,
+    one_of_error,
+    payload_error,
+)
+from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, SnapshotId
+from snapledger.errors import SnapledgerError
+from snapledger.runtime import Runtime
+from snapledger.services import queries
+
+SUBJECT = "query"
+INVALID_METRIC = "Query_invalid"
+
+QueryT = TypeVar("QueryT", bound="QueryPayload")
+AnswerFn = Callable[[QueryT, Runtime], dict[str, Any]]
+
+
+class QueryPayload(ConsolePayload):
+    """A console query; subclasses narrow ``action`` to their one name."""
+
+    action: str
+
+
+class LineageQuery(QueryPayload, LineagePayload):
+    """A query about one lineage (``stream`` + ``partition``)."""
+
+
+class LatestQuery(LineageQuery):
+    """``{"action": "latest", "stream": "orders", "partition": 3}``: the lineage's HEAD."""
+
+    action: Literal["latest"]
+
+
+class ListQuery(LineageQuery):
+    """The lineage's snapshots, newest first, a page at a time."""
+
+    action: Literal["list"]
+    limit: int = Field(default=100, ge=1, le=MAX_PAGE)
+    cursor: str | None = Field(default=None, min_length=1, description="From the last answer")
+
+
+class HistoryQuery(LineageQuery):
+    """The lineage's events in order, after ``after_seq``, a page at a time."""
+
+    action: Literal["history"]
+    after_seq: int = Field(default=0, ge=0)
+    limit: int = Field(default=100, ge=1, le=MAX_PAGE)
+    cursor: str | None = Field(default=None, min_length=1, description="From the last answer")
+
+
+class AsOfQuery(LineageQuery):
+    """The snapshot to restore from as of an LSN, or as of a (registry) time."""
+
+    action: Literal["as_of"]
+    lsn: int | None = Field(default=None, ge=0)
+    as_of_time: AwareDatetime | None = Field(
+        default=None, strict=False, description="ISO-8601 with a timezone, e.g. ...Z"
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one_point(self) -> Self:
+        if (self.lsn is None) == (self.as_of_time is None):
+            raise one_of_error(
+                ("lsn", "as_of_time"),
+                "give exactly one of lsn (an LSN) or as_of_time (ISO-8601 with a timezone)",
+            )
+        return self
+
+
+class SnapshotQuery(LineageQuery):
+    """One snapshot by id, whatever its status."""
+
+    action: Literal["snapshot"]
+    snapshot_id: SnapshotId
+
+
+_ACTIONS: dict[str, tuple[type[QueryPayload], AnswerFn[Any]]] = {}
+
+
+def query_action(model: type[QueryT]) -> Callable[[AnswerFn[QueryT]], AnswerFn[QueryT]]:
+    """Register the decorated function as the answer to ``model``'s action."""
+    (name,) = get_args(model.model_fields["action"].annotation)
+
+    def register(answer: AnswerFn[QueryT]) -> AnswerFn[QueryT]:
+        _ACTIONS[name] = (model, answer)
+        return answer
+
+    return register
+
+
+def actions() -> list[str]:
+    """The action names, sorted."""
+    return sorted(_ACTIONS)
+
+
+def parse_query(event: object) -> QueryPayload:
+    """The query ``event`` asks; a ValidationError naming the fields if it is malformed."""
+    payload = as_object(event, SUBJECT)
+    action = payload.get("action")
+    known = ", ".join(actions())
+    if action is None:
+        raise payload_error(SUBJECT, [("action", f"required: one of {known}")], payload)
+    if not isinstance(action, str) or action not in _ACTIONS:
+        problem = f"{action!r} is not an action: use one of {known}"
+        raise payload_error(SUBJECT, [("action", problem)], payload)
+    model, _ = _ACTIONS[action]
+    return model.model_validate(payload)
+
+
+def answer_query(request: QueryPayload, rt: Runtime, metrics: MetricSink) -> Answer:
+    """Answer ``request``; NotFound and InvalidRequest errors are answers, others raise."""
+    _, answer = _ACTIONS[request.action]
+    try:
+        body = answer(request, rt)
+    except SnapledgerError as exc:
+        refused = answer_for_error(exc)
+        if refused is None:
+            raise
+        count(metrics, f"Query_{refused['error']}")
+        return refused
+    count(metrics, f"Query_{request.action}")
+    return ok(action=request.action, **body)
+
+
+# --- the actions ----------------------------------------------------------------------
+
+
+@query_action(LatestQuery)
+def answer_latest(request: LatestQuery, rt: Runtime) -> dict[str, Any]:
+    head = queries.latest(rt.ledger, request.lineage)
+    return {"head": head.model_dump(mode="json")}
+
+
+@query_action(ListQuery)
+def answer_list(request: ListQuery, rt: Runtime) -> dict[str, Any]:
+    page = queries.list_snapshots(
+        rt.ledger, request.lineage, limit=request.limit, cursor=request.cursor
+    )
+    return {"snapshots": [s.model_dump(mode="json") for s in page.items], "cursor": page.cursor}
+
+
+@query_action(HistoryQuery)
+def answer_history(request: HistoryQuery, rt: Runtime) -> dict[str, Any]:
+    page = queries.history(
+        rt.ledger,
+        request.lineage,
+        after_seq=request.after_seq,
+        limit=request.limit,
+        cursor=request.cursor,
+    )
+    return {"events": [e.model_dump(mode="json") for e in page.items], "cursor": page.cursor}
+
+
+@query_action(AsOfQuery)
+def answer_as_of(request: AsOfQuery, rt: Runtime) -> dict[str, Any]:
+    if request.as_of_time is not None:
+        record = queries.as_of_time(rt.ledger, request.lineage, request.as_of_time)
+    else:
+        assert request.lsn is not None  # the model guarantees exactly one of the two
+        record = queries.as_of_lsn(rt.ledger, request.lineage, request.lsn)
+    return {"snapshot": record.model_dump(mode="json")}
+
+
+@query_action(SnapshotQuery)
+def answer_snapshot(request: SnapshotQuery, rt: Runtime) -> dict[str, Any]:
+    record = queries.by_id(rt.ledger, request.lineage, request.snapshot_id)
+    return {"snapshot": record.model_dump(mode="json")}

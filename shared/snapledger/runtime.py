@@ -1,0 +1,116 @@
+"""What a function runs on: the ledger, the object store and the clock, built once.
+
+Every handler asks ``runtime()`` for its collaborators. The first call of a cold start
+reads the settings (``SNAPLEDGER_*``), builds the boto3 clients and the adapters, and
+keeps them for the warm invocations that follow (connections are reused). This is the
+only place the functions' boto3 clients are built.
+
+Tests and the local runtime hand in their own with ``use_runtime(rt)`` (or the
+``runtime_override`` context manager) and drop it again with ``reset_runtime()``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Protocol
+
+import boto3
+from botocore.config import Config
+
+from snapledger.adapters.dynamodb_ledger import DynamoLedger
+from snapledger.adapters.object_store import open_object_store
+from snapledger.clock import Clock, SystemClock
+from snapledger.ports import LedgerReader, LedgerStore, ObjectStore
+from snapledger.settings import LedgerSettings, settings_from_env
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+
+# Retries: botocore's standard mode (jittered backoff, throttles included); the ledger
+# adds its own bounded retries on top for lost races. Timeouts well inside a function's.
+CLIENT_CONFIG = Config(retries={"mode": "standard"}, connect_timeout=5, read_timeout=20)
+LOCAL_REGION = "us-east-1"
+
+
+class Ledger(LedgerStore, LedgerReader, Protocol):
+    """The ledger as the functions use it: commands and reads on one store."""
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """A function's collaborators (add a field, e.g. a job runner, when a function needs one)."""
+
+    ledger: Ledger
+    store: ObjectStore
+    clock: Clock
+
+
+def build_runtime(settings: LedgerSettings) -> Runtime:
+    """The AWS (or DynamoDB Local) runtime the settings describe."""
+    s3_client = _s3_client() if settings.root.startswith("s3://") else None
+    return Runtime(
+        ledger=DynamoLedger(settings.table, client=_dynamodb_client(settings.dynamodb_endpoint)),
+        store=open_object_store(settings.root, s3_client=s3_client),
+        clock=SystemClock(),
+    )
+
+
+_override: Runtime | None = None
+
+
+def runtime() -> Runtime:
+    """The runtime of this process: the injected one, else the one built from settings."""
+    return _override if _override is not None else _from_environment()
+
+
+def use_runtime(rt: Runtime) -> None:
+    """Make every later ``runtime()`` call answer ``rt`` (tests, the local runtime)."""
+    global _override  # noqa: PLW0603 - the one injection point of the process
+    _override = rt
+
+
+def reset_runtime() -> None:
+    """Forget the injected runtime and the one built from settings."""
+    global _override  # noqa: PLW0603 - the one injection point of the process
+    _override = None
+    _from_environment.cache_clear()
+
+
+@contextmanager
+def runtime_override(rt: Runtime) -> Iterator[Runtime]:
+    """``use_runtime(rt)`` for the duration of a ``with`` block, then reset."""
+    use_runtime(rt)
+    try:
+        yield rt
+    finally:
+        reset_runtime()
+
+
+@lru_cache(maxsize=1)
+def _from_environment() -> Runtime:
+    # Once per cold start: the settings, the clients and their connection pools.
+    return build_runtime(settings_from_env(LedgerSettings))
+
+
+def _dynamodb_client(endpoint: str | None) -> DynamoDBClient:
+    if endpoint is None:
+        return boto3.client("dynamodb", config=CLIENT_CONFIG)
+    # DynamoDB Local accepts any credentials; fixed ones keep a workstation without an
+    # AWS profile working, and the region only has to be set.
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint,
+        region_name=os.environ.get("AWS_REGION") or LOCAL_REGION,
+        aws_access_key_id="local",
+        aws_secret_access_key="local",  # noqa: S106 - DynamoDB Local accepts any credentials
+        config=CLIENT_CONFIG,
+    )
+
+
+def _s3_client() -> S3Client:
+    return boto3.client("s3", config=CLIENT_CONFIG)

@@ -1,0 +1,249 @@
+"""Launch a bootstrap, restore or compaction job, idempotently by request id.
+
+validate → resolve each partition's base snapshot → check the changelog covers
+(base LSN, target] with no gap → record the job → pin the bases (one lineage command
+each) → start the run with the job id as client token → record SUBMITTED.
+
+A launch that crashed part-way is resumed by the same request: the job id is derived
+from the request id, every step is idempotent, and the runner's client token makes the
+start happen once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Protocol
+
+from snapledger.clock import Clock
+from snapledger.core.coverage import check_covers
+from snapledger.errors import InvalidKeyError, InvalidRequestError, JobStartError, NotFoundError
+from snapledger.layout import lineage_changelog_prefix, parse_segment_key, snapshot_prefix
+from snapledger.models.commands import RecordJobState, RequestJob
+from snapledger.models.jobs import JobKind, JobRecord, JobState, JobTransition, PartitionPlan
+from snapledger.models.ledger import LineageId, SnapshotRecord, snapshot_sort_key
+from snapledger.models.requests import FromLsn, FromSnapshotId, FromTime, LaunchRequest
+from snapledger.ports import JobRunner, JobRunSpec, JobStore, LedgerReader, LedgerStore, ObjectStore
+from snapledger.services import queries
+from snapledger.services.commands import execute
+
+
+class Ledger(LedgerStore, LedgerReader, Protocol):
+    """The ledger as launch uses it: commands and reads."""
+
+
+@dataclass(frozen=True)
+class LaunchDeps:
+    ledger: Ledger
+    jobs: JobStore
+    runner: JobRunner
+    store: ObjectStore
+    clock: Clock
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    job: JobRecord
+    created: bool  # False: the request had been seen; this is the job it started
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "job_id": self.job.job_id,
+            "kind": self.job.job_kind.value,
+            "stream": self.job.stream,
+            "state": self.job.state.value,
+            "run_id": self.job.run_id,
+            "created": self.created,
+            "partitions": [p.model_dump(mode="json") for p in self.job.partitions],
+            "failure_reason": self.job.failure_reason,
+        }
+
+
+def job_id_for(kind: JobKind, request_id: str) -> str:
+    """The job id of a request: the same request always names the same job."""
+    return f"{kind.value}-{hashlib.sha256(request_id.encode()).hexdigest()[:24]}"
+
+
+def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> LaunchResult:
+    """Start the job ``request`` asks for, or answer with the one it already started."""
+    rid = request.request_id or request_id
+    job_id = job_id_for(request.action, rid)
+    existing = deps.jobs.get(job_id)
+    if existing is not None and (existing.run_id is not None or existing.terminal):
+        return LaunchResult(job=existing, created=False)
+    if existing is None:
+        plans = [plan_partition(request, partition, deps) for partition in request.partition_list]
+        now = deps.clock.now()
+        job = deps.jobs.create(
+            JobRecord(
+                job_id=job_id,
+                request_id=rid,
+                job_kind=request.action,
+                stream=request.stream,
+                partitions=tuple(plans),
+                requested_at=now,
+                updated_at=now,
+                transitions=(JobTransition(state=JobState.REQUESTED.value, at=now),),
+            )
+        )
+    else:
+        job = existing  # an earlier launch of this request stopped before the start
+    pinned: list[PartitionPlan] = []
+    try:
+        for plan in job.partitions:
+            _request_on_lineage(job, plan, deps)
+            pinned.append(plan)
+    except InvalidRequestError as exc:
+        failed = _fail(job, pinned, f"could not pin the base snapshot: {exc}", deps)
+        return LaunchResult(job=failed, created=existing is None)
+    try:
+        run_id = deps.runner.start(
+            JobRunSpec(
+                job_id=job.job_id,
+                kind=job.job_kind.value,
+                stream=job.stream,
+                root=deps.store.uri,
+                partitions=list(job.partitions),
+            )
+        )
+    except JobStartError as exc:
+        failed = _fail(job, pinned, f"the job runner refused the job: {exc}", deps)
+        return LaunchResult(job=failed, created=existing is None)
+    submitted = _advance(job, JobState.SUBMITTED, deps, run_id=run_id)
+    for plan in job.partitions:
+        execute(
+            deps.ledger,
+            RecordJobState(
+                stream=job.stream,
+                partition=plan.partition,
+                job_id=job.job_id,
+                state=JobState.SUBMITTED.value,
+                run_id=run_id,
+            ),
+            deps.clock.now(),
+            snapshot_keys=_base_keys(plan),
+        )
+    return LaunchResult(job=submitted, created=existing is None)
+
+
+def plan_partition(request: LaunchRequest, partition: int, deps: LaunchDeps) -> PartitionPlan:
+    """Resolve the base snapshot and the target LSN of one partition, or raise why not."""
+    lineage = LineageId(stream=request.stream, partition=partition)
+    base = None if request.action is JobKind.BOOTSTRAP else resolve_base(request, lineage, deps)
+    segments = []
+    for info in deps.store.list(lineage_changelog_prefix(request.stream, partition)):
+        try:
+            segments.append(parse_segment_key(info.key))
+        except InvalidKeyError:
+            continue  # not a segment (the job validates what it reads)
+    target = check_covers(
+        segments, str(lineage), None if base is None else base.lsn, request.target_lsn
+    )
+    if base is None:
+        return PartitionPlan(partition=partition, target_lsn=target)
+    return PartitionPlan(
+        partition=partition,
+        base_snapshot_id=base.snapshot_id,
+        base_lsn=base.lsn,
+        base_prefix=snapshot_prefix(base.stream, base.partition, base.lsn, base.snapshot_id),
+        target_lsn=target,
+    )
+
+
+def resolve_base(request: LaunchRequest, lineage: LineageId, deps: LaunchDeps) -> SnapshotRecord:
+    selector = request.from_
+    if selector == "latest":
+        head = queries.latest(deps.ledger, lineage)
+        assert head.latest_lsn is not None and head.latest_snapshot_id is not None
+        record = deps.ledger.get_snapshot(
+            lineage, snapshot_sort_key(head.latest_lsn, head.latest_snapshot_id)
+        )
+        if record is None:
+            raise NotFoundError(f"the latest snapshot of {lineage} has no record: report this")
+        return record
+    if isinstance(selector, FromSnapshotId):
+        return queries.by_id(deps.ledger, lineage, selector.snapshot_id)
+    if isinstance(selector, FromLsn):
+        return queries.as_of_lsn(deps.ledger, lineage, selector.lsn)
+    assert isinstance(selector, FromTime)
+    return queries.as_of_time(deps.ledger, lineage, selector.time)
+
+
+def _base_keys(plan: PartitionPlan) -> tuple[str, ...]:
+    if plan.base_snapshot_id is None or plan.base_lsn is None:
+        return ()
+    return (snapshot_sort_key(plan.base_lsn, plan.base_snapshot_id),)
+
+
+def _request_on_lineage(job: JobRecord, plan: PartitionPlan, deps: LaunchDeps) -> None:
+    execute(
+        deps.ledger,
+        RequestJob(
+            stream=job.stream,
+            partition=plan.partition,
+            job_id=job.job_id,
+            job_kind=job.job_kind.value,
+            base_snapshot_id=plan.base_snapshot_id,
+            base_lsn=plan.base_lsn,
+            target_lsn=plan.target_lsn,
+        ),
+        deps.clock.now(),
+        snapshot_keys=_base_keys(plan),
+    )
+
+
+def _advance(
+    job: JobRecord,
+    state: JobState,
+    deps: LaunchDeps,
+    *,
+    run_id: str | None = None,
+    reason: str | None = None,
+) -> JobRecord:
+    """Move the job item to ``state`` (conditioned on its version); re-read on a lost race."""
+    current = job
+    for _ in range(10):
+        if current.state is state or current.terminal:
+            return current
+        now = deps.clock.now()
+        updated = current.model_copy(
+            update={
+                "state": state,
+                "run_id": run_id or current.run_id,
+                "failure_reason": reason or current.failure_reason,
+                "updated_at": now,
+                "transitions": (
+                    *current.transitions,
+                    JobTransition(state=state.value, at=now, reason=reason),
+                ),
+                "version": current.version + 1,
+            }
+        )
+        if deps.jobs.replace(current, updated):
+            return updated
+        fresh = deps.jobs.get(job.job_id)
+        if fresh is None:
+            raise NotFoundError(f"job {job.job_id} vanished while it was being updated")
+        current = fresh
+    return current
+
+
+def _fail(
+    job: JobRecord, requested: list[PartitionPlan], reason: str, deps: LaunchDeps
+) -> JobRecord:
+    """Record the job FAILED with its cause and release what it had pinned."""
+    failed = _advance(job, JobState.FAILED, deps, reason=reason)
+    for plan in requested:
+        execute(
+            deps.ledger,
+            RecordJobState(
+                stream=job.stream,
+                partition=plan.partition,
+                job_id=job.job_id,
+                state=JobState.FAILED.value,
+                reason=reason,
+            ),
+            deps.clock.now(),
+            snapshot_keys=_base_keys(plan),
+        )
+    return failed

@@ -1,0 +1,67 @@
+"""The EMR Serverless runner against moto: client token, arguments, status, errors."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from snapledger.adapters.emr_serverless import EmrServerlessRunner
+from snapledger.errors import JobStartError, StoreUnavailableError
+from snapledger.models.jobs import PartitionPlan
+from snapledger.ports import JobRunSpec
+
+SPEC = JobRunSpec(
+    job_id="restore-abc",
+    kind="restore",
+    stream="orders",
+    root="s3://bucket",
+    partitions=[PartitionPlan(partition=3, base_snapshot_id=None, base_lsn=None, target_lsn=99)],
+)
+
+
+def test_start_passes_the_job_id_as_client_token_and_the_plan_as_arguments():
+    with mock_aws():
+        client = boto3.client("emr-serverless", region_name="us-east-1")
+        app = client.create_application(
+            name="a", releaseLabel="emr-7.0.0", type="SPARK"
+        )  # moto lacks 8.x labels
+        runner = EmrServerlessRunner(
+            app["applicationId"],
+            "arn:aws:iam::123456789012:role/job",
+            "s3://b/entry.py",
+            "s3://b/jobs.zip",
+            client,
+        )
+        sent = []
+        client.meta.events.register(
+            "provide-client-params.emr-serverless.StartJobRun",
+            lambda params, **_: sent.append(params),
+        )
+        run_id = runner.start(SPEC)
+        assert sent[0]["clientToken"] == "restore-abc" and sent[0]["name"] == "restore-abc"
+        args = sent[0]["jobDriver"]["sparkSubmit"]["entryPointArguments"]
+        assert json.loads(args[args.index("--plan") + 1]) == [{"partition": 3, "target_lsn": 99}]
+        assert (
+            sent[0]["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
+            == "--py-files s3://b/jobs.zip"
+        )
+        assert runner.status(run_id).state in {"SUCCESS", "RUNNING", "SUBMITTED"}
+
+
+@pytest.mark.parametrize(
+    ("code", "error"),
+    [("ValidationException", JobStartError), ("ThrottlingException", StoreUnavailableError)],
+)
+def test_errors_are_translated(code, error):
+    client = boto3.client("emr-serverless", region_name="us-east-1")
+    runner = EmrServerlessRunner(
+        "app", "arn:aws:iam::123456789012:role/job", "s3://b/e.py", client=client
+    )
+    with Stubber(client) as stub:
+        stub.add_client_error("start_job_run", service_error_code=code, service_message="nope")
+        with pytest.raises(error, match=r"nope|busy"):
+            runner.start(SPEC)

@@ -1,0 +1,179 @@
+"""Launching jobs and recording their states, on both DynamoDB backends."""
+
+from __future__ import annotations
+
+import pytest
+
+from snapledger.adapters.dynamodb_jobs import DynamoJobStore
+from snapledger.core.coverage import CoverageError
+from snapledger.errors import NotFoundError
+from snapledger.models.jobs import JobState
+from snapledger.models.ledger import LineageId, snapshot_sort_key
+from snapledger.models.requests import LaunchRequest
+from snapledger.services.job_state import record_job_state
+from snapledger.services.launch import LaunchDeps, launch
+from snapledger.services.registration import register_manifest
+from tests.support import FakeRunner, write_segments, write_snapshot
+
+ORDERS_3 = LineageId(stream="orders", partition=3)
+
+
+@pytest.fixture
+def runner():
+    return FakeRunner()
+
+
+@pytest.fixture
+def deps(ledger, store, clock, runner):
+    return LaunchDeps(
+        ledger=ledger,
+        jobs=DynamoJobStore(ledger.table_name, client=ledger.client),
+        runner=runner,
+        store=store,
+        clock=clock,
+    )
+
+
+@pytest.fixture
+def latest(ledger, store, clock):
+    key = write_snapshot(store, lsn=99)
+    write_segments(store, "orders", 3, (0, 99), (100, 199), (200, 299))
+    return register_manifest(key, ledger=ledger, store=store, clock=clock)
+
+
+def restore(**kw):
+    return LaunchRequest.model_validate(
+        {"action": "restore", "stream": "orders", "partition": 3, "from": "latest", **kw}
+    )
+
+
+def events(ledger):
+    return [e.type for e in ledger.list_events(ORDERS_3, limit=1000).items]
+
+
+def pins(ledger, latest):
+    record = ledger.get_snapshot(ORDERS_3, snapshot_sort_key(99, latest.snapshot_id))
+    return [p.job_id for p in record.pins]
+
+
+def test_restore_latest_pins_starts_once_and_answers_what_it_resolved(deps, ledger, latest, runner):
+    # When a restore of the latest snapshot is launched
+    result = launch(restore(), request_id="req-1", deps=deps)
+    # Then one run started, from the latest snapshot to the end of the changelog
+    job = result.job
+    assert result.created and job.state is JobState.SUBMITTED
+    assert list(runner.started) == [job.job_id]
+    [plan] = job.partitions
+    assert (plan.base_snapshot_id, plan.base_lsn, plan.target_lsn) == (latest.snapshot_id, 99, 299)
+    assert plan.base_prefix.endswith(f"00000000000000000099-{latest.snapshot_id}/")
+    # and the base is pinned, with every step in the ledger
+    assert pins(ledger, latest) == [job.job_id]
+    assert events(ledger)[-3:] == ["JobRequested", "SnapshotPinned", "JobStateChanged"]
+
+
+def test_the_same_request_twice_starts_one_job(deps, ledger, latest, runner):
+    first = launch(restore(), request_id="req-1", deps=deps)
+    second = launch(restore(), request_id="req-1", deps=deps)
+    assert not second.created and second.job.job_id == first.job.job_id
+    assert len(runner.started) == 1
+    assert events(ledger).count("JobRequested") == 1
+
+
+def test_a_gap_in_the_changelog_is_refused_and_nothing_is_written(deps, ledger, store, latest):
+    write_segments(store, "orders", 3, (400, 499))
+    before = events(ledger)
+    with pytest.raises(CoverageError, match=r"only up to LSN 299.*LSNs 300\.\.450"):
+        launch(restore(target_lsn=450), request_id="req-gap", deps=deps)
+    assert events(ledger) == before
+    assert deps.jobs.list_jobs().items == []
+
+
+def test_restore_of_a_lineage_without_snapshots_says_to_bootstrap(deps):
+    with pytest.raises(NotFoundError, match="bootstrap"):
+        launch(restore(partition=7), request_id="r", deps=deps)
+
+
+def test_bootstrap_needs_no_snapshot(deps, store):
+    write_segments(store, "orders", 5, (0, 49), (50, 99))
+    request = LaunchRequest.model_validate(
+        {"action": "bootstrap", "stream": "orders", "partitions": [5]}
+    )
+    job = launch(request, request_id="boot", deps=deps).job
+    assert [(p.partition, p.base_lsn, p.target_lsn) for p in job.partitions] == [(5, None, 99)]
+
+
+def test_a_refused_start_is_recorded_failed_with_its_cause_and_unpins(deps, ledger, latest):
+    deps = LaunchDeps(**{**deps.__dict__, "runner": FakeRunner(refuse="AccessDenied: no PassRole")})
+    result = launch(restore(), request_id="req-x", deps=deps)
+    assert result.job.state is JobState.FAILED
+    assert "no PassRole" in result.job.failure_reason
+    assert pins(ledger, latest) == []
+    assert events(ledger)[-2:] == ["JobFailed", "SnapshotUnpinned"]
+
+
+def state(deps, ledger, clock, run_id, job_id, value, reason=None):  # noqa: PLR0917
+    return record_job_state(
+        run_id=run_id,
+        job_name=job_id,
+        state=value,
+        reason=reason,
+        jobs=deps.jobs,
+        ledger=ledger,
+        clock=clock,
+    )
+
+
+def test_success_unpins_and_late_or_repeated_states_change_nothing(deps, ledger, clock, latest):
+    job = launch(restore(), request_id="req-1", deps=deps).job
+    for value in ("RUNNING", "SUCCESS"):
+        assert state(deps, ledger, clock, job.run_id, job.job_id, value).recorded
+    after = events(ledger)
+    assert after[-2:] == ["JobSucceeded", "SnapshotUnpinned"]
+    assert pins(ledger, latest) == []
+    # redelivered and reordered events
+    for value in ("SUCCESS", "RUNNING", "SCHEDULED", "FAILED"):
+        assert not state(deps, ledger, clock, job.run_id, job.job_id, value).recorded
+    assert events(ledger) == after
+    assert deps.jobs.get(job.job_id).state is JobState.SUCCESS
+
+
+def test_reordered_delivery_ends_in_the_same_state_as_in_order(deps, ledger, clock, latest):
+    job = launch(restore(), request_id="req-1", deps=deps).job
+    for value in ("SUCCESS", "RUNNING", "PENDING"):
+        state(deps, ledger, clock, job.run_id, job.job_id, value)
+    assert deps.jobs.get(job.job_id).state is JobState.SUCCESS
+    assert pins(ledger, latest) == []
+    head = ledger.get_head(ORDERS_3)
+    assert head.active_jobs == {} and job.job_id in head.finished_jobs
+
+
+def test_failure_reason_is_recorded(deps, ledger, clock, latest):
+    job = launch(restore(), request_id="req-1", deps=deps).job
+    state(
+        deps,
+        ledger,
+        clock,
+        job.run_id,
+        job.job_id,
+        "FAILED",
+        "Job failed, ExitCode: 1. Error: boom",
+    )
+    stored = deps.jobs.get(job.job_id)
+    assert stored.state is JobState.FAILED and "boom" in stored.failure_reason
+    failed = [e for e in ledger.list_events(ORDERS_3, limit=1000).items if e.type == "JobFailed"]
+    assert "boom" in failed[0].reason
+
+
+def test_unknown_future_state_is_recorded_once_and_not_acted_on(deps, ledger, clock, latest):
+    job = launch(restore(), request_id="req-1", deps=deps).job
+    assert state(deps, ledger, clock, job.run_id, job.job_id, "HIBERNATING").recorded
+    assert not state(deps, ledger, clock, job.run_id, job.job_id, "HIBERNATING").recorded
+    stored = deps.jobs.get(job.job_id)
+    assert stored.state is JobState.SUBMITTED
+    assert [t.state for t in stored.transitions][-1] == "HIBERNATING"
+    assert pins(ledger, latest) == [job.job_id]
+
+
+def test_a_run_that_is_not_ours_is_ignored(deps, ledger, clock):
+    result = state(deps, ledger, clock, "00fremdrun", None, "SUCCESS")
+    assert not result.recorded and "not a snapledger job" in result.note
