@@ -1,0 +1,89 @@
+"""Changelog segments seen, per lineage: ``SEG#{last:020d}#{first:020d}`` items.
+
+Keyed by the *last* LSN so "segments ending after the latest snapshot" is one range
+query. Each segment is written once (``attribute_not_exists``): a redelivered S3 event
+is recognised and not counted twice. These are plain counters beside the event log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from snapledger.adapters import dynamodb_codec as codec
+from snapledger.adapters.table_definition import SORT_KEY
+from snapledger.errors import StoreUnavailableError
+from snapledger.layout import LSN_WIDTH, SegmentLocation
+from snapledger.models.ledger import LineageId
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+SEGMENT_PREFIX = "SEG#"
+
+
+def segment_sk(segment: SegmentLocation) -> str:
+    return f"{SEGMENT_PREFIX}{segment.last_lsn:0{LSN_WIDTH}d}#{segment.first_lsn:0{LSN_WIDTH}d}"
+
+
+class DynamoSegmentStore:
+    """Segments seen, on the ledger table."""
+
+    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
+        self.table_name = table_name
+        self.client: DynamoDBClient = client or boto3.client("dynamodb")
+
+    def record(self, segment: SegmentLocation, size: int, at: datetime) -> bool:
+        """Remember the segment; False if it had been seen before (a redelivery)."""
+        lineage = LineageId(stream=segment.stream, partition=segment.partition)
+        try:
+            self.client.put_item(
+                TableName=self.table_name,
+                Item={
+                    **codec.key(codec.lineage_pk(lineage), segment_sk(segment)),
+                    "first_lsn": {"N": str(segment.first_lsn)},
+                    "last_lsn": {"N": str(segment.last_lsn)},
+                    "size": {"N": str(size)},
+                    "at": {"S": at.isoformat()},
+                },
+                ConditionExpression="attribute_not_exists(#sk)",  # count each segment once
+                ExpressionAttributeNames={"#sk": SORT_KEY},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise StoreUnavailableError(f"could not record segment {segment.key}: {exc}") from exc
+        return True
+
+    def ending_after(self, lineage: LineageId, lsn: int | None) -> Iterator[tuple[int, int, int]]:
+        """(first, last, size) of every recorded segment whose last LSN is above ``lsn``."""
+        low = SEGMENT_PREFIX if lsn is None else f"{SEGMENT_PREFIX}{lsn:0{LSN_WIDTH}d}#\uffff"
+        request: dict[str, Any] = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :lo AND :hi",
+            "ExpressionAttributeNames": {"#pk": "pk", "#sk": SORT_KEY},
+            "ExpressionAttributeValues": {
+                ":pk": {"S": codec.lineage_pk(lineage)},
+                ":lo": {"S": low},
+                ":hi": {"S": SEGMENT_PREFIX + "\uffff"},
+            },
+        }
+        while True:
+            try:
+                response = self.client.query(**request)
+            except ClientError as exc:
+                raise StoreUnavailableError(f"could not read segments of {lineage}: {exc}") from exc
+            for item in response.get("Items", []):
+                yield (
+                    int(item["first_lsn"]["N"]),
+                    int(item["last_lsn"]["N"]),
+                    int(item["size"]["N"]),
+                )
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return
+            request["ExclusiveStartKey"] = last

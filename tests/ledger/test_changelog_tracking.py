@@ -1,0 +1,87 @@
+"""Changelog tracking: each segment counted once, compaction started past the threshold."""
+
+from __future__ import annotations
+
+import pytest
+
+from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
+from snapledger.adapters.dynamodb_jobs import DynamoJobStore
+from snapledger.core.compaction_trigger import CompactionThresholds, backlog_since
+from snapledger.layout import segment_key
+from snapledger.services.changelog_tracking import track_segment
+from snapledger.services.launch import LaunchDeps
+from snapledger.services.registration import register_manifest
+from tests.support import FakeRunner, write_segments, write_snapshot
+
+THRESHOLDS = CompactionThresholds(records=250, bytes=10**9)
+
+
+@pytest.fixture
+def deps(ledger, store, clock):
+    return LaunchDeps(
+        ledger=ledger,
+        jobs=DynamoJobStore(ledger.table_name, client=ledger.client),
+        runner=FakeRunner(),
+        store=store,
+        clock=clock,
+    )
+
+
+@pytest.fixture
+def segments(ledger):
+    return DynamoSegmentStore(ledger.table_name, client=ledger.client)
+
+
+def arrive(store, deps, segments, first, last, size=1000):
+    write_segments(store, "orders", 3, (first, last))
+    return track_segment(
+        segment_key("orders", 3, first, last),
+        size,
+        segments=segments,
+        deps=deps,
+        thresholds=THRESHOLDS,
+    )
+
+
+def test_redelivered_segment_is_not_counted_twice(deps, segments, store):
+    first = arrive(store, deps, segments, 0, 99)
+    again = arrive(store, deps, segments, 0, 99)
+    assert (first.outcome, again.outcome) == ("counted", "duplicate")
+    assert again.backlog_records == 100
+
+
+def test_threshold_crossing_starts_one_compaction_from_the_latest(
+    deps, segments, store, ledger, clock
+):
+    # Given a latest snapshot at LSN 99 and the changelog after it
+    register_manifest(write_snapshot(store, lsn=99), ledger=ledger, store=store, clock=clock)
+    arrive(store, deps, segments, 0, 99)
+    below = arrive(store, deps, segments, 100, 299)
+    assert below.backlog_records == 200 and below.compaction_job_id is None
+    # When the backlog crosses 250 records
+    crossing = arrive(store, deps, segments, 300, 399)
+    later = arrive(store, deps, segments, 400, 499)
+    # Then one compaction started, from the latest snapshot to the end of the changelog
+    assert crossing.compaction_job_id is not None
+    assert later.compaction_job_id == crossing.compaction_job_id
+    assert list(deps.runner.started) == [crossing.compaction_job_id]
+    [plan] = deps.runner.started[crossing.compaction_job_id].partitions
+    assert (plan.base_lsn, plan.target_lsn) == (99, 399)
+
+
+def test_a_lineage_without_snapshots_is_bootstrapped(deps, segments, store):
+    result = arrive(store, deps, segments, 0, 299)
+    assert result.compaction_job_id.startswith("bootstrap-")
+
+
+def test_a_segment_key_outside_the_layout_is_kept_and_ignored(deps, segments):
+    result = track_segment(
+        "changelog/orders/3/bad.parquet", 1, segments=segments, deps=deps, thresholds=THRESHOLDS
+    )
+    assert result.outcome == "ignored" and "changelog layout" in result.reason
+
+
+def test_backlog_counts_only_past_the_snapshot():
+    backlog = backlog_since(149, [(0, 99, 100), (100, 199, 100), (200, 299, 100)])
+    assert (backlog.records, backlog.bytes, backlog.segments) == (150, 150, 2)
+    assert backlog_since(None, [(5, 9, 10)]).records == 5
