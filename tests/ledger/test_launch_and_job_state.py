@@ -111,7 +111,7 @@ def test_a_refused_start_is_recorded_failed_with_its_cause_and_unpins(deps, ledg
     assert events(ledger)[-2:] == ["JobFailed", "SnapshotUnpinned"]
 
 
-def state(deps, ledger, clock, run_id, job_id, value, reason=None):  # noqa: PLR0917
+def state(deps, ledger, clock, run_id, job_id, value, reason=None):
     return record_job_state(
         run_id=run_id,
         job_name=job_id,
