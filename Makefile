@@ -6,6 +6,7 @@ ifeq ($(UV),)
 UV := python3 -m uv
 endif
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
 .PHONY: setup test lint format bench demo synth schema clean
 

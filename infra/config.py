@@ -1,0 +1,76 @@
+"""Deployment parameters: read once from CDK context, with defaults fit for production."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from constructs import Node
+
+from infra import names
+
+
+@dataclass(frozen=True, slots=True)
+class StackConfig:
+    """What a deployment may change with ``-c key=value``; everything else is fixed."""
+
+    # Table deletion protection, and RETAIN for the table and buckets. Off only for
+    # short-lived test stacks that must tear down cleanly.
+    deletion_protection: bool = True
+    # Reserved concurrency caps the functions that write the ledger, so an S3 burst queues
+    # up in Lambda's async queue instead of throttling the table. Off for accounts whose
+    # concurrency quota is too small to reserve from (new accounts start at 10).
+    reserved_concurrency: bool = True
+    # SNS topic every alarm notifies; none by default (alarms still show on the dashboard).
+    alarm_topic_arn: str | None = None
+    # Explicit Powertools layer ARN, overriding the public SSM parameter.
+    powertools_layer_arn: str | None = None
+    emr_max_vcpu: int = 16
+    emr_max_memory_gb: int = 64
+    log_retention_days: int = 30
+
+    @classmethod
+    def from_context(cls, node: Node) -> StackConfig:
+        """Build from CDK context (strings from ``-c``, or typed values from cdk.json)."""
+        defaults = cls()
+        return cls(
+            deletion_protection=_as_bool(
+                node.try_get_context(names.CTX_DELETION_PROTECTION), defaults.deletion_protection
+            ),
+            reserved_concurrency=_as_bool(
+                node.try_get_context(names.CTX_RESERVED_CONCURRENCY),
+                defaults.reserved_concurrency,
+            ),
+            alarm_topic_arn=node.try_get_context(names.CTX_ALARM_TOPIC_ARN) or None,
+            powertools_layer_arn=node.try_get_context(names.CTX_POWERTOOLS_LAYER_ARN) or None,
+            emr_max_vcpu=_as_int(
+                node.try_get_context(names.CTX_EMR_MAX_VCPU), defaults.emr_max_vcpu
+            ),
+            emr_max_memory_gb=_as_int(
+                node.try_get_context(names.CTX_EMR_MAX_MEMORY_GB), defaults.emr_max_memory_gb
+            ),
+            log_retention_days=_as_int(
+                node.try_get_context(names.CTX_LOG_RETENTION_DAYS), defaults.log_retention_days
+            ),
+        )
+
+
+def _as_bool(value: object, default: bool) -> bool:
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"true", "1", "yes"}:
+        return True
+    if text in {"false", "0", "no"}:
+        return False
+    raise ValueError(f"expected true or false in CDK context, got {value!r}")
+
+
+def _as_int(value: object, default: int) -> int:
+    if value is None:
+        return default
+    try:
+        return int(str(value))
+    except ValueError as exc:
+        raise ValueError(f"expected an integer in CDK context, got {value!r}") from exc

@@ -1,0 +1,1 @@
+"""One construct per capability of the snapledger stack."""

@@ -1,0 +1,373 @@
+"""The six Lambda functions: one role each, granted only what that function touches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from infra import names
+from infra.config import StackConfig
+from infra.constants import FUNCTION_NAMES, METRICS_NAMESPACE, SERVICE_NAME
+from infra.constructs.emr import EMR_SERVICE_PRINCIPAL, SparkJobs
+from infra.nag import acknowledge, arn_of, iam5
+from infra.packaging import stage_function_code
+from snapledger import settings
+
+RUNTIME = lambda_.Runtime.PYTHON_3_12
+ASYNC_RETRY_ATTEMPTS = 2
+ASYNC_MAX_EVENT_AGE = Duration.hours(6)
+DLQ_RETENTION = Duration.days(14)
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSpec:
+    """How one function is sized; ``reserved`` caps its concurrency (None: uncapped)."""
+
+    name: str
+    description: str
+    memory_mb: int
+    timeout: Duration
+    reserved: int | None
+
+
+SPECS: dict[str, FunctionSpec] = {
+    spec.name: spec
+    for spec in (
+        FunctionSpec(
+            "register",
+            "Validates a snapshot manifest and records it in the ledger",
+            512,
+            Duration.seconds(60),
+            reserved=10,
+        ),
+        FunctionSpec(
+            "track_changelog",
+            "Counts changelog records since the latest snapshot; starts compactions",
+            512,
+            Duration.seconds(60),
+            reserved=5,
+        ),
+        FunctionSpec(
+            "launch",
+            "Validates a bootstrap/restore/compaction request, pins, starts the Spark job",
+            512,
+            Duration.seconds(60),
+            reserved=5,
+        ),
+        FunctionSpec(
+            "job_state",
+            "Records EMR Serverless job state changes and releases pins",
+            256,
+            Duration.seconds(30),
+            reserved=5,
+        ),
+        FunctionSpec(
+            "query",
+            "Answers latest, list, history, GC plan and job questions (read only)",
+            512,
+            Duration.seconds(30),
+            reserved=None,
+        ),
+        FunctionSpec(
+            "gc",
+            "Applies the retention policy: expires and deletes snapshots, sweeps orphans",
+            1024,
+            Duration.minutes(15),
+            # One GC at a time: overlapping runs are safe but only waste work.
+            reserved=1,
+        ),
+    )
+}
+if set(SPECS) != set(FUNCTION_NAMES):  # pragma: no cover - a programming error
+    raise RuntimeError("infra FunctionSpec names must match constants.FUNCTION_NAMES")
+
+_TABLE_INDEX_REASON = (
+    "DynamoDB grant_*_data adds <table ARN>/index/* so the function can query the sparse "
+    "by_kind GSI (all lineages / all jobs); it is this table's indexes only."
+)
+_XRAY_REASON = (
+    "Active X-Ray tracing (Powertools Tracer): xray:PutTraceSegments and "
+    "xray:PutTelemetryRecords do not support resource-level permissions."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionInputs:
+    """What the functions are wired to."""
+
+    table: dynamodb.ITable
+    bucket: s3.IBucket
+    root_uri: str
+    event_bus_name: str
+    spark: SparkJobs
+    functions_dir: Path
+    shared_package_dir: Path
+
+
+class LedgerFunctions(Construct):
+    """Builds every function in ``FUNCTION_NAMES`` from one code asset and the Powertools layer.
+
+    Asynchronous triggers (S3 notifications, EventBridge) end, after Lambda's retries, in a
+    per-function encrypted SQS queue (on-failure destination) — no event is dropped silently.
+    """
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, inputs: FunctionInputs, config: StackConfig
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._inputs = inputs
+        self._config = config
+        self.code = lambda_.Code.from_asset(
+            str(
+                stage_function_code(
+                    inputs.functions_dir,
+                    inputs.shared_package_dir,
+                    names.LAMBDA_EXCLUDED_SUBPACKAGES,
+                )
+            )
+        )
+        self.powertools = self._build_powertools_layer()
+        self.functions: dict[str, lambda_.Function] = {}
+        self.dead_letter_queues: dict[str, sqs.Queue] = {}
+        for name in FUNCTION_NAMES:
+            self.functions[name] = self._build_function(SPECS[name])
+        self._grant()
+
+    # --- building --------------------------------------------------------------------------
+
+    def _build_powertools_layer(self) -> lambda_.ILayerVersion:
+        arn = self._config.powertools_layer_arn or ssm.StringParameter.value_for_string_parameter(
+            self, names.POWERTOOLS_LAYER_SSM_PARAMETER
+        )
+        return lambda_.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", arn)
+
+    def _environment(self, name: str) -> dict[str, str]:
+        inputs = self._inputs
+        env = {
+            "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+            "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+            settings.ENV_TABLE: inputs.table.table_name,
+            settings.ENV_ROOT: inputs.root_uri,
+            settings.ENV_EVENT_BUS: inputs.event_bus_name,
+        }
+        if name in names.JOB_FUNCTIONS:
+            env |= {
+                settings.ENV_EMR_APPLICATION_ID: inputs.spark.application_id,
+                settings.ENV_EMR_JOB_ROLE_ARN: inputs.spark.job_role.role_arn,
+                settings.ENV_JOB_ENTRYPOINT: inputs.spark.code.entrypoint_uri,
+                settings.ENV_JOB_PY_FILES: inputs.spark.code.py_files_uri,
+            }
+        return env
+
+    def _build_dead_letter_queue(self, construct_id: str) -> sqs.Queue:
+        queue = sqs.Queue(
+            self,
+            f"{construct_id}Failures",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=DLQ_RETENTION,
+        )
+        acknowledge(
+            queue,
+            "This queue is itself the on-failure destination of the function's asynchronous "
+            "invocations (a dead-letter queue); it has nothing further to forward to.",
+            "AwsSolutions-SQS3",
+        )
+        return queue
+
+    def _build_function(self, spec: FunctionSpec) -> lambda_.Function:
+        construct_id = names.function_construct_id(spec.name)
+        log_group = logs.LogGroup(
+            self,
+            f"{construct_id}Logs",
+            retention=_retention(self._config.log_retention_days),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        role = iam.Role(
+            self,
+            f"{construct_id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"snapledger {spec.name} function",
+        )
+        log_group.grant_write(role)
+        on_failure: destinations.SqsDestination | None = None
+        if spec.name in names.ASYNC_FUNCTIONS:
+            queue = self._build_dead_letter_queue(construct_id)
+            self.dead_letter_queues[spec.name] = queue
+            on_failure = destinations.SqsDestination(queue)
+        function = lambda_.Function(
+            self,
+            construct_id,
+            description=spec.description,
+            runtime=RUNTIME,
+            architecture=lambda_.Architecture.ARM_64,
+            handler=f"functions.{spec.name}.handler",
+            code=self.code,
+            layers=[self.powertools],
+            memory_size=spec.memory_mb,
+            timeout=spec.timeout,
+            role=role,
+            log_group=log_group,
+            tracing=lambda_.Tracing.ACTIVE,
+            environment=self._environment(spec.name),
+            reserved_concurrent_executions=spec.reserved
+            if self._config.reserved_concurrency
+            else None,
+            on_failure=on_failure,
+            retry_attempts=ASYNC_RETRY_ATTEMPTS if on_failure else None,
+            max_event_age=ASYNC_MAX_EVENT_AGE if on_failure else None,
+        )
+        acknowledge(
+            function,
+            "Pinned to python3.12 on purpose: AWS publishes the official Powertools v3 layer "
+            "per Python version (python312-arm64) and the project is tested on 3.11-3.13; "
+            "runtime and layer move together, deliberately, not whenever a newer runtime ships.",
+            "AwsSolutions-L1",
+        )
+        acknowledge(role, _XRAY_REASON, iam5("Resource::*"))
+        return function
+
+    # --- grants ----------------------------------------------------------------------------
+
+    def _grant(self) -> None:
+        fn = self.functions
+        snapshots, changelog = names.SNAPSHOTS_PREFIX, names.CHANGELOG_PREFIX
+
+        # register: reads manifests and lists snapshot files; it can never delete objects.
+        self._grant_table(fn["register"], write=True)
+        self._grant_objects(fn["register"], snapshots, "reads manifests and lists snapshot files")
+
+        # track_changelog: reads segment objects, records counts, starts compactions.
+        self._grant_table(fn["track_changelog"], write=True)
+        self._grant_objects(fn["track_changelog"], changelog, "reads changelog segments")
+
+        # launch: resolves the snapshot, checks changelog coverage, pins, starts the job.
+        self._grant_table(fn["launch"], write=True)
+        self._grant_objects(fn["launch"], snapshots, "reads snapshot manifests")
+        self._grant_objects(fn["launch"], changelog, "lists changelog segments for coverage")
+
+        # job_state: the ledger only.
+        self._grant_table(fn["job_state"], write=True)
+
+        # query: read only.
+        self._grant_table(fn["query"], write=False)
+
+        # gc: the only function that may delete objects, and only snapshot objects.
+        self._grant_table(fn["gc"], write=True)
+        self._grant_objects(
+            fn["gc"], snapshots, "lists and deletes expired and orphaned snapshots", delete=True
+        )
+
+        for name in names.JOB_FUNCTIONS:
+            self._grant_jobs(fn[name])
+
+    def _grant_table(self, function: lambda_.Function, *, write: bool) -> None:
+        table = self._inputs.table
+        if write:
+            table.grant_read_write_data(function)
+        else:
+            table.grant_read_data(function)
+        acknowledge(
+            _role(function), _TABLE_INDEX_REASON, iam5(f"Resource::{arn_of(table)}/index/*")
+        )
+
+    def _grant_objects(
+        self, function: lambda_.Function, prefix: str, what: str, *, delete: bool = False
+    ) -> None:
+        bucket = self._inputs.bucket
+        bucket.grant_read(function, f"{prefix}*")
+        findings = [
+            iam5("Action::s3:GetObject*"),
+            iam5("Action::s3:GetBucket*"),
+            iam5("Action::s3:List*"),
+            iam5(f"Resource::{arn_of(bucket)}/{prefix}*"),
+        ]
+        if delete:
+            bucket.grant_delete(function, f"{prefix}*")
+            findings.append(iam5("Action::s3:DeleteObject*"))
+        acknowledge(
+            _role(function),
+            f"The function {what} under {prefix}: object keys are known only at run time, so "
+            "the object ARN ends in the prefix wildcard; the s3:GetObject*/GetBucket*/List*"
+            + ("/DeleteObject*" if delete else "")
+            + " action groups are what CDK's bucket.grant_read"
+            + ("/grant_delete" if delete else "")
+            + " emit for read"
+            + (" and delete" if delete else "")
+            + " on that prefix only.",
+            *findings,
+        )
+
+    def _grant_jobs(self, function: lambda_.Function) -> None:
+        spark = self._inputs.spark
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="StartJobsOnThisApplication",
+                actions=["emr-serverless:StartJobRun"],
+                resources=[spark.application_arn],
+            )
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="ReadAndTagJobsOfThisApplication",
+                # StartJobRun tags the run it creates (snapledger:job-id): tag-on-create
+                # needs TagResource on the new run.
+                actions=["emr-serverless:GetJobRun", "emr-serverless:TagResource"],
+                resources=[spark.job_runs_arn],
+            )
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="PassOnlyTheJobRole",
+                actions=["iam:PassRole"],
+                resources=[spark.job_role.role_arn],
+                conditions={"StringEquals": {"iam:PassedToService": EMR_SERVICE_PRINCIPAL}},
+            )
+        )
+        acknowledge(
+            _role(function),
+            "emr-serverless:GetJobRun and TagResource (tag-on-create of StartJobRun) are limited "
+            "to this application's job runs; run ids are minted by StartJobRun, so the ARN "
+            "ends in jobruns/*.",
+            iam5(f"Resource::{arn_of(spark.application)}/jobruns/*"),
+        )
+
+
+def _role(function: lambda_.Function) -> iam.IRole:
+    if function.role is None:  # pragma: no cover - every function is given its own role
+        raise ValueError(f"{function.node.path} has no role")
+    return function.role
+
+
+_RETENTION_BY_DAYS = {
+    1: logs.RetentionDays.ONE_DAY,
+    3: logs.RetentionDays.THREE_DAYS,
+    5: logs.RetentionDays.FIVE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    60: logs.RetentionDays.TWO_MONTHS,
+    90: logs.RetentionDays.THREE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+}
+
+
+def _retention(days: int) -> logs.RetentionDays:
+    try:
+        return _RETENTION_BY_DAYS[days]
+    except KeyError:
+        raise ValueError(
+            f"log retention must be one of {sorted(_RETENTION_BY_DAYS)} days, got {days}"
+        ) from None

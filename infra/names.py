@@ -1,0 +1,93 @@
+"""Names the CDK app adds to ``infra/constants.py``: prefixes, context keys, metric names.
+
+``constants.py`` holds the names the CLI shares with the app; this module holds the ones
+only the app (and its tests) need. Storage prefixes come from ``snapledger.layout`` so the
+bucket notifications, the IAM grants and the code that writes the keys cannot drift.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from infra.constants import OUTPUT_FUNCTION_PREFIX
+from snapledger.layout import CHANGELOG, MANIFEST_NAME, RESTORES, SNAPSHOTS
+
+# --- Source tree: what the app packages -------------------------------------------------
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FUNCTIONS_DIR = REPO_ROOT / "functions"
+SHARED_PACKAGE_DIR = REPO_ROOT / "shared" / "snapledger"
+JOBS_DIR = REPO_ROOT / "jobs"
+JOB_ENTRYPOINT_NAME = "entrypoint.py"
+EVENTS_DIR = REPO_ROOT / "events"
+# Sub-packages of ``snapledger`` that only run on a workstation, never in Lambda.
+LAMBDA_EXCLUDED_SUBPACKAGES = ("local", "cli")
+
+# --- Bucket layout (keys relative to the bucket root) -----------------------------------
+SNAPSHOTS_PREFIX = f"{SNAPSHOTS}/"
+CHANGELOG_PREFIX = f"{CHANGELOG}/"
+RESTORES_PREFIX = f"{RESTORES}/"
+MANIFEST_SUFFIX = MANIFEST_NAME
+# Changelog segments are Parquet files; the suffix keeps folder markers and strays out.
+CHANGELOG_SUFFIX = ".parquet"
+EMR_LOGS_PREFIX = "emr-logs/"
+ACCESS_LOGS_PREFIX = "snapshot-bucket/"
+# The jobs' scratch space (``jobs/layout.py: staging_prefix``): Spark writes there, then
+# the job renames (copy + delete) finished files into snapshots/ or restores/.
+STAGING_PREFIX = "_staging/"
+STAGING_EXPIRY_DAYS = 3
+# EMRFS "folder" marker objects (``<dir>_$folder$``), which EMRFS removes from a prefix once
+# files land in it: the only objects under snapshots/ the job role may delete.
+EMRFS_FOLDER_MARKER = "*_$folder$"
+
+# --- Lambda ------------------------------------------------------------------------------
+# Functions whose triggers are asynchronous (S3 notifications, EventBridge): each gets an
+# on-failure destination queue. ``query`` is only ever invoked synchronously.
+ASYNC_FUNCTIONS = ("register", "track_changelog", "launch", "job_state", "gc")
+# Functions that submit or inspect EMR Serverless job runs.
+JOB_FUNCTIONS = ("launch", "track_changelog", "gc")
+# Functions with shareable console test events (files ``events/{function}-{example}.json``).
+CONSOLE_EVENT_FUNCTIONS = ("launch", "query", "gc")
+LAMBDA_TEST_EVENT_REGISTRY = "lambda-testevent-schemas"
+
+# Official Powertools for AWS Lambda (Python) v3 layer, built from ``aws-lambda-powertools[all]``
+# (pydantic v2 included; boto3 comes with the runtime). Resolved at deploy time from AWS's public
+# SSM parameter, so synth needs no credentials. Keep in step with the pin in pyproject.toml;
+# a test checks the two agree.
+POWERTOOLS_VERSION = "3.37.0"
+POWERTOOLS_LAYER_SSM_PARAMETER = (
+    f"/aws/service/powertools/python/arm64/python3.12/{POWERTOOLS_VERSION}"
+)
+
+# --- EventBridge -------------------------------------------------------------------------
+EMR_STATE_CHANGE_SOURCE = "aws.emr-serverless"
+EMR_STATE_CHANGE_DETAIL_TYPE = "EMR Serverless Job Run State Change"
+# Ledger events the Pipe forwards: their own source, so they can never match the launch rule.
+LEDGER_EVENT_SOURCE = "snapledger.ledger"
+EVENT_ITEM_PREFIX = "EV#"
+# Attribute of an ``EV#`` item naming its event type (``SnapshotRegistered``, ...).
+EVENT_TYPE_ATTRIBUTE = "type"
+GC_SCHEDULE_HOURS = 6
+
+# --- Metrics -----------------------------------------------------------------------------
+# Emitted by gc (Powertools Metrics, EMF) with the default ``service`` dimension.
+STUCK_JOBS_METRIC = "StuckJobs"
+SERVICE_DIMENSION = "service"
+
+# --- Context keys (``cdk deploy -c key=value``) -------------------------------------------
+CTX_DELETION_PROTECTION = "deletionProtection"
+CTX_RESERVED_CONCURRENCY = "reservedConcurrency"
+CTX_ALARM_TOPIC_ARN = "alarmTopicArn"
+CTX_POWERTOOLS_LAYER_ARN = "powertoolsLayerArn"
+CTX_EMR_MAX_VCPU = "emrMaxVcpu"
+CTX_EMR_MAX_MEMORY_GB = "emrMaxMemoryGb"
+CTX_LOG_RETENTION_DAYS = "logRetentionDays"
+
+
+def function_output_key(function_name: str) -> str:
+    """Stack output key holding a function's physical name, e.g. ``FunctionTrackChangelog``."""
+    return OUTPUT_FUNCTION_PREFIX + function_construct_id(function_name)
+
+
+def function_construct_id(function_name: str) -> str:
+    """Construct id of a function, e.g. ``TrackChangelog``."""
+    return "".join(part.title() for part in function_name.split("_"))

@@ -1,0 +1,150 @@
+"""The snapledger stack: composes one construct per capability and publishes its outputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import Annotations, CfnOutput, Stack
+from constructs import Construct
+
+from infra import names
+from infra.config import StackConfig
+from infra.constants import (
+    FUNCTION_NAMES,
+    OUTPUT_BUCKET,
+    OUTPUT_EMR_APPLICATION,
+    OUTPUT_EVENT_BUS,
+    OUTPUT_TABLE,
+)
+from infra.constructs.console_events import ConsoleTestEvents
+from infra.constructs.emr import SparkJobs
+from infra.constructs.events import EventRouting, LedgerEventBus
+from infra.constructs.functions import FunctionInputs, LedgerFunctions
+from infra.constructs.ledger_table import LedgerTable
+from infra.constructs.observability import Observability
+from infra.constructs.storage import SnapshotStorage
+from infra.nag import acknowledge_cdk_providers
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePaths:
+    """Where the packaged code and the console events come from (the repository by default)."""
+
+    functions_dir: Path = names.FUNCTIONS_DIR
+    shared_package_dir: Path = names.SHARED_PACKAGE_DIR
+    jobs_dir: Path = names.JOBS_DIR
+    events_dir: Path = names.EVENTS_DIR
+
+
+class SnapledgerStack(Stack):
+    """Everything ``cdk deploy`` installs: storage, ledger, functions, jobs, events, alarms."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StackConfig | None = None,
+        sources: SourcePaths | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            description="snapledger: snapshot registry and lifecycle manager for stream processors",
+            **kwargs,
+        )
+        config = config or StackConfig.from_context(self.node)
+        sources = sources or SourcePaths()
+
+        self.storage = SnapshotStorage(self, "Storage", retain=config.deletion_protection)
+        self.ledger = LedgerTable(self, "Ledger", deletion_protection=config.deletion_protection)
+        self.spark = SparkJobs(
+            self,
+            "Spark",
+            bucket=self.storage.bucket,
+            jobs_dir=sources.jobs_dir,
+            max_vcpu=config.emr_max_vcpu,
+            max_memory_gb=config.emr_max_memory_gb,
+        )
+        self.events = LedgerEventBus(self, "Events", table=self.ledger.table)
+        self.functions = LedgerFunctions(
+            self,
+            "Functions",
+            inputs=FunctionInputs(
+                table=self.ledger.table,
+                bucket=self.storage.bucket,
+                root_uri=self.storage.root_uri,
+                event_bus_name=self.events.bus.event_bus_name,
+                spark=self.spark,
+                functions_dir=sources.functions_dir,
+                shared_package_dir=sources.shared_package_dir,
+            ),
+            config=config,
+        )
+        fns = self.functions.functions
+        self.storage.route_object_created(
+            register=fns["register"], track_changelog=fns["track_changelog"]
+        )
+        self.routing = EventRouting(
+            self,
+            "Routing",
+            bus=self.events.bus,
+            emr_application_id=self.spark.application_id,
+            functions=fns,
+            dead_letter_queues=self.functions.dead_letter_queues,
+        )
+        self.observability = Observability(
+            self,
+            "Observability",
+            functions=fns,
+            queues={
+                **self.functions.dead_letter_queues,
+                "pipe": self.events.pipe_dead_letter_queue,
+            },
+            table=self.ledger.table,
+            alarm_topic_arn=config.alarm_topic_arn,
+        )
+        self.console_events = ConsoleTestEvents(
+            self, "ConsoleEvents", functions=fns, events_dir=sources.events_dir
+        )
+        for name in names.CONSOLE_EVENT_FUNCTIONS:
+            if name not in self.console_events.schemas:
+                Annotations.of(self).add_warning_v2(
+                    "snapledger:console-events",
+                    f"no console test events for {name}: add {sources.events_dir}/{name}-*.json",
+                )
+        self._build_outputs()
+        acknowledge_cdk_providers(self)
+
+    def _build_outputs(self) -> None:
+        CfnOutput(
+            self, OUTPUT_TABLE, value=self.ledger.table.table_name, description="Ledger table"
+        )
+        CfnOutput(
+            self,
+            OUTPUT_BUCKET,
+            value=self.storage.bucket.bucket_name,
+            description="Snapshot bucket (the object store root)",
+        )
+        CfnOutput(
+            self,
+            OUTPUT_EVENT_BUS,
+            value=self.events.bus.event_bus_name,
+            description="Bus for launch requests and ledger events",
+        )
+        CfnOutput(
+            self,
+            OUTPUT_EMR_APPLICATION,
+            value=self.spark.application_id,
+            description="EMR Serverless application",
+        )
+        for name in FUNCTION_NAMES:
+            CfnOutput(
+                self,
+                names.function_output_key(name),
+                value=self.functions.functions[name].function_name,
+                description=f"The {name} function",
+            )

@@ -1,0 +1,281 @@
+"""``snapledger``: latest, list, history, bootstrap, restore, jobs, gc, hold, release, policy.
+
+Targets a deployment in AWS (found through the stack's outputs; ``--stack``, ``--region``)
+or the local runtime (``--local``). Readable tables by default, ``--json`` for scripts.
+Exit status: 0 answered, 1 refused (the answer says why), 2 bad arguments or unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from snapledger.cli.render import render
+from snapledger.cli.transport import STACK_NAME, AwsTransport, Transport
+from snapledger.errors import SnapledgerError
+
+Payload = tuple[str, dict[str, Any]]  # (function, payload)
+
+
+def _lineage(args: argparse.Namespace) -> dict[str, Any]:
+    return {"stream": args.stream, "partition": args.partition}
+
+
+def _drop_none(payload: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in payload.items() if v is not None}
+
+
+def cmd_latest(args: argparse.Namespace) -> Payload:
+    return "query", {"action": "latest", **_lineage(args)}
+
+
+def cmd_list(args: argparse.Namespace) -> Payload:
+    return "query", _drop_none(
+        {"action": "list", **_lineage(args), "limit": args.limit, "cursor": args.cursor}
+    )
+
+
+def cmd_history(args: argparse.Namespace) -> Payload:
+    return "query", _drop_none(
+        {
+            "action": "history",
+            **_lineage(args),
+            "after_seq": args.after_seq,
+            "limit": args.limit,
+            "cursor": args.cursor,
+        }
+    )
+
+
+def cmd_bootstrap(args: argparse.Namespace) -> Payload:
+    return "launch", _drop_none(
+        {
+            "action": "bootstrap",
+            "stream": args.stream,
+            "partitions": args.partitions,
+            "target_lsn": args.target_lsn,
+            "request_id": args.request_id,
+        }
+    )
+
+
+def cmd_restore(args: argparse.Namespace) -> Payload:
+    source: Any = "latest"
+    if args.snapshot_id:
+        source = {"snapshot_id": args.snapshot_id}
+    elif args.as_of_lsn is not None:
+        source = {"lsn": args.as_of_lsn}
+    elif args.as_of_time:
+        source = {"time": args.as_of_time}
+    return "launch", _drop_none(
+        {
+            "action": "restore",
+            **_lineage(args),
+            "from": source,
+            "target_lsn": args.target_lsn,
+            "request_id": args.request_id,
+        }
+    )
+
+
+def cmd_jobs(args: argparse.Namespace) -> Payload:
+    if args.job_id:
+        return "query", {"action": "job", "job_id": args.job_id}
+    return "query", _drop_none({"action": "jobs", "limit": args.limit, "cursor": args.cursor})
+
+
+def cmd_gc(args: argparse.Namespace) -> Payload:
+    return "gc", _drop_none({"dry_run": args.dry_run, "stream": args.stream})
+
+
+def cmd_hold(args: argparse.Namespace) -> Payload:
+    expires = None
+    if args.expires_in_hours is not None:
+        expires = (datetime.now(UTC) + timedelta(hours=args.expires_in_hours)).isoformat()
+    return "gc", _drop_none(
+        {
+            "action": "hold",
+            **_lineage(args),
+            "snapshot_id": args.snapshot_id,
+            "expires_at": expires,
+            "reason": args.reason,
+            "by": args.by,
+        }
+    )
+
+
+def cmd_release(args: argparse.Namespace) -> Payload:
+    return "gc", _drop_none(
+        {
+            "action": "release",
+            **_lineage(args),
+            "snapshot_id": args.snapshot_id,
+            "hold_id": args.hold_id,
+        }
+    )
+
+
+def cmd_policy(args: argparse.Namespace) -> Payload:
+    if args.policy_command == "get":
+        return "gc", {"action": "policy_get", "stream": args.stream}
+    return "gc", _drop_none(
+        {
+            "action": "policy_set",
+            "stream": args.stream,
+            "min_count": args.min_count,
+            "min_age_hours": args.min_age_hours,
+            "max_count": args.max_count,
+            "max_age_hours": args.max_age_hours,
+        }
+    )
+
+
+def _partition_list(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a list of partitions: use e.g. 0,1,2"
+        ) from None
+    if not values or any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError("partitions are numbers 0 or more, e.g. 0,1,2")
+    return values
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative: use 0 or more")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="snapledger", description=__doc__.split("\n")[0])
+    parser.add_argument("--local", action="store_true", help="use the local runtime")
+    parser.add_argument("--home", help="local runtime folder (default .local/state)")
+    parser.add_argument("--stack", default=STACK_NAME, help="CloudFormation stack name")
+    parser.add_argument("--region", help="AWS region of the stack")
+    parser.add_argument("--json", action="store_true", help="print the raw JSON answer")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_query_commands(commands)
+    _add_job_commands(commands)
+    _add_retention_commands(commands)
+    local = commands.add_parser("local", help="the long-running local runtime")
+    local_commands = local.add_subparsers(dest="local_command", required=True)
+    up = local_commands.add_parser("up", help="run DynamoDB Local, the router and local Spark")
+    up.add_argument("--poll-seconds", type=float, default=1.0)
+    return parser
+
+
+Subparsers = Any  # argparse's private _SubParsersAction
+
+
+def _lineage_command(
+    commands: Subparsers, name: str, fn: Callable[[argparse.Namespace], Payload], text: str
+) -> argparse.ArgumentParser:
+    sub: argparse.ArgumentParser = commands.add_parser(name, help=text, description=text)
+    sub.add_argument("stream")
+    sub.add_argument("partition", type=_non_negative)
+    sub.set_defaults(build=fn)
+    return sub
+
+
+def _add_query_commands(commands: Subparsers) -> None:
+    _lineage_command(commands, "latest", cmd_latest, "the latest snapshot of a partition")
+    sub = _lineage_command(commands, "list", cmd_list, "a partition's snapshots, newest first")
+    sub.add_argument("--limit", type=int)
+    sub.add_argument("--cursor")
+    sub = _lineage_command(commands, "history", cmd_history, "a partition's events, in order")
+    sub.add_argument("--after-seq", type=_non_negative)
+    sub.add_argument("--limit", type=int)
+    sub.add_argument("--cursor")
+
+
+def _add_job_commands(commands: Subparsers) -> None:
+    sub = commands.add_parser("bootstrap", help="build first snapshots from the changelog")
+    sub.add_argument("stream")
+    sub.add_argument("--partitions", type=_partition_list, required=True, help="e.g. 0,1,2,3")
+    sub.add_argument("--target-lsn", type=_non_negative)
+    sub.add_argument("--request-id", help="repeat it to make the request idempotent")
+    sub.set_defaults(build=cmd_bootstrap)
+    text = "restore state from a snapshot + the changelog"
+    sub = _lineage_command(commands, "restore", cmd_restore, text)
+    choice = sub.add_mutually_exclusive_group()
+    choice.add_argument("--snapshot-id")
+    choice.add_argument("--as-of-lsn", type=_non_negative)
+    choice.add_argument("--as-of-time", help="ISO-8601 with a timezone, e.g. 2026-05-01T12:00Z")
+    sub.add_argument("--target-lsn", type=_non_negative)
+    sub.add_argument("--request-id")
+    sub = commands.add_parser("jobs", help="list jobs, or describe one with --job-id")
+    sub.add_argument("--job-id")
+    sub.add_argument("--limit", type=int)
+    sub.add_argument("--cursor")
+    sub.set_defaults(build=cmd_jobs)
+
+
+def _add_retention_commands(commands: Subparsers) -> None:
+    sub = commands.add_parser("gc", help="run garbage collection (or plan it with --dry-run)")
+    sub.add_argument("--dry-run", action="store_true")
+    sub.add_argument("--stream")
+    sub.set_defaults(build=cmd_gc)
+    text = "keep a snapshot until released (or expired)"
+    sub = _lineage_command(commands, "hold", cmd_hold, text)
+    sub.add_argument("snapshot_id")
+    sub.add_argument("--expires-in-hours", type=float)
+    sub.add_argument("--reason")
+    sub.add_argument("--by")
+    sub = _lineage_command(commands, "release", cmd_release, "release an operator's hold")
+    sub.add_argument("snapshot_id")
+    sub.add_argument("--hold-id")
+    sub = commands.add_parser("policy", help="a stream's retention policy")
+    policy = sub.add_subparsers(dest="policy_command", required=True)
+    get = policy.add_parser("get")
+    get.add_argument("stream")
+    put = policy.add_parser("set")
+    put.add_argument("stream")
+    put.add_argument("--min-count", type=int)
+    put.add_argument("--min-age-hours", type=float)
+    put.add_argument("--max-count", type=int)
+    put.add_argument("--max-age-hours", type=float)
+    sub.set_defaults(build=cmd_policy)
+
+
+def _transport(args: argparse.Namespace) -> Transport:
+    if args.local:
+        from snapledger.local.transport import LocalTransport
+
+        return LocalTransport.open(args.home)
+    return AwsTransport(stack_name=args.stack, region=args.region)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "local":
+        from snapledger.local.up import run_local_up
+
+        return run_local_up(home=args.home, poll_seconds=args.poll_seconds)
+    function, payload = args.build(args)
+    try:
+        transport = _transport(args)
+        try:
+            answer = transport.invoke(function, payload)
+        finally:
+            close = getattr(transport, "close", None)
+            if close is not None:
+                close()
+    except SnapledgerError as exc:
+        print(f"snapledger: {exc}", file=sys.stderr)
+        return 2
+    print(render(answer, as_json=args.json))
+    return 0 if answer.get("ok", True) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
