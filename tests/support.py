@@ -113,3 +113,21 @@ class FakeRunner:
         from snapledger.ports import JobRunStatus
 
         return JobRunStatus(state="RUNNING")
+
+
+def make_runtime(ledger: DynamoLedger, store: ObjectStore, clock: Any, runner: Any = None) -> Any:
+    """A function Runtime on one ledger table (moto or DynamoDB Local) and a store."""
+    from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
+    from snapledger.adapters.dynamodb_jobs import DynamoJobStore
+    from snapledger.core.compaction_trigger import CompactionConfig
+    from snapledger.runtime import Runtime
+
+    return Runtime(
+        ledger=ledger,
+        store=store,
+        clock=clock,
+        jobs=DynamoJobStore(ledger.table_name, client=ledger.client),
+        runner=runner or FakeRunner(),
+        segments=DynamoSegmentStore(ledger.table_name, client=ledger.client),
+        thresholds=CompactionConfig(),
+    )

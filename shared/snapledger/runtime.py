@@ -21,11 +21,30 @@ from typing import TYPE_CHECKING, Protocol
 import boto3
 from botocore.config import Config
 
+from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
+from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
+from snapledger.adapters.emr_serverless import EmrServerlessRunner
 from snapledger.adapters.object_store import open_object_store
 from snapledger.clock import Clock, SystemClock
-from snapledger.ports import LedgerReader, LedgerStore, ObjectStore
-from snapledger.settings import LedgerSettings, settings_from_env
+from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds
+from snapledger.errors import JobStartError
+from snapledger.ports import (
+    JobRunner,
+    JobRunSpec,
+    JobRunStatus,
+    JobStore,
+    LedgerReader,
+    LedgerStore,
+    ObjectStore,
+)
+from snapledger.services.changelog_tracking import SegmentStore
+from snapledger.settings import (
+    ENV_EMR_APPLICATION_ID,
+    JobSettings,
+    LedgerSettings,
+    settings_from_env,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -43,20 +62,65 @@ class Ledger(LedgerStore, LedgerReader, Protocol):
 
 @dataclass(frozen=True)
 class Runtime:
-    """A function's collaborators (add a field, e.g. a job runner, when a function needs one)."""
+    """A function's collaborators."""
 
     ledger: Ledger
     store: ObjectStore
     clock: Clock
+    jobs: JobStore
+    runner: JobRunner
+    segments: SegmentStore
+    thresholds: CompactionConfig
+
+
+class NoJobRunner:
+    """The runner of a function deployed without the EMR Serverless settings."""
+
+    def start(self, spec: JobRunSpec) -> str:
+        raise JobStartError(
+            "this function is not configured to start jobs: set SNAPLEDGER_EMR_APPLICATION_ID, "
+            "SNAPLEDGER_EMR_JOB_ROLE_ARN and SNAPLEDGER_JOB_ENTRYPOINT"
+        )
+
+    def status(self, run_id: str) -> JobRunStatus:
+        return JobRunStatus(state="UNKNOWN", reason="no job runner configured")
+
+
+def compaction_config(settings: LedgerSettings) -> CompactionConfig:
+    """The thresholds from the settings: a default and per-stream overrides."""
+    default = CompactionThresholds(
+        records=settings.compaction_records, bytes=settings.compaction_bytes
+    )
+    return CompactionConfig(
+        default=default,
+        streams={
+            stream: default.model_copy(update=values)
+            for stream, values in settings.compaction_streams.items()
+        },
+    )
 
 
 def build_runtime(settings: LedgerSettings) -> Runtime:
     """The AWS (or DynamoDB Local) runtime the settings describe."""
     s3_client = _s3_client() if settings.root.startswith("s3://") else None
+    dynamodb = _dynamodb_client(settings.dynamodb_endpoint)
+    runner: JobRunner = NoJobRunner()
+    if isinstance(settings, JobSettings):
+        runner = EmrServerlessRunner(
+            settings.emr_application_id,
+            settings.emr_job_role_arn,
+            settings.job_entrypoint,
+            settings.job_py_files,
+            client=boto3.client("emr-serverless", config=CLIENT_CONFIG),
+        )
     return Runtime(
-        ledger=DynamoLedger(settings.table, client=_dynamodb_client(settings.dynamodb_endpoint)),
+        ledger=DynamoLedger(settings.table, client=dynamodb),
         store=open_object_store(settings.root, s3_client=s3_client),
         clock=SystemClock(),
+        jobs=DynamoJobStore(settings.table, client=dynamodb),
+        runner=runner,
+        segments=DynamoSegmentStore(settings.table, client=dynamodb),
+        thresholds=compaction_config(settings),
     )
 
 
@@ -94,7 +158,8 @@ def runtime_override(rt: Runtime) -> Iterator[Runtime]:
 @lru_cache(maxsize=1)
 def _from_environment() -> Runtime:
     # Once per cold start: the settings, the clients and their connection pools.
-    return build_runtime(settings_from_env(LedgerSettings))
+    model = JobSettings if os.environ.get(ENV_EMR_APPLICATION_ID) else LedgerSettings
+    return build_runtime(settings_from_env(model))
 
 
 def _dynamodb_client(endpoint: str | None) -> DynamoDBClient:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError
 
 from snapledger.errors import InvalidRequestError
 
@@ -36,6 +36,12 @@ class LedgerSettings(BaseModel):
     root: str = Field(description="Object store root: s3://bucket[/prefix] or file:///dir")
     dynamodb_endpoint: str | None = Field(
         default=None, description="Only for DynamoDB Local; unset in AWS"
+    )
+    compaction_records: int = Field(default=1_000_000, ge=1, description="default threshold")
+    compaction_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="default threshold")
+    compaction_streams: Json[dict[str, dict[str, int]]] = Field(
+        default_factory=dict,
+        description='per-stream thresholds, e.g. {"orders": {"records": 500000}}',
     )
 
 

@@ -6,14 +6,17 @@ import pytest
 
 from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
-from snapledger.core.compaction_trigger import CompactionThresholds, backlog_since
+from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds, backlog_since
 from snapledger.layout import segment_key
 from snapledger.services.changelog_tracking import track_segment
 from snapledger.services.launch import LaunchDeps
 from snapledger.services.registration import register_manifest
 from tests.support import FakeRunner, write_segments, write_snapshot
 
-THRESHOLDS = CompactionThresholds(records=250, bytes=10**9)
+THRESHOLDS = CompactionConfig(
+    default=CompactionThresholds(records=10**9),
+    streams={"orders": CompactionThresholds(records=250)},
+)
 
 
 @pytest.fixture

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import boto3
 import pytest
 from botocore.stub import Stubber
@@ -44,7 +42,8 @@ def test_start_passes_the_job_id_as_client_token_and_the_plan_as_arguments():
         run_id = runner.start(SPEC)
         assert sent[0]["clientToken"] == "restore-abc" and sent[0]["name"] == "restore-abc"
         args = sent[0]["jobDriver"]["sparkSubmit"]["entryPointArguments"]
-        assert json.loads(args[args.index("--plan") + 1]) == [{"partition": 3, "target_lsn": 99}]
+        assert args[args.index("--partitions") + 1] == "3"
+        assert args[args.index("--target-lsn") + 1] == "99"
         assert (
             sent[0]["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
             == "--py-files s3://b/jobs.zip"

@@ -22,6 +22,16 @@ class CompactionThresholds(Frozen):
     bytes: int = Field(default=256 * 1024 * 1024, ge=1)
 
 
+class CompactionConfig(Frozen):
+    """Thresholds per stream, with a default for streams not named."""
+
+    default: CompactionThresholds = Field(default_factory=CompactionThresholds)
+    streams: dict[str, CompactionThresholds] = Field(default_factory=dict)
+
+    def for_stream(self, stream: str) -> CompactionThresholds:
+        return self.streams.get(stream, self.default)
+
+
 @dataclass(frozen=True)
 class Backlog:
     records: int

@@ -6,6 +6,11 @@
 - An **AWS event** envelope is frozen but ignores fields it does not name: AWS adds
   fields to its events over time (S3's EventBridge events gained ``event-version``), and
   a new field must not turn every notification into a validation failure.
+
+Both defer building their validators to first use (``defer_build``): a function only
+pays, once per cold start, for the models of the payloads it actually receives (the
+query function for the actions it is asked, register for the one event shape its
+deployment sends).
 """
 
 from __future__ import annotations
@@ -21,13 +26,13 @@ from snapledger.models.ledger import LineageId
 class ConsolePayload(BaseModel):
     """A payload a person sends: frozen, strict, no unknown fields."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
 
 
 class AwsEvent(BaseModel):
     """An event AWS sends: frozen; fields it adds later are ignored."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True, defer_build=True)
 
 
 class LineagePayload(ConsolePayload):

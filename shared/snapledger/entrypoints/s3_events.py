@@ -20,7 +20,7 @@ from urllib.parse import unquote_plus, urlsplit
 
 from pydantic import Field, ValidationError
 
-from snapledger.entrypoints.answers import as_object, field_problems, payload_error
+from snapledger.entrypoints.answers import WHOLE_PAYLOAD, as_object, field_problems, payload_error
 from snapledger.entrypoints.payloads import AwsEvent
 
 S3_NOTIFICATION = "S3 event notification"
@@ -136,7 +136,7 @@ def _record(index: int, raw: object) -> Arrival:
         record = S3NotificationRecord.model_validate(raw)
     except ValidationError as exc:
         fields = [
-            {"field": f"Records[{index}].{p['field']}", "problem": p["problem"]}
+            {"field": _in_record(index, p["field"]), "problem": p["problem"]}
             for p in field_problems(exc)
         ]
         return InvalidRecord(index=index, fields=fields)
@@ -148,6 +148,10 @@ def _record(index: int, raw: object) -> Arrival:
         created=record.event_name.startswith("ObjectCreated:"),
         via="s3",
     )
+
+
+def _in_record(index: int, field: str) -> str:
+    return f"Records[{index}]" if field == WHOLE_PAYLOAD else f"Records[{index}].{field}"
 
 
 def key_in_store(store_uri: str, bucket: str, key: str) -> str | None:

@@ -65,6 +65,7 @@ class PartitionPlan(Frozen):
     base_lsn: int | None = Field(default=None, ge=0)
     base_prefix: str | None = None
     target_lsn: int = Field(ge=0)
+    epoch: int = Field(default=0, ge=0, description="The lineage's writer epoch at launch")
 
 
 class JobTransition(Frozen):

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Protocol
 
 from snapledger.core.compaction_trigger import (
-    CompactionThresholds,
+    CompactionConfig,
     backlog_since,
     due,
 )
@@ -55,7 +55,7 @@ def track_segment(
     *,
     segments: SegmentStore,
     deps: LaunchDeps,
-    thresholds: CompactionThresholds,
+    thresholds: CompactionConfig,
 ) -> TrackResult:
     """Count the segment at ``key`` once and compact its lineage when it is due."""
     try:
@@ -74,7 +74,7 @@ def track_segment(
         backlog_records=backlog.records,
         backlog_bytes=backlog.bytes,
     )
-    if not due(backlog, thresholds):
+    if not due(backlog, thresholds.for_stream(segment.stream)):
         return result
     if head is not None and head.compaction_job_id is not None:
         return TrackResult(**{**result.__dict__, "compaction_job_id": head.compaction_job_id})

@@ -73,6 +73,12 @@ def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> Laun
         return LaunchResult(job=existing, created=False)
     if existing is None:
         plans = [plan_partition(request, partition, deps) for partition in request.partition_list]
+        if request.action is not JobKind.RESTORE and len({p.epoch for p in plans}) > 1:
+            epochs = ", ".join(f"{p.partition}: {p.epoch}" for p in plans)
+            raise InvalidRequestError(
+                f"the partitions have different writer epochs ({epochs}) and the snapshots "
+                "a job writes carry one: launch them in separate requests"
+            )
         now = deps.clock.now()
         job = deps.jobs.create(
             JobRecord(
@@ -139,9 +145,12 @@ def plan_partition(request: LaunchRequest, partition: int, deps: LaunchDeps) -> 
     target = check_covers(
         segments, str(lineage), None if base is None else base.lsn, request.target_lsn
     )
+    head = deps.ledger.get_head(lineage)
+    epoch = head.max_epoch if head is not None and head.max_epoch is not None else 0
     if base is None:
-        return PartitionPlan(partition=partition, target_lsn=target)
+        return PartitionPlan(partition=partition, target_lsn=target, epoch=epoch)
     return PartitionPlan(
+        epoch=epoch,
         partition=partition,
         base_snapshot_id=base.snapshot_id,
         base_lsn=base.lsn,

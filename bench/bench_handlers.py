@@ -1,0 +1,180 @@
+"""Handler import overhead: what snapledger's own code adds to a function's cold start.
+
+For each handler module ``functions/*.py`` (found on disk, so new handlers are included),
+``RUNS`` times, alternating:
+
+- a fresh interpreter imports ``functions.<name>``: ``handler_import_ms.<name>`` is the
+  median;
+- a fresh interpreter imports just the libraries that import loads — every module of
+  snapledger's runtime dependencies (boto3, pydantic, aws-lambda-powertools[tracer] and
+  what they depend on, read from the installed metadata), in the order the handler
+  finished loading them: ``library_import_ms.<name>`` is the median. The same process
+  then imports the rest of snapledger the handler loads (``snapledger_ms``: models,
+  core, services, adapters) and finally the handler (``function_layer_ms``:
+  ``functions.*``, ``snapledger.entrypoints.*``, ``snapledger.runtime`` and the
+  Powertools objects they create), timing each first-party module on its own.
+
+``handler_import_overhead.<name>`` = handler ÷ libraries (target ≤ 1.15).
+``handler_import_overhead_paired.<name>`` is the median of the same ratio taken within
+each decomposition process (all three parts measured in one interpreter): steadier on a
+busy machine. ``slowest_modules.<name>`` names the five costliest first-party modules.
+
+Times are CPU time (``time.process_time``), not wall time: imports are CPU-bound once
+the files are cached, and CPU time does not count the waits of a busy shared machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FUNCTIONS_DIR = REPO_ROOT / "functions"
+RUNS = 9
+TARGET = 1.15
+FIRST_PARTY = ("snapledger", "functions")
+FUNCTION_LAYER = ("functions", "snapledger.entrypoints", "snapledger.runtime")
+ENV = {
+    "POWERTOOLS_SERVICE_NAME": "snapledger",
+    "POWERTOOLS_METRICS_NAMESPACE": "Snapledger",
+}
+# Both timed scripts import the same helpers before the clock starts.
+_PRELUDE = "import importlib, json, sys, time\n"
+_TIME_HANDLER = _PRELUDE + (
+    "t = time.process_time()\nimport functions.{name}\nprint(time.process_time() - t)\n"
+)
+_DECOMPOSE = _PRELUDE + (
+    "plan = json.load(open(sys.argv[1]))\n"
+    "def load(name):\n"
+    "    t = time.process_time()\n"
+    "    try:\n"
+    "        importlib.import_module(name)\n"
+    "    except Exception:\n"
+    "        pass\n"
+    "    return time.process_time() - t\n"
+    "libraries = sum(load(m) for m in plan['libraries'])\n"
+    "own = {m: load(m) for m in plan['snapledger']}\n"
+    "layer = load(plan['handler'])\n"
+    "print(json.dumps({'libraries': libraries, 'own': own, 'layer': layer}))\n"
+)
+
+
+def run(config: Any) -> dict[str, object]:
+    workdir = Path(config.workdir) / "handlers"
+    workdir.mkdir(parents=True, exist_ok=True)
+    roots = library_import_names()
+    figures: dict[str, object] = {}
+    ratios: dict[str, float] = {}
+    for name in handler_modules():
+        plan = import_plan(name, roots)
+        plan_file = workdir / f"{name}-plan.json"
+        plan_file.write_text(json.dumps(plan))
+        handler_s: list[float] = []
+        parts: list[dict[str, Any]] = []
+        for _ in range(RUNS):
+            handler_s.append(float(_python(_TIME_HANDLER.format(name=name))))
+            parts.append(json.loads(_python(_DECOMPOSE, str(plan_file))))
+        library_s = [p["libraries"] for p in parts]
+        snapledger_s = [sum(p["own"].values()) for p in parts]
+        paired = [
+            (p["libraries"] + sum(p["own"].values()) + p["layer"]) / p["libraries"] for p in parts
+        ]
+        ratios[name] = statistics.median(handler_s) / statistics.median(library_s)
+        per_module = {m: statistics.median(p["own"][m] for p in parts) for m in plan["snapledger"]}
+        slowest = sorted(per_module.items(), key=lambda kv: kv[1], reverse=True)[:5]
+        figures[f"handler_import_overhead.{name}"] = ratios[name]
+        figures[f"handler_import_overhead_paired.{name}"] = statistics.median(paired)
+        figures[f"handler_import_ms.{name}"] = statistics.median(handler_s) * 1000
+        figures[f"library_import_ms.{name}"] = statistics.median(library_s) * 1000
+        figures[f"snapledger_ms.{name}"] = statistics.median(snapledger_s) * 1000
+        figures[f"function_layer_ms.{name}"] = statistics.median(p["layer"] for p in parts) * 1000
+        figures[f"slowest_modules.{name}"] = ", ".join(f"{m} {s * 1000:.0f}" for m, s in slowest)
+    figures["handler_import_overhead_max"] = max(ratios.values())
+    figures["handler_import_overhead_target"] = TARGET
+    return figures
+
+
+def handler_modules() -> list[str]:
+    """Every handler module: ``functions/*.py`` but the package's ``__init__``."""
+    return sorted(p.stem for p in FUNCTIONS_DIR.glob("*.py") if p.stem != "__init__")
+
+
+def import_plan(name: str, library_roots: set[str]) -> dict[str, Any]:
+    """The modules ``import functions.<name>`` loads, in the order their imports finished.
+
+    ``-X importtime`` reports each module when its import completes, so importing them in
+    that order loads each one's dependencies before it: each is then timed on its own.
+    """
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import functions.{name}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=_env(),
+        cwd=REPO_ROOT,
+    )
+    finished = [
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and line.count("|") == 2
+    ][1:]  # the first line is the column header
+    top = [m.split(".")[0] for m in finished]
+    return {
+        "libraries": [m for m, t in zip(finished, top, strict=True) if t in library_roots],
+        "snapledger": [
+            m
+            for m, t in zip(finished, top, strict=True)
+            if t in FIRST_PARTY and not m.startswith(FUNCTION_LAYER)
+        ],
+        "handler": f"functions.{name}",
+    }
+
+
+def library_import_names() -> set[str]:
+    """Top-level import names of snapledger's runtime dependencies, transitively."""
+    seen: set[tuple[str, frozenset[str]]] = set()
+    pending: list[tuple[str, frozenset[str]]] = [("snapledger", frozenset())]
+    distributions: set[str] = set()
+    while pending:
+        dist, extras = pending.pop()
+        for spec in metadata.requires(dist) or []:
+            req = Requirement(spec)
+            wanted = extras or frozenset({""})
+            if req.marker and not any(req.marker.evaluate({"extra": e}) for e in wanted):
+                continue
+            key = (canonicalize_name(req.name), frozenset(req.extras))
+            if key in seen:
+                continue
+            seen.add(key)
+            distributions.add(key[0])
+            pending.append((req.name, key[1]))
+    return {
+        module
+        for module, dists in metadata.packages_distributions().items()
+        if any(canonicalize_name(d) in distributions for d in dists)
+    }
+
+
+def _python(script: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=_env(),
+        cwd=REPO_ROOT,
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, **ENV}

@@ -1,0 +1,52 @@
+"""The track_changelog function: each arriving changelog segment counted once."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from snapledger.entrypoints.answers import Answer, MetricSink, count, ok
+from snapledger.entrypoints.register import RecordsFailedError
+from snapledger.entrypoints.s3_events import Arrival, InvalidRecord, key_in_store
+from snapledger.layout import CHANGELOG
+from snapledger.runtime import Runtime
+from snapledger.services.changelog_tracking import track_segment
+from snapledger.services.launch import LaunchDeps
+
+_log = logging.getLogger(__name__)
+
+
+def track_arrivals(arrivals: Sequence[Arrival], rt: Runtime, metrics: MetricSink) -> Answer:
+    """Track every segment among ``arrivals``; unexpected failures raise after the rest."""
+    deps = LaunchDeps(
+        ledger=rt.ledger, jobs=rt.jobs, runner=rt.runner, store=rt.store, clock=rt.clock
+    )
+    records: list[dict[str, object]] = []
+    failures: list[tuple[str, Exception]] = []
+    for arrival in arrivals:
+        if isinstance(arrival, InvalidRecord):
+            records.append({"outcome": "invalid_record", "fields": arrival.fields})
+            continue
+        key = key_in_store(rt.store.uri, arrival.bucket, arrival.key)
+        if key is None or not key.startswith(f"{CHANGELOG}/") or not arrival.created:
+            records.append({"key": arrival.key, "outcome": "ignored"})
+            continue
+        try:
+            info = rt.store.head(key)
+            if info is None:
+                records.append({"key": key, "outcome": "ignored", "reason": "no longer exists"})
+                continue
+            result = track_segment(
+                key, info.size, segments=rt.segments, deps=deps, thresholds=rt.thresholds
+            )
+        except Exception as exc:  # the others are still processed; raised below to retry
+            _log.exception("tracking %s failed; the delivery will be retried", key)
+            failures.append((key, exc))
+            continue
+        count(metrics, f"Changelog_{result.outcome}")
+        if result.compaction_job_id:
+            count(metrics, "Changelog_compaction_due")
+        records.append(result.to_dict())
+    if failures:
+        raise RecordsFailedError(failures) from failures[0][1]
+    return ok(records=records)

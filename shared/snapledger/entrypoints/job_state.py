@@ -1,0 +1,53 @@
+"""The job_state function's parsing: EMR Serverless ``Job Run State Change`` events.
+
+Every documented state is accepted and so is any state AWS adds later (recorded, not
+acted on). Events are best effort and may repeat or arrive out of order.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from snapledger.entrypoints.answers import Answer, MetricSink, count, ok
+from snapledger.entrypoints.payloads import AwsEvent
+from snapledger.runtime import Runtime
+from snapledger.services.job_state import record_job_state
+
+SUBJECT = "EMR Serverless job run state change"
+INVALID_METRIC = "JobState_malformed_event"
+FAILED_STATES = ("FAILED", "CANCELLED")
+
+
+class JobRunDetail(AwsEvent):
+    job_run_id: str = Field(alias="jobRunId", min_length=1)
+    job_run_name: str | None = Field(default=None, alias="jobRunName")
+    application_id: str = Field(alias="applicationId", min_length=1)
+    state: str = Field(min_length=1)
+    previous_state: str | None = Field(default=None, alias="previousState")
+    state_details: str | None = Field(default=None, alias="stateDetails")
+
+
+class JobRunStateChange(AwsEvent):
+    id: str
+    source: str
+    detail_type: str = Field(alias="detail-type")
+    detail: JobRunDetail
+
+
+def answer_job_state(event: JobRunStateChange, rt: Runtime, metrics: MetricSink) -> Answer:
+    detail = event.detail
+    reason = detail.state_details or None
+    if reason is None and detail.state.upper() in FAILED_STATES:
+        # The event may omit the cause: ask the runner once (best effort).
+        reason = rt.runner.status(detail.job_run_id).reason
+    result = record_job_state(
+        run_id=detail.job_run_id,
+        job_name=detail.job_run_name,
+        state=detail.state,
+        reason=reason,
+        jobs=rt.jobs,
+        ledger=rt.ledger,
+        clock=rt.clock,
+    )
+    count(metrics, f"JobState_{detail.state.lower()}")
+    return ok(**result.to_dict())

@@ -1,0 +1,132 @@
+"""The embedded default: DynamoDB Local + a ``file://`` store + local Spark, one machine.
+
+``LocalRuntime`` starts what is not running (DynamoDB Local on a free port, with its data
+kept under the home folder unless ``in_memory``), creates the ledger table from the same
+definition the CDK app deploys, and hands the functions a ``Runtime`` that uses them.
+When ``snapledger local up`` is running it has written ``runtime.json`` in the home
+folder, and other processes (the CLI) use its DynamoDB Local instead of starting one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
+from snapledger.adapters.dynamodb_jobs import DynamoJobStore
+from snapledger.adapters.dynamodb_ledger import DynamoLedger
+from snapledger.adapters.object_store_file import FileObjectStore
+from snapledger.adapters.table_definition import DEFAULT_TABLE_NAME, create_table_request
+from snapledger.clock import SystemClock
+from snapledger.core.compaction_trigger import CompactionConfig
+from snapledger.local.clients import local_dynamodb_client
+from snapledger.local.dynamodb_local import REPO_ROOT, DynamoDBLocal, free_port
+from snapledger.ports import JobRunner
+from snapledger.runtime import Runtime, reset_runtime, use_runtime
+
+DEFAULT_HOME = REPO_ROOT / ".local" / "state"
+RUNTIME_FILE = "runtime.json"
+
+
+def local_home(home: str | Path | None = None) -> Path:
+    """The local runtime's folder: ``--home``, ``$SNAPLEDGER_LOCAL_HOME`` or .local/state."""
+    chosen = home or os.environ.get("SNAPLEDGER_LOCAL_HOME") or DEFAULT_HOME
+    return Path(chosen).resolve()
+
+
+def ensure_table(client: Any, table: str) -> None:
+    """Create the ledger table if it does not exist yet (idempotent)."""
+    try:
+        client.create_table(**create_table_request(table))
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "ResourceInUseException":
+            raise
+    client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 0.2})
+
+
+def running_endpoint(home: Path) -> str | None:
+    """The DynamoDB Local endpoint of a running ``local up`` for ``home``, if any."""
+    path = home / RUNTIME_FILE
+    if not path.is_file():
+        return None
+    try:
+        info = json.loads(path.read_text())
+        pid = int(info["pid"])
+        os.kill(pid, 0)  # raises if that process is gone
+    except (ValueError, KeyError, OSError):
+        return None
+    endpoint = info.get("endpoint")
+    return str(endpoint) if endpoint else None
+
+
+@dataclass
+class LocalRuntime:
+    """Everything a function needs, locally; a context manager that cleans up after itself."""
+
+    home: Path
+    in_memory: bool = False
+    table: str = DEFAULT_TABLE_NAME
+    thresholds: CompactionConfig = field(default_factory=CompactionConfig)
+    runner: JobRunner | None = None
+    _engine: DynamoDBLocal | None = None
+    runtime: Runtime | None = None
+
+    @property
+    def root(self) -> Path:
+        return self.home / "root"
+
+    def start(self) -> Runtime:
+        self.home.mkdir(parents=True, exist_ok=True)
+        endpoint = None if self.in_memory else running_endpoint(self.home)
+        if endpoint is None:
+            data_dir = None if self.in_memory else self.home / "dynamodb"
+            self._engine = DynamoDBLocal(port=free_port(), data_dir=data_dir).start()
+            endpoint = self._engine.endpoint_url
+        client = local_dynamodb_client(endpoint)
+        ensure_table(client, self.table)
+        store = FileObjectStore(self.root)
+        if self.runner is None:
+            from snapledger.local.spark_runner import LocalSparkRunner
+
+            self.runner = LocalSparkRunner()
+        self.runtime = Runtime(
+            ledger=DynamoLedger(self.table, client=client),
+            store=store,
+            clock=SystemClock(),
+            jobs=DynamoJobStore(self.table, client=client),
+            runner=self.runner,
+            segments=DynamoSegmentStore(self.table, client=client),
+            thresholds=self.thresholds,
+        )
+        use_runtime(self.runtime)
+        return self.runtime
+
+    @property
+    def endpoint_url(self) -> str | None:
+        return self._engine.endpoint_url if self._engine else None
+
+    def stop(self) -> None:
+        reset_runtime()
+        close = getattr(self.runner, "close", None)
+        if close is not None:
+            close()
+        if self._engine is not None:
+            self._engine.stop()
+            self._engine = None
+
+    def __enter__(self) -> Runtime:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,121 @@
+"""The job runner of the embedded default: the Spark entry point on a local SparkSession.
+
+Runs ``jobs.job.run_job`` with the very arguments EMR Serverless would get
+(``job_arguments``), one job at a time on a background thread sharing one SparkSession,
+and reports what EMR Serverless reports: state changes as ``Job Run State Change`` events
+to the job_state function, and the manifests the job wrote as S3 notifications to the
+register function (both through the router). The same job id starts once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from snapledger.errors import JobStartError
+from snapledger.job_arguments import job_arguments
+from snapledger.ports import JobRunSpec, JobRunStatus
+
+if TYPE_CHECKING:
+    from snapledger.local.router import Router
+
+_log = logging.getLogger(__name__)
+SPARK_CONF = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.ui.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.memory": "2g",
+}
+
+
+def local_spark_session() -> Any:
+    """One local SparkSession (2 cores), created on first use."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master("local[2]").appName("snapledger-local")
+    for key, value in SPARK_CONF.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+class LocalSparkRunner:
+    """A JobRunner for one machine; ``bind`` a Router so its events reach the functions."""
+
+    def __init__(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-spark")
+        self._lock = threading.Lock()
+        self._runs: dict[str, JobRunStatus] = {}
+        self._futures: list[Future[None]] = []
+        self._router: Router | None = None
+        self._spark: Any = None
+
+    def bind(self, router: Router) -> None:
+        self._router = router
+
+    def start(self, spec: JobRunSpec) -> str:
+        run_id = "local-" + hashlib.sha256(spec.job_id.encode()).hexdigest()[:16]
+        with self._lock:
+            if run_id in self._runs:
+                return run_id  # like a client token: the same job starts once
+            if self._router is None:
+                raise JobStartError("the local runner has no router bound: call bind(router)")
+            self._runs[run_id] = JobRunStatus(state="SUBMITTED")
+            self._futures.append(self._executor.submit(self._run, spec, run_id))
+        return run_id
+
+    def status(self, run_id: str) -> JobRunStatus:
+        with self._lock:
+            return self._runs.get(run_id, JobRunStatus(state="FAILED", reason="unknown run"))
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Wait for every job started so far (and what it triggered) to finish."""
+        while True:
+            with self._lock:
+                pending = [f for f in self._futures if not f.done()]
+            if not pending:
+                return
+            for future in pending:
+                future.result(timeout=timeout)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+        if self._spark is not None:
+            self._spark.stop()
+            self._spark = None
+
+    def _report(self, spec: JobRunSpec, run_id: str, state: str, reason: str = "") -> None:
+        with self._lock:
+            previous = self._runs[run_id].state
+            self._runs[run_id] = JobRunStatus(state=state, reason=reason or None)
+        assert self._router is not None
+        self._router.job_state(
+            job_id=spec.job_id, run_id=run_id, state=state, previous=previous, details=reason
+        )
+
+    def _run(self, spec: JobRunSpec, run_id: str) -> None:
+        from jobs.args import parse_job_args
+        from jobs.errors import JobError
+        from jobs.job import run_job
+
+        assert self._router is not None
+        try:
+            self._report(spec, run_id, "RUNNING")
+            if self._spark is None:
+                self._spark = local_spark_session()
+            result = run_job(self._spark, parse_job_args(job_arguments(spec)))
+        except JobError as exc:
+            self._report(spec, run_id, "FAILED", f"Job failed: {exc}")
+            return
+        except Exception as exc:  # any other failure is the job's too, with its cause
+            _log.exception("local job %s failed", spec.job_id)
+            self._report(spec, run_id, "FAILED", f"Job failed: {type(exc).__name__}: {exc}")
+            return
+        for partition in result.partitions:
+            if spec.kind != "restore":  # a new snapshot's manifest: S3 would notify register
+                info = self._router.store.head(partition.descriptor_key)
+                if info is not None:
+                    self._router.object_created(info.key, info.size)
+        self._report(spec, run_id, "SUCCESS")

@@ -1,0 +1,82 @@
+"""Helpers of the function tests: AWS sample events, a fake Lambda context, EMF parsing."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote_plus
+
+from infra.constants import METRICS_NAMESPACE, SERVICE_NAME
+from snapledger.adapters.dynamodb_ledger import DynamoLedger
+
+SAMPLE_EVENTS = Path(__file__).parent.parent / "events"
+POWERTOOLS_ENV = {
+    "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+    "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+    "POWERTOOLS_TRACE_DISABLED": "true",
+}
+Handler = Callable[[Any, Any], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class FakeLambdaContext:
+    """What Powertools Logger reads from the Lambda context."""
+
+    function_name: str = "snapledger-test"
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:snapledger-test"
+    aws_request_id: str = "5c3e0c5e-0000-4000-8000-000000000001"
+
+
+def sample_event(name: str) -> dict[str, Any]:
+    """An AWS sample event from tests/events (see its README for the sources)."""
+    event: dict[str, Any] = json.loads((SAMPLE_EVENTS / name).read_text())
+    return event
+
+
+def s3_encode(key: str) -> str:
+    """URL-encode a key the way S3 notifications do ('red flower.jpg' → 'red+flower.jpg')."""
+    return quote_plus(key, safe="/")
+
+
+def s3_put_event(*keys: str, encode: Callable[[str], str] = s3_encode) -> dict[str, Any]:
+    """The sample S3 Put notification with one record per key, keys encoded as S3 does."""
+    event = sample_event("s3-put.json")
+    template = event["Records"][0]
+    records = []
+    for key in keys:
+        record = copy.deepcopy(template)
+        record["s3"]["object"]["key"] = encode(key)
+        records.append(record)
+    event["Records"] = records
+    return event
+
+
+def object_created_event(key: str) -> dict[str, Any]:
+    """The sample EventBridge ``Object Created`` event for ``key`` (not encoded)."""
+    event = sample_event("s3-eventbridge-object-created.json")
+    event["detail"]["object"]["key"] = key
+    return event
+
+
+def item_count(ledger: DynamoLedger) -> int:
+    """Every item in the ledger's table."""
+    return int(ledger.client.scan(TableName=ledger.table_name, Select="COUNT")["Count"])
+
+
+def emitted_metrics(stdout: str) -> dict[str, float]:
+    """The metric values in the EMF blobs a handler printed."""
+    values: dict[str, float] = {}
+    for line in stdout.splitlines():
+        if not line.startswith("{") or "_aws" not in line:
+            continue
+        blob = json.loads(line)
+        for directive in blob["_aws"]["CloudWatchMetrics"]:
+            for metric in directive["Metrics"]:
+                value = blob[metric["Name"]]
+                values[metric["Name"]] = sum(value) if isinstance(value, list) else value
+    return values

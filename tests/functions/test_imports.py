@@ -1,0 +1,61 @@
+"""What a handler module pulls in: no Spark, Arrow or workstation-only code; no boto3 import."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.functions.support import POWERTOOLS_ENV
+
+FUNCTIONS_DIR = Path(__file__).resolve().parents[2] / "functions"
+HANDLER_MODULES = sorted(p.stem for p in FUNCTIONS_DIR.glob("*.py") if p.stem != "__init__")
+# Never in a function: the data plane (pyspark, and pyarrow, which Lambda does not ship),
+# the parts of snapledger that the CDK app leaves out of the function code, test tools.
+FORBIDDEN = ("pyspark", "pyarrow", "snapledger.local", "snapledger.cli", "moto", "infra", "jobs")
+
+
+def test_the_handlers_are_found():
+    assert {"register", "query"} <= set(HANDLER_MODULES)
+
+
+@pytest.mark.parametrize("name", HANDLER_MODULES)
+def test_importing_a_handler_pulls_in_no_forbidden_module(name):
+    # Given a fresh interpreter with the function's environment
+    # When the handler module is imported
+    script = f"import json, sys; import functions.{name}; print(json.dumps(sorted(sys.modules)))"
+    env = {**_base_env(), **POWERTOOLS_ENV}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env
+    )
+    modules = json.loads(done.stdout)
+    # Then it defines a handler and none of the forbidden modules was imported
+    assert f"functions.{name}" in modules
+    loaded = [m for m in modules if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)]
+    assert loaded == []
+
+
+@pytest.mark.parametrize("name", HANDLER_MODULES)
+def test_a_handler_file_builds_no_client_of_its_own(name):
+    # Handlers get their clients from snapledger.runtime: boto3 is never imported here.
+    tree = ast.parse((FUNCTIONS_DIR / f"{name}.py").read_text())
+    imported = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not {m for m in imported if m.split(".")[0] in ("boto3", "botocore")}
+    handlers = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "handler"]
+    assert len(handlers) == 1
+
+
+def _base_env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith("POWERTOOLS_")}

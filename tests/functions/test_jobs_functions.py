@@ -1,0 +1,163 @@
+"""launch, job_state and track_changelog through their handlers, with AWS-shaped events."""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+from pathlib import Path
+
+import pytest
+
+from snapledger.layout import segment_key
+from snapledger.services.registration import register_manifest
+from tests.functions.support import s3_put_event, sample_event
+from tests.support import write_segments, write_snapshot
+
+EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
+LAUNCH_EVENTS = sorted(EVENTS_DIR.glob("launch-*.json"))
+
+
+@pytest.fixture
+def launch_handler(powertools_env):
+    return importlib.import_module("functions.launch").handler
+
+
+@pytest.fixture
+def job_state_handler(powertools_env):
+    return importlib.import_module("functions.job_state").handler
+
+
+@pytest.fixture
+def track_handler(powertools_env):
+    return importlib.import_module("functions.track_changelog").handler
+
+
+@pytest.fixture
+def seeded(rt):
+    """orders/3 with snapshots at LSN 100 and 200; changelog for orders/0..3 and payments/0..3."""
+    for partition in range(4):
+        write_segments(rt.store, "orders", partition, (0, 99), (100, 199), (200, 399))
+        write_segments(rt.store, "payments", partition, (0, 49), (50, 99))
+    for lsn in (100, 200):
+        key = write_snapshot(rt.store, "orders", 3, lsn)
+        register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock)
+
+
+def eventbridge_request(detail_type, detail, event_id="6a7e8feb-b491-4cf7-a9f1-bf3703467718"):
+    """A custom EventBridge event as PutEvents delivers it (the envelope of AWS's samples)."""
+    event = sample_event("eventbridge-scheduled.json")
+    event.update(
+        {"id": event_id, "source": "snapledger", "detail-type": detail_type, "detail": detail}
+    )
+    return event
+
+
+@pytest.mark.parametrize("path", LAUNCH_EVENTS, ids=lambda p: p.stem)
+def test_every_launch_console_payload_starts_a_job(seeded, rt, launch_handler, context, path):
+    answer = launch_handler(json.loads(path.read_text()), context)
+    assert answer["ok"] is True, answer
+    assert answer["state"] == "SUBMITTED" and answer["job_id"] in rt.runner.started
+    assert f"events/{path.name}" in (EVENTS_DIR.parent / "docs" / "console.md").read_text()
+
+
+def test_restore_latest_answers_what_it_resolved(seeded, launch_handler, context):
+    answer = launch_handler({"action": "restore", "stream": "orders", "partition": 3}, context)
+    [plan] = answer["partitions"]
+    assert (plan["base_lsn"], plan["target_lsn"]) == (200, 399)
+
+
+def test_the_same_eventbridge_request_delivered_twice_starts_one_job(
+    seeded, rt, launch_handler, context
+):
+    event = eventbridge_request(
+        "RestoreRequested", {"stream": "orders", "partition": 3, "from": {"lsn": 150}}
+    )
+    first = launch_handler(event, context)
+    second = launch_handler(copy.deepcopy(event), context)
+    assert first["ok"] and second["ok"] and first["job_id"] == second["job_id"]
+    assert second["created"] is False and len(rt.runner.started) == 1
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"action": "restore", "partition": 3}, "stream"),
+        ({"action": "restore", "stream": "orders", "partition": 3, "partitions": [3]}, "(payload)"),
+        ({"action": "rewind", "stream": "orders", "partition": 3}, "action"),
+        ({"action": "restore", "stream": "orders", "partition": -1}, "partition"),
+        ({"action": "restore", "stream": "orders", "partition": 3, "from": {"lsn": "x"}}, "from"),
+        ([1, 2], "(payload)"),
+    ],
+)
+def test_malformed_launch_payloads_get_validation_answers_and_write_nothing(
+    seeded, rt, launch_handler, context, payload, field
+):
+    answer = launch_handler(payload, context)
+    assert answer["ok"] is False and answer["error"] == "validation", answer
+    assert any(f["field"].startswith(field) for f in answer["fields"]), answer
+    assert rt.runner.started == {} and rt.jobs.list_jobs().items == []
+
+
+def test_a_bad_detail_type_is_named(launch_handler, context):
+    answer = launch_handler(eventbridge_request("RewindRequested", {"stream": "orders"}), context)
+    assert answer["error"] == "validation" and answer["fields"][0]["field"] == "detail-type"
+
+
+def test_a_gap_is_refused_with_a_clear_message(seeded, launch_handler, context):
+    payload = {"action": "restore", "stream": "orders", "partition": 3, "target_lsn": 900}
+    answer = launch_handler(payload, context)
+    assert answer == answer | {"ok": False, "error": "invalid_request"}
+    assert "cannot reach the target LSN 900" in answer["message"]
+
+
+def test_restore_without_snapshots_is_not_found(seeded, launch_handler, context):
+    answer = launch_handler({"action": "restore", "stream": "orders", "partition": 0}, context)
+    assert answer["error"] == "not_found" and "bootstrap" in answer["message"]
+
+
+def emr_event(run_id, state, details=None):
+    event = sample_event("emr-serverless-job-run-state-change.json")
+    event["detail"].update({"jobRunId": run_id, "state": state})
+    if details:
+        event["detail"]["stateDetails"] = details
+    return event
+
+
+def test_job_state_events_in_any_order_end_the_same(
+    seeded, rt, launch_handler, job_state_handler, context
+):
+    job = launch_handler({"action": "restore", "stream": "orders", "partition": 3}, context)
+    answers = [
+        job_state_handler(emr_event(job["run_id"], s), context)
+        for s in ("SUCCESS", "RUNNING", "SUCCESS")
+    ]
+    assert [a["recorded"] for a in answers] == [True, False, False]
+    assert rt.jobs.get(job["job_id"]).state.value == "SUCCESS"
+
+
+def test_failure_reason_from_the_event_is_recorded(
+    seeded, rt, launch_handler, job_state_handler, context
+):
+    job = launch_handler({"action": "restore", "stream": "orders", "partition": 3}, context)
+    job_state_handler(
+        emr_event(job["run_id"], "FAILED", "Job failed, ExitCode: 3. error: bad data"), context
+    )
+    assert "bad data" in rt.jobs.get(job["job_id"]).failure_reason
+
+
+def test_malformed_job_state_event_names_the_field(job_state_handler, context):
+    event = emr_event("run", "RUNNING")
+    del event["detail"]["jobRunId"]
+    answer = job_state_handler(event, context)
+    assert answer["error"] == "validation" and answer["fields"][0]["field"] == "detail.jobRunId"
+
+
+def test_changelog_segments_are_counted_once(rt, track_handler, context):
+    key = segment_key("orders", 3, 0, 99)
+    rt.store.put(key, b"x" * 10)
+    first = track_handler(s3_put_event(key), context)
+    again = track_handler(s3_put_event(key), context)
+    assert first["records"][0]["outcome"] == "counted"
+    assert again["records"][0]["outcome"] == "duplicate"
+    assert again["records"][0]["backlog_records"] == 100

@@ -1,0 +1,91 @@
+"""The runtime: built once per cold start from SNAPLEDGER_* settings, injectable for tests."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from snapledger.adapters.dynamodb_ledger import DynamoLedger
+from snapledger.adapters.object_store_file import FileObjectStore
+from snapledger.adapters.object_store_s3 import S3ObjectStore
+from snapledger.clock import ManualClock, SystemClock
+from snapledger.errors import InvalidRequestError
+from snapledger.runtime import (
+    build_runtime,
+    reset_runtime,
+    runtime,
+    runtime_override,
+    use_runtime,
+)
+from snapledger.settings import ENV_DYNAMODB_ENDPOINT, ENV_ROOT, ENV_TABLE, LedgerSettings
+
+
+@pytest.fixture(autouse=True)
+def fresh_runtime():
+    reset_runtime()
+    yield
+    reset_runtime()
+
+
+def test_dynamodb_local_endpoint_and_a_file_root(tmp_path):
+    # Given settings for the local runtime
+    settings = LedgerSettings(
+        table="ledger", root=tmp_path.as_uri(), dynamodb_endpoint="http://127.0.0.1:8123"
+    )
+    # When the runtime is built
+    rt = build_runtime(settings)
+    # Then the ledger talks to DynamoDB Local, the store is the directory, the clock is real
+    assert isinstance(rt.ledger, DynamoLedger)
+    assert rt.ledger.table_name == "ledger"
+    assert rt.ledger.client.meta.endpoint_url == "http://127.0.0.1:8123"
+    assert isinstance(rt.store, FileObjectStore)
+    assert rt.store.uri == tmp_path.as_uri()
+    assert isinstance(rt.clock, SystemClock)
+
+
+def test_aws_settings_build_the_s3_store_and_the_regional_endpoint():
+    rt = build_runtime(LedgerSettings(table="ledger", root="s3://snapshots-bucket/team"))
+    assert isinstance(rt.store, S3ObjectStore)
+    assert rt.store.uri == "s3://snapshots-bucket/team"
+    assert rt.ledger.client.meta.endpoint_url.startswith("https://dynamodb.")
+
+
+def test_built_once_from_the_environment_until_reset(monkeypatch, tmp_path):
+    # Given the function's environment
+    monkeypatch.setenv(ENV_TABLE, "ledger")
+    monkeypatch.setenv(ENV_ROOT, tmp_path.as_uri())
+    monkeypatch.delenv(ENV_DYNAMODB_ENDPOINT, raising=False)
+    # When the runtime is asked for twice
+    first, second = runtime(), runtime()
+    # Then it was built once (warm invocations reuse clients and connections)
+    assert first is second
+    # And after a reset it is built again
+    reset_runtime()
+    assert runtime() is not first
+
+
+def test_missing_settings_name_the_variable(monkeypatch, tmp_path):
+    monkeypatch.delenv(ENV_TABLE, raising=False)
+    monkeypatch.setenv(ENV_ROOT, tmp_path.as_uri())
+    with pytest.raises(InvalidRequestError, match=ENV_TABLE):
+        runtime()
+
+
+def test_an_injected_runtime_wins_until_reset(monkeypatch, tmp_path):
+    # Given no settings at all, and a runtime of the test's own
+    monkeypatch.delenv(ENV_TABLE, raising=False)
+    built = build_runtime(LedgerSettings(table="injected", root=tmp_path.as_uri()))
+    injected = dataclasses.replace(built, store=FileObjectStore(tmp_path), clock=ManualClock())
+    # When it is injected, it is what every caller gets
+    use_runtime(injected)
+    assert runtime() is injected
+    # And once reset, the settings are needed again
+    reset_runtime()
+    with pytest.raises(InvalidRequestError):
+        runtime()
+    # And the context manager form resets on the way out
+    with runtime_override(injected):
+        assert runtime() is injected
+    with pytest.raises(InvalidRequestError):
+        runtime()
