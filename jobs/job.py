@@ -1,0 +1,164 @@
+"""``run_job``: one bootstrap, restore or compaction over many partitions of a stream.
+
+The steps, in order; each partition's output is committed only by its descriptor:
+
+1. load and check each base snapshot's manifest;
+2. plan each partition's changelog range from segment names (coverage.py);
+3. validate the segments in one aggregation pass (changelog.py);
+4. compact all partitions in one Spark plan (compaction.py) and write the result once,
+   staged (output.py);
+5. move each partition's files into its prefix, read back sizes, rows and checksums;
+6. write every descriptor, last.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+from pyspark.sql import SparkSession
+
+from jobs.args import JobArgs
+from jobs.changelog import read_changes, validate_changelog
+from jobs.compaction import compact
+from jobs.coverage import EMPTY_STATE_LSN, PartitionPlan, list_segments, plan_partition
+from jobs.descriptors import Provenance, manifest, restore_descriptor
+from jobs.layout import (
+    MANIFEST_NAME,
+    RESTORE_DESCRIPTOR_NAME,
+    changelog_dir,
+    restore_prefix,
+    snapshot_prefix,
+    staging_prefix,
+)
+from jobs.output import describe_files, publish_files, write_descriptor, write_staged
+from jobs.snapshots import BaseSnapshot, load_base, read_base_rows
+from jobs.storage import ObjectStore
+from jobs.ulid import new_ulid
+
+
+@dataclass(frozen=True)
+class PartitionResult:
+    """One partition's committed output."""
+
+    partition: int
+    prefix: str  # relative to the root
+    descriptor_key: str  # the _manifest.json or _restore.json written last
+    lsn: int  # the state is as of this LSN
+    row_count: int
+    snapshot_id: str | None  # None for a restore
+    base_snapshot_id: str | None
+    base_lsn: int | None
+    changelog_rows: int  # records applied from the changelog
+    base_rows: int  # rows read from the base snapshot
+
+    @property
+    def rows_read(self) -> int:
+        return self.changelog_rows + self.base_rows
+
+
+@dataclass(frozen=True)
+class JobResult:
+    job_id: str
+    kind: str
+    stream: str
+    partitions: tuple[PartitionResult, ...]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+def run_job(spark: SparkSession, args: JobArgs) -> JobResult:
+    """Run one job in ``spark``; raises a JobError subclass on bad arguments or data."""
+    args.validate()
+    store = ObjectStore(spark, args.root)
+    bases = {p: load_base(store, args.stream, p, prefix) for p, prefix in args.bases.items()}
+    plans = [_plan(store, args, partition, bases.get(partition)) for partition in args.partitions]
+    applied = validate_changelog(spark, store, plans)
+    state = compact(
+        spark,
+        read_base_rows(spark, store, list(bases.values())),
+        read_changes(spark, store, plans),
+    )
+    staging = staging_prefix(args.job_id, new_ulid())
+    try:
+        staged = write_staged(state, store, staging, args.partitions, args.max_rows_per_file)
+        prefixes = {plan.partition: _output_prefix(store, args, plan) for plan in plans}
+        published = {
+            prefixes[p]: publish_files(store, staged[p], prefixes[p]) for p in args.partitions
+        }
+    finally:
+        store.delete(staging, recursive=True)
+    described = describe_files(store, published)
+    results = []
+    for plan in plans:
+        base = bases.get(plan.partition)
+        prefix = prefixes[plan.partition]
+        provenance = Provenance(
+            job_id=args.job_id,
+            base_snapshot_id=base.snapshot_id if base else None,
+            base_lsn=base.lsn if base else None,
+            changelog_from_lsn=plan.base_lsn + 1 if plan.segments else None,
+            changelog_to_lsn=plan.target_lsn if plan.segments else None,
+        )
+        files = described[prefix]
+        if args.kind == "restore":
+            descriptor_key = prefix + RESTORE_DESCRIPTOR_NAME
+            descriptor = restore_descriptor(
+                stream=args.stream,
+                partition=plan.partition,
+                lsn=plan.target_lsn,
+                provenance=provenance,
+                files=files,
+            )
+            snapshot_id = None
+        else:
+            descriptor_key = prefix + MANIFEST_NAME
+            snapshot_id = prefix.rstrip("/").rsplit("-", 1)[1]
+            descriptor = manifest(
+                stream=args.stream,
+                partition=plan.partition,
+                lsn=plan.target_lsn,
+                snapshot_id=snapshot_id,
+                epoch=args.epoch,
+                kind=args.kind,
+                provenance=provenance,
+                files=files,
+            )
+        write_descriptor(store, descriptor_key, descriptor)
+        results.append(
+            PartitionResult(
+                partition=plan.partition,
+                prefix=prefix,
+                descriptor_key=descriptor_key,
+                lsn=plan.target_lsn,
+                row_count=sum(f.rows for f in files),
+                snapshot_id=snapshot_id,
+                base_snapshot_id=provenance.base_snapshot_id,
+                base_lsn=provenance.base_lsn,
+                changelog_rows=applied[plan.partition],
+                base_rows=base.row_count if base else 0,
+            )
+        )
+    return JobResult(args.job_id, args.kind, args.stream, tuple(results))
+
+
+def _plan(
+    store: ObjectStore, args: JobArgs, partition: int, base: BaseSnapshot | None
+) -> PartitionPlan:
+    return plan_partition(
+        partition,
+        list_segments(store, args.stream, partition),
+        base.lsn if base else EMPTY_STATE_LSN,
+        args.target_lsn,
+        changelog_dir(args.stream, partition),
+    )
+
+
+def _output_prefix(store: ObjectStore, args: JobArgs, plan: PartitionPlan) -> str:
+    if args.kind != "restore":
+        return snapshot_prefix(args.stream, plan.partition, plan.target_lsn, new_ulid())
+    prefix = restore_prefix(args.job_id, plan.partition)
+    # A rerun of the same job id (EMR Serverless retries) replaces what an attempt left.
+    store.delete(prefix, recursive=True)
+    return prefix

@@ -1,0 +1,106 @@
+"""Writing a job's result: data files first, in the flat layout, descriptors last.
+
+Spark writes the whole result once, partitioned by lineage partition, into a staging
+folder. Each lineage partition's files are then renamed into their final prefix as
+``part-00000.parquet``, ``part-00001.parquet``, ... (no ``_SUCCESS``, no ``.crc``), their
+sizes, row counts and sha256 checksums are read back from the stored files, and only
+when every data file of every partition is in place are the descriptors
+(``_manifest.json`` / ``_restore.json``) written: a descriptor's arrival means complete.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+
+from jobs.layout import data_file_name
+from jobs.routing import shuffle_partitions_for
+from jobs.storage import ObjectStore, StoredFile
+
+_STAT_THREADS = 8  # files checksummed at once: each is one streaming read through the JVM
+
+
+@dataclass(frozen=True, slots=True)
+class DataFile:
+    """One published data file, as a descriptor lists it."""
+
+    path: str  # relative to the output prefix
+    size: int
+    rows: int
+    checksum: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "size": self.size, "rows": self.rows, "checksum": self.checksum}
+
+
+def write_staged(
+    frame: DataFrame,
+    store: ObjectStore,
+    staging: str,
+    partitions: Sequence[int],
+    max_rows_per_file: int,
+) -> dict[int, list[StoredFile]]:
+    """Write ``frame`` (``partition, key, value, lsn``) sorted by key, one task per
+    partition; returns each partition's staged files in key order."""
+    # One Spark task per lineage partition (see routing.py) writes it as one key-sorted run
+    # of files; maxRecordsPerFile rolls that run over into c000, c001, ... in order.
+    (
+        frame.repartition(shuffle_partitions_for(partitions), "partition")
+        .sortWithinPartitions("partition", "key")
+        .write.partitionBy("partition")
+        .option("maxRecordsPerFile", max_rows_per_file)
+        # Keys, values and LSNs of a state are nearly all distinct: dictionaries only cost.
+        .option("parquet.enable.dictionary", "false")
+        .parquet(store.uri(staging))
+    )
+    staged: dict[int, list[StoredFile]] = {p: [] for p in partitions}
+    for stored in store.list_files(staging, recursive=True):
+        folder, _, name = stored.key.rpartition("/")
+        if name.startswith(("_", ".")) or not name.endswith(".parquet"):
+            continue
+        staged[int(folder.rsplit("partition=", 1)[1])].append(stored)
+    # part-{task}-{uuid}-c{n}: one task per partition, so name order is write order.
+    return {p: sorted(files, key=lambda f: f.name) for p, files in staged.items()}
+
+
+def publish_files(store: ObjectStore, staged: Sequence[StoredFile], prefix: str) -> list[str]:
+    """Rename staged files to ``prefix/part-NNNNN.parquet``; returns the new keys."""
+    keys = []
+    for index, stored in enumerate(staged):
+        key = prefix + data_file_name(index)
+        store.rename(stored.key, key)
+        keys.append(key)
+    return keys
+
+
+def describe_files(
+    store: ObjectStore, keys_by_prefix: Mapping[str, Sequence[str]]
+) -> dict[str, list[DataFile]]:
+    """Size (one listing per prefix), rows and sha256 of every published file, read back
+    from the store, several files at a time."""
+
+    sizes = {f.key: f.size for prefix in keys_by_prefix for f in store.list_files(prefix)}
+
+    def describe(prefix: str, key: str) -> DataFile:
+        return DataFile(
+            path=key[len(prefix) :],
+            size=sizes[key],
+            rows=store.parquet_rows(key),
+            checksum="sha256:" + store.sha256_hex(key),
+        )
+
+    jobs = [(prefix, key) for prefix, keys in keys_by_prefix.items() for key in keys]
+    with ThreadPoolExecutor(max_workers=_STAT_THREADS) as pool:
+        described = list(pool.map(lambda job: describe(*job), jobs))
+    result: dict[str, list[DataFile]] = {prefix: [] for prefix in keys_by_prefix}
+    for (prefix, _), data_file in zip(jobs, described, strict=True):
+        result[prefix].append(data_file)
+    return result
+
+
+def write_descriptor(store: ObjectStore, key: str, descriptor: Mapping[str, object]) -> None:
+    store.write_bytes(key, json.dumps(descriptor, indent=2, sort_keys=True).encode())

@@ -1,0 +1,96 @@
+"""Base snapshots: read a committed snapshot's manifest and its rows.
+
+A base is trusted only as far as its manifest says: the manifest must match the prefix
+it sits in, and every file it lists must be present with the stated size (one listing).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
+
+from jobs.errors import SnapshotError
+from jobs.layout import MANIFEST_NAME, parse_snapshot_prefix
+from jobs.schema import STATE_COLUMNS, STATE_SCHEMA
+from jobs.storage import ObjectStore
+
+
+@dataclass(frozen=True, slots=True)
+class BaseSnapshot:
+    """A committed snapshot a job starts from."""
+
+    partition: int
+    prefix: str
+    snapshot_id: str
+    lsn: int
+    file_keys: tuple[str, ...]
+    row_count: int
+
+
+def load_base(store: ObjectStore, stream: str, partition: int, prefix: str) -> BaseSnapshot:
+    """Read and check the manifest under ``prefix``; raises SnapshotError naming the problem."""
+    parsed = parse_snapshot_prefix(prefix)
+    if parsed is None or parsed[:2] != (stream, partition):
+        raise SnapshotError(f"{prefix}: not a snapshot prefix of {stream} partition {partition}")
+    _, _, lsn, snapshot_id = parsed
+    listing = {f.key: f.size for f in store.list_files(prefix)}
+    manifest_key = prefix + MANIFEST_NAME
+    if manifest_key not in listing:
+        raise SnapshotError(f"{manifest_key}: missing; the snapshot was never committed")
+    try:
+        manifest = json.loads(store.read_bytes(manifest_key))
+        expected = {
+            "stream": stream,
+            "partition": partition,
+            "lsn": lsn,
+            "snapshot_id": snapshot_id,
+        }
+        wrong = [k for k, v in expected.items() if manifest.get(k) != v]
+        files = [(str(f["path"]), int(f["size"]), f.get("rows")) for f in manifest["files"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SnapshotError(f"{manifest_key}: not a readable manifest ({exc})") from None
+    if wrong:
+        raise SnapshotError(f"{manifest_key}: {', '.join(wrong)} disagree with the prefix")
+    for path, size, _ in files:
+        stored = listing.get(prefix + path)
+        if stored != size:
+            found = "missing" if stored is None else f"{stored} bytes"
+            raise SnapshotError(f"{prefix}{path}: manifest says {size} bytes, found {found}")
+    row_count = manifest.get("row_count")
+    if row_count is None:
+        row_count = sum(int(rows or 0) for _, _, rows in files)
+    return BaseSnapshot(
+        partition=partition,
+        prefix=prefix,
+        snapshot_id=snapshot_id,
+        lsn=lsn,
+        file_keys=tuple(prefix + path for path, _, _ in files),
+        row_count=int(row_count),
+    )
+
+
+def read_base_rows(
+    spark: SparkSession, store: ObjectStore, bases: Sequence[BaseSnapshot]
+) -> DataFrame | None:
+    """``partition, key, value, lsn`` of every base, or None when no base has files."""
+    frames = [
+        spark.read.schema(STATE_SCHEMA)
+        .parquet(*(store.uri(key) for key in base.file_keys))
+        .select(F.lit(base.partition).alias("partition"), *STATE_COLUMNS)
+        for base in bases
+        if base.file_keys
+    ]
+    return union_all(frames)
+
+
+def union_all(frames: Sequence[DataFrame]) -> DataFrame | None:
+    if not frames:
+        return None
+    combined = frames[0]
+    for frame in frames[1:]:
+        combined = combined.unionByName(frame)
+    return combined

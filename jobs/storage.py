@@ -1,0 +1,118 @@
+"""The object store as the job sees it: Hadoop's FileSystem API reached through py4j.
+
+Going through Hadoop (rather than boto3 or ``open``) gives one code path for ``s3://``
+roots on EMR Serverless (EMRFS) and ``file://`` roots locally, with the credentials and
+configuration Spark already has. Keys are relative to the root, like the layout's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from jobs.layout import join
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFile:
+    """One object: its key relative to the root and its size in bytes."""
+
+    key: str
+    size: int
+
+    @property
+    def name(self) -> str:
+        return self.key.rsplit("/", 1)[-1]
+
+
+class ObjectStore:
+    """Files under one root URI, through the Hadoop FileSystem of that URI's scheme."""
+
+    def __init__(self, spark: SparkSession, root: str) -> None:
+        self.root = root.rstrip("/")
+        self._jvm: Any = spark._jvm  # py4j: the only way to reach Hadoop
+        conf = spark._jsc.hadoopConfiguration()
+        fs = self._jvm.org.apache.hadoop.fs.Path(self.root + "/").getFileSystem(conf)
+        self._is_local = fs.getUri().getScheme() == "file"
+        # Hadoop's local FS is a ChecksumFileSystem that leaves a ".name.crc" beside every
+        # file it writes or renames; the raw FS underneath writes only the file itself.
+        self._fs = fs.getRawFileSystem() if self._is_local else fs
+        # Hadoop may render "file:///x" as "file:/x": keys are cut at the root's path.
+        self._root_path = fs.makeQualified(self._path("")).toUri().getPath().rstrip("/")
+
+    def uri(self, key: str) -> str:
+        return join(self.root, key)
+
+    def _path(self, key: str) -> Any:
+        return self._jvm.org.apache.hadoop.fs.Path(self.uri(key))
+
+    def _key_of(self, path: Any) -> str:
+        full = str(path.toUri().getPath())
+        root = self._root_path
+        return full[len(root) + 1 :] if full.startswith(root + "/") else full
+
+    def list_files(self, prefix: str, *, recursive: bool = False) -> list[StoredFile]:
+        """Files under ``prefix`` (a folder key), sorted by key; [] when there is none."""
+        path = self._path(prefix)
+        if not self._fs.exists(path):
+            return []
+        found: list[StoredFile] = []
+        iterator = self._fs.listFiles(path, recursive)
+        while iterator.hasNext():
+            status = iterator.next()
+            found.append(StoredFile(self._key_of(status.getPath()), int(status.getLen())))
+        return sorted(found, key=lambda f: f.key)
+
+    def exists(self, key: str) -> bool:
+        return bool(self._fs.exists(self._path(key)))
+
+    def rename(self, source: str, target: str) -> None:
+        target_path = self._path(target)
+        if self._is_local:
+            # The raw local FS cannot rename into a missing folder; object stores have no
+            # folders, and creating one there would leave a marker object behind.
+            self._fs.mkdirs(target_path.getParent())
+        if not self._fs.rename(self._path(source), target_path):
+            raise OSError(f"could not rename {self.uri(source)} to {self.uri(target)}")
+
+    def delete(self, key: str, *, recursive: bool = False) -> None:
+        self._fs.delete(self._path(key), recursive)
+
+    def read_bytes(self, key: str) -> bytes:
+        stream = self._fs.open(self._path(key))
+        try:
+            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+        finally:
+            stream.close()
+
+    def sha256_hex(self, key: str) -> str:
+        """The file's sha256, streamed through the JVM: no size limit, constant memory."""
+        stream = self._fs.open(self._path(key))
+        try:
+            return str(self._jvm.org.apache.commons.codec.digest.DigestUtils.sha256Hex(stream))
+        finally:
+            stream.close()
+
+    def parquet_rows(self, key: str) -> int:
+        """A Parquet file's row count, from its footer."""
+        hadoop_file = self._jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(
+            self._path(key), self._fs.getConf()
+        )
+        reader = self._jvm.org.apache.parquet.hadoop.ParquetFileReader.open(hadoop_file)
+        try:
+            return int(reader.getRecordCount())
+        finally:
+            reader.close()
+
+    def write_bytes(self, key: str, data: bytes) -> None:
+        """Create ``key`` with ``data``; fails if it exists (a descriptor is written once)."""
+        path = self._path(key)
+        if self._is_local:
+            self._fs.mkdirs(path.getParent())
+        stream = self._fs.create(path, False)
+        try:
+            stream.write(bytearray(data))
+        finally:
+            stream.close()
