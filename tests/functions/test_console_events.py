@@ -10,7 +10,9 @@ import pytest
 
 from snapledger.entrypoints.query import actions
 from snapledger.services.registration import register_manifest
-from tests.support import write_snapshot
+from snapledger.models.requests import LaunchRequest
+from snapledger.services.launch import LaunchDeps, launch
+from tests.support import write_segments, write_snapshot
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
 QUERY_EVENTS = sorted(EVENTS_DIR.glob("query-*.json"))
@@ -20,12 +22,21 @@ DOCUMENTED_ID = "01JW8Z3K9Q7N4M2P6R8T0V2X4Y"
 
 @pytest.fixture
 def seeded(rt):
-    """orders/3 as the docs describe it: snapshots at LSN 100 (DOCUMENTED_ID), 200 and 300."""
+    """orders/3 as the docs describe it: snapshots at LSN 100 (DOCUMENTED_ID), 200 and 300,
+    and the restore docs/console.md launches with request id ``example-restore-1``."""
     for lsn in (100, 200, 300):
         sid = DOCUMENTED_ID if lsn == 100 else None
         key = write_snapshot(rt.store, "orders", 3, lsn, snapshot_id=sid)
         register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock)
         rt.clock.advance(timedelta(hours=1))
+    write_segments(rt.store, "orders", 3, (0, 300))
+    request = LaunchRequest.model_validate(
+        {"action": "restore", "stream": "orders", "partition": 3}
+    )
+    deps = LaunchDeps(
+        ledger=rt.ledger, jobs=rt.jobs, runner=rt.runner, store=rt.store, clock=rt.clock
+    )
+    launch(request, request_id="example-restore-1", deps=deps)
 
 
 def test_there_is_a_payload_for_every_query_action():

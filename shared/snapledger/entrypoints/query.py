@@ -25,7 +25,7 @@ from snapledger.entrypoints.answers import (
     payload_error,
 )
 from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, SnapshotId
-from snapledger.errors import SnapledgerError
+from snapledger.errors import NotFoundError, SnapledgerError
 from snapledger.runtime import Runtime
 from snapledger.services import queries
 
@@ -96,6 +96,21 @@ class SnapshotQuery(LineageQuery):
 
 
 _ACTIONS: dict[str, tuple[type[QueryPayload], AnswerFn[Any]]] = {}
+
+
+class JobQuery(QueryPayload):
+    """``{"action": "job", "job_id": "restore-…"}``: one job, with its transitions."""
+
+    action: Literal["job"]
+    job_id: str = Field(min_length=1, max_length=128)
+
+
+class JobsQuery(QueryPayload):
+    """Every job (newest state of each), a page at a time."""
+
+    action: Literal["jobs"]
+    limit: int = Field(default=100, ge=1, le=MAX_PAGE)
+    cursor: str | None = Field(default=None, min_length=1, description="From the last answer")
 
 
 def query_action(model: type[QueryT]) -> Callable[[AnswerFn[QueryT]], AnswerFn[QueryT]]:
@@ -186,3 +201,19 @@ def answer_as_of(request: AsOfQuery, rt: Runtime) -> dict[str, Any]:
 def answer_snapshot(request: SnapshotQuery, rt: Runtime) -> dict[str, Any]:
     record = queries.by_id(rt.ledger, request.lineage, request.snapshot_id)
     return {"snapshot": record.model_dump(mode="json")}
+
+
+@query_action(JobQuery)
+def answer_job(request: JobQuery, rt: Runtime) -> dict[str, Any]:
+    job = rt.jobs.get(request.job_id)
+    if job is None:
+        raise NotFoundError(
+            f'there is no job {request.job_id}: list jobs with {{"action": "jobs"}}'
+        )
+    return {"job": job.model_dump(mode="json")}
+
+
+@query_action(JobsQuery)
+def answer_jobs(request: JobsQuery, rt: Runtime) -> dict[str, Any]:
+    page = rt.jobs.list_jobs(limit=request.limit, cursor=request.cursor)
+    return {"jobs": [j.model_dump(mode="json") for j in page.items], "cursor": page.cursor}
