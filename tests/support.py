@@ -119,7 +119,10 @@ def make_runtime(ledger: DynamoLedger, store: ObjectStore, clock: Any, runner: A
     """A function Runtime on one ledger table (moto or DynamoDB Local) and a store."""
     from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
     from snapledger.adapters.dynamodb_jobs import DynamoJobStore
+    from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
+    from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
     from snapledger.core.compaction_trigger import CompactionConfig
+    from snapledger.gc_settings import GcConfig
     from snapledger.runtime import Runtime
 
     return Runtime(
@@ -130,4 +133,7 @@ def make_runtime(ledger: DynamoLedger, store: ObjectStore, clock: Any, runner: A
         runner=runner or FakeRunner(),
         segments=DynamoSegmentStore(ledger.table_name, client=ledger.client),
         thresholds=CompactionConfig(),
+        lineages=DynamoLineageIndex(ledger.table_name, client=ledger.client),
+        policies=DynamoPolicyStore(ledger.table_name, client=ledger.client),
+        gc=GcConfig(),
     )

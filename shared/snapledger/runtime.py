@@ -24,11 +24,14 @@ from botocore.config import Config
 from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
+from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
+from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
 from snapledger.adapters.emr_serverless import EmrServerlessRunner
 from snapledger.adapters.object_store import open_object_store
 from snapledger.clock import Clock, SystemClock
 from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds
 from snapledger.errors import JobStartError
+from snapledger.gc_settings import GcConfig
 from snapledger.ports import (
     JobRunner,
     JobRunSpec,
@@ -39,6 +42,7 @@ from snapledger.ports import (
     ObjectStore,
 )
 from snapledger.services.changelog_tracking import SegmentStore
+from snapledger.services.gc_deps import LineageIndex, PolicyStore
 from snapledger.settings import (
     ENV_EMR_APPLICATION_ID,
     JobSettings,
@@ -71,6 +75,9 @@ class Runtime:
     runner: JobRunner
     segments: SegmentStore
     thresholds: CompactionConfig
+    lineages: LineageIndex
+    policies: PolicyStore
+    gc: GcConfig
 
 
 class NoJobRunner:
@@ -121,6 +128,9 @@ def build_runtime(settings: LedgerSettings) -> Runtime:
         runner=runner,
         segments=DynamoSegmentStore(settings.table, client=dynamodb),
         thresholds=compaction_config(settings),
+        lineages=DynamoLineageIndex(settings.table, client=dynamodb),
+        policies=DynamoPolicyStore(settings.table, client=dynamodb),
+        gc=settings_from_env(GcConfig),
     )
 
 

@@ -54,7 +54,7 @@ class JobSettings(LedgerSettings):
     job_py_files: str = Field(default="", description="s3:// URI of the jobs zip")
 
 
-SettingsT = TypeVar("SettingsT", bound=LedgerSettings)
+SettingsT = TypeVar("SettingsT", bound=BaseModel)
 
 
 def settings_from_env(

@@ -31,6 +31,9 @@ class FakeLambdaContext:
     invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:snapledger-test"
     aws_request_id: str = "5c3e0c5e-0000-4000-8000-000000000001"
 
+    def get_remaining_time_in_millis(self) -> int:
+        return 900_000
+
 
 def sample_event(name: str) -> dict[str, Any]:
     """An AWS sample event from tests/events (see its README for the sources)."""

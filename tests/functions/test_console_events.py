@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from snapledger.entrypoints.query import actions
-from snapledger.services.registration import register_manifest
 from snapledger.models.requests import LaunchRequest
 from snapledger.services.launch import LaunchDeps, launch
+from snapledger.services.registration import register_manifest
 from tests.support import write_segments, write_snapshot
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"

@@ -13,6 +13,9 @@ Registration rules (docs/ledger.md):
 - an invalid manifest is REJECTED with its reason; the pointer never moves for it;
 - the same manifest again is a no-op; the same snapshot id with other content is
   rejected with code ``conflict`` (recorded once per distinct content).
+
+Retention rules (expiring, deleting, orphans, holds, the trim point) are in
+``core/gc_rules.py``; docs/retention.md describes them.
 """
 
 from __future__ import annotations
@@ -22,31 +25,81 @@ from dataclasses import replace
 from datetime import datetime
 from typing import assert_never
 
+from snapledger.core.gc_rules import (
+    decide_claim_orphan,
+    decide_expire,
+    decide_hold,
+    decide_mark_deleted,
+    decide_release,
+    decide_trim,
+    evolve_gc,
+)
 from snapledger.core.jobs import decide_job_state, decide_request_job, evolve_job
 from snapledger.core.registration import decide_register, evolve_registration
 from snapledger.core.state import LineageState
-from snapledger.models.commands import RecordJobState, RegisterSnapshot, RequestJob
+from snapledger.models.commands import (
+    AdvanceTrimPoint,
+    ClaimOrphan,
+    ExpireSnapshots,
+    HoldSnapshot,
+    MarkSnapshotsDeleted,
+    RecordJobState,
+    RegisterSnapshot,
+    ReleaseHold,
+    RequestJob,
+)
 from snapledger.models.events import (
     LatestAdvanced,
     LedgerEvent,
+    OrphanClaimed,
+    SnapshotDeleted,
+    SnapshotExpiring,
+    SnapshotHeld,
     SnapshotRegistered,
     SnapshotRejected,
+    SnapshotReleased,
+    TrimPointAdvanced,
 )
 
-Command = RegisterSnapshot | RequestJob | RecordJobState
+Command = (
+    RegisterSnapshot
+    | RequestJob
+    | RecordJobState
+    | ExpireSnapshots
+    | ClaimOrphan
+    | MarkSnapshotsDeleted
+    | AdvanceTrimPoint
+    | HoldSnapshot
+    | ReleaseHold
+)
 
 __all__ = ["Command", "LineageState", "decide", "evolve", "evolve_all"]
 
 
 def decide(state: LineageState, command: Command, now: datetime) -> list[LedgerEvent]:
     """The events ``command`` produces in ``state`` (empty: nothing to do)."""
-    if isinstance(command, RegisterSnapshot):
-        return decide_register(state, command, now)
-    if isinstance(command, RequestJob):
-        return decide_request_job(state, command, now)
-    if isinstance(command, RecordJobState):
-        return decide_job_state(state, command, now)
-    assert_never(command)
+    match command:
+        case RegisterSnapshot():
+            events = decide_register(state, command, now)
+        case RequestJob():
+            events = decide_request_job(state, command, now)
+        case RecordJobState():
+            events = decide_job_state(state, command, now)
+        case ExpireSnapshots():
+            events = decide_expire(state, command, now)
+        case ClaimOrphan():
+            events = decide_claim_orphan(state, command, now)
+        case MarkSnapshotsDeleted():
+            events = decide_mark_deleted(state, command, now)
+        case AdvanceTrimPoint():
+            events = decide_trim(state, command, now)
+        case HoldSnapshot():
+            events = decide_hold(state, command, now)
+        case ReleaseHold():
+            events = decide_release(state, command, now)
+        case _:
+            assert_never(command)
+    return events
 
 
 def evolve(state: LineageState, event: LedgerEvent) -> LineageState:
@@ -57,6 +110,16 @@ def evolve(state: LineageState, event: LedgerEvent) -> LineageState:
     snapshots = dict(state.snapshots)
     if isinstance(event, SnapshotRegistered | SnapshotRejected | LatestAdvanced):
         head = evolve_registration(head, snapshots, event)
+    elif isinstance(
+        event,
+        SnapshotExpiring
+        | OrphanClaimed
+        | SnapshotDeleted
+        | SnapshotHeld
+        | SnapshotReleased
+        | TrimPointAdvanced,
+    ):
+        head = evolve_gc(head, snapshots, event)
     else:
         head = evolve_job(head, snapshots, event)
     return replace(state, head=head, snapshots=snapshots)

@@ -21,10 +21,13 @@ from botocore.exceptions import ClientError
 from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
+from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
+from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.adapters.table_definition import DEFAULT_TABLE_NAME, create_table_request
 from snapledger.clock import SystemClock
 from snapledger.core.compaction_trigger import CompactionConfig
+from snapledger.gc_settings import GcConfig
 from snapledger.local.clients import local_dynamodb_client
 from snapledger.local.dynamodb_local import REPO_ROOT, DynamoDBLocal, free_port
 from snapledger.ports import JobRunner
@@ -74,6 +77,7 @@ class LocalRuntime:
     table: str = DEFAULT_TABLE_NAME
     thresholds: CompactionConfig = field(default_factory=CompactionConfig)
     runner: JobRunner | None = None
+    gc: GcConfig = field(default_factory=GcConfig)
     _engine: DynamoDBLocal | None = None
     runtime: Runtime | None = None
 
@@ -103,6 +107,9 @@ class LocalRuntime:
             runner=self.runner,
             segments=DynamoSegmentStore(self.table, client=client),
             thresholds=self.thresholds,
+            lineages=DynamoLineageIndex(self.table, client=client),
+            policies=DynamoPolicyStore(self.table, client=client),
+            gc=self.gc,
         )
         use_runtime(self.runtime)
         return self.runtime

@@ -108,6 +108,74 @@ class JobFailed(EventBase):
     reason: str
 
 
+class SnapshotExpiring(EventBase):
+    """GC committed to deleting the snapshot's objects: ``cause`` says which rule chose it.
+
+    From here the snapshot is never used again; its objects are deleted next and
+    ``SnapshotDeleted`` follows. A GC run that finds a snapshot EXPIRING finishes the job.
+    """
+
+    type: Literal["SnapshotExpiring"] = "SnapshotExpiring"
+    snapshot_id: str
+    lsn: int
+    cause: str
+    reason: str
+
+
+class OrphanClaimed(EventBase):
+    """GC claimed a snapshot prefix that had no record and no object within the grace window.
+
+    It creates an EXPIRING record, so a manifest arriving later is a conflict, never a
+    registration of files that are being deleted.
+    """
+
+    type: Literal["OrphanClaimed"] = "OrphanClaimed"
+    snapshot_id: str
+    lsn: int
+    manifest_key: str
+    object_count: int
+    newest_object_at: datetime
+    reason: str
+
+
+class SnapshotDeleted(EventBase):
+    """Every object of the snapshot's prefix that GC listed is deleted."""
+
+    type: Literal["SnapshotDeleted"] = "SnapshotDeleted"
+    snapshot_id: str
+    lsn: int
+    objects_deleted: int
+
+
+class SnapshotHeld(EventBase):
+    """An operator's hold: GC keeps the snapshot while the hold is live."""
+
+    type: Literal["SnapshotHeld"] = "SnapshotHeld"
+    snapshot_id: str
+    lsn: int
+    hold_id: str
+    expires_at: datetime | None = None
+    reason: str = ""
+    by: str = ""
+
+
+class SnapshotReleased(EventBase):
+    type: Literal["SnapshotReleased"] = "SnapshotReleased"
+    snapshot_id: str
+    lsn: int
+    hold_id: str
+    by: str = ""
+
+
+class TrimPointAdvanced(EventBase):
+    """The changelog below ``lsn`` is no longer needed to restore any retained snapshot."""
+
+    type: Literal["TrimPointAdvanced"] = "TrimPointAdvanced"
+    lsn: int
+    previous_lsn: int | None = None
+    snapshot_id: str = Field(description="The oldest retained snapshot, at ``lsn``")
+
+
 LedgerEvent = Annotated[
     SnapshotRegistered
     | SnapshotRejected
@@ -117,7 +185,13 @@ LedgerEvent = Annotated[
     | JobRequested
     | JobStateChanged
     | JobSucceeded
-    | JobFailed,
+    | JobFailed
+    | SnapshotExpiring
+    | OrphanClaimed
+    | SnapshotDeleted
+    | SnapshotHeld
+    | SnapshotReleased
+    | TrimPointAdvanced,
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[LedgerEvent] = TypeAdapter(LedgerEvent)

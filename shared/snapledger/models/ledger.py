@@ -72,6 +72,14 @@ class SnapshotRecord(Frozen):
     pins: tuple[Pin, ...] = ()
     holds: tuple[Hold, ...] = ()
     version: int = Field(ge=1, description="Sequence number of the last event that changed it")
+    expiry_cause: str | None = Field(default=None, description="The GC rule that chose it")
+    expiry_reason: str | None = None
+    expiring_at: datetime | None = None
+    deleted_at: datetime | None = None
+    objects_deleted: int | None = None
+
+    def live_holds(self, now: datetime) -> tuple[Hold, ...]:
+        return tuple(hold for hold in self.holds if hold.is_live(now))
 
     @property
     def sort_key(self) -> str:

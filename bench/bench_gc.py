@@ -1,0 +1,176 @@
+"""GC benchmark: object-store requests per expired snapshot, and GC time per 1,000 lineages.
+
+Runs against DynamoDB Local (the real engine) and a ``file://`` store in this process.
+``LINEAGES`` lineages of ``SNAPSHOTS`` snapshots each (3 data files + manifest), all
+older than min_age, under the default policy (min_count 3): 17 expire per lineage.
+
+- ``s3_requests_per_expired_snapshot``: object-store requests the run made (listings
+  counted per page, batch deletes per 1,000 keys, through a counting wrapper), divided by
+  the snapshots it expired; ``..._floor`` is one listing per 1,000 objects plus one batch
+  delete per 1,000 keys. ``sweep_requests_per_lineage`` is the orphan sweep's share
+  (one ``list_dirs`` per lineage), reported apart.
+- ``gc_seconds_per_1000_lineages``: the full run (stuck jobs, every lineage, orphans),
+  scaled from ``LINEAGES`` lineages to 1,000, beside the time of merely reading the same
+  lineages (HEAD pages through the index + each lineage's snapshot records) in the same
+  run: ``gc_vs_query_floor``. ``gc_steady_...`` is a second run with nothing to delete.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from snapledger.adapters.dynamodb_jobs import DynamoJobStore
+from snapledger.adapters.dynamodb_ledger import DynamoLedger
+from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
+from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
+from snapledger.adapters.object_store_file import FileObjectStore
+from snapledger.adapters.table_definition import create_table_request
+from snapledger.clock import ManualClock
+from snapledger.local.clients import local_dynamodb_client
+from snapledger.local.dynamodb_local import DynamoDBLocal
+from snapledger.models.ledger import LineageId
+from snapledger.ports import MAX_KEYS_PER_REQUEST, DeleteResult, ObjectInfo
+from snapledger.services.gc import run_gc
+from snapledger.services.gc_deps import GcDeps
+from snapledger.services.queries import iter_snapshots
+from snapledger.services.registration import register_manifest
+
+LINEAGES = 150
+SNAPSHOTS = 20
+FILES = 3
+TABLE = "bench-gc"
+
+
+class CountingStore:
+    """The file store, counting the requests S3 would see for each call."""
+
+    def __init__(self, inner: FileObjectStore) -> None:
+        self.inner = inner
+        self.requests: Counter[str] = Counter()
+
+    @property
+    def uri(self) -> str:
+        return self.inner.uri
+
+    def list(self, prefix: str, *, start_after: str | None = None) -> Iterator[ObjectInfo]:
+        found = builtins.list(self.inner.list(prefix, start_after=start_after))
+        self.requests["list"] += max(1, math.ceil(len(found) / MAX_KEYS_PER_REQUEST))
+        return iter(found)
+
+    def list_page(
+        self, prefix: str, *, start_after: str | None = None, limit: int = MAX_KEYS_PER_REQUEST
+    ) -> builtins.list[ObjectInfo]:
+        self.requests["list"] += 1
+        return self.inner.list_page(prefix, start_after=start_after, limit=limit)
+
+    def list_dirs(self, prefix: str) -> Iterator[str]:
+        found = builtins.list(self.inner.list_dirs(prefix))
+        self.requests["list_dirs"] += max(1, math.ceil(len(found) / MAX_KEYS_PER_REQUEST))
+        return iter(found)
+
+    def delete_many(self, keys: Sequence[str]) -> DeleteResult:
+        self.requests["delete"] += math.ceil(len(keys) / MAX_KEYS_PER_REQUEST)
+        return self.inner.delete_many(keys)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _populate(ledger: DynamoLedger, store: FileObjectStore, clock: ManualClock) -> None:
+    from tests.support import write_snapshot  # the same writer the tests use
+
+    def lineage(partition: int) -> None:
+        for n in range(SNAPSHOTS):
+            files = {f"part-{i:05d}.parquet": b"x" * 64 for i in range(FILES)}
+            key = write_snapshot(store, "bench", partition, 100 * (n + 1), files=files)
+            register_manifest(key, ledger=ledger, store=store, clock=clock)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lineage, range(LINEAGES)))
+
+
+def _query_all(deps: GcDeps) -> int:
+    """Read what GC reads, and nothing else: every HEAD, every lineage's records."""
+    seen = 0
+    after: LineageId | None = None
+    while True:
+        page = deps.lineages.list_heads(after=after, limit=100)
+        for head in page.heads:
+            seen += sum(1 for _ in iter_snapshots(deps.ledger, head.lineage))
+            after = head.lineage
+        if not page.more or not page.heads:
+            return seen
+
+
+def run(config: Any) -> dict[str, object]:
+    with DynamoDBLocal() as engine, tempfile.TemporaryDirectory() as tmp:
+        client = local_dynamodb_client(engine.endpoint_url)
+        client.create_table(**create_table_request(TABLE))
+        ledger = DynamoLedger(TABLE, client=client)
+        files = FileObjectStore(Path(tmp))
+        clock = ManualClock()
+        _populate(ledger, files, clock)
+        clock.advance(timedelta(days=3))
+        store = CountingStore(files)
+        deps = GcDeps(
+            ledger=ledger,
+            store=store,
+            clock=clock,
+            lineages=DynamoLineageIndex(TABLE, client=client),
+            policies=DynamoPolicyStore(TABLE, client=client),
+            jobs=DynamoJobStore(TABLE, client=client),
+        )
+        ddb: Counter[str] = Counter()
+        client.meta.events.register(
+            "before-call.dynamodb", lambda model, **_: ddb.update([model.name])
+        )
+
+        started = time.perf_counter()
+        records = _query_all(deps)
+        query_s = time.perf_counter() - started
+        assert records == LINEAGES * SNAPSHOTS, records
+        ddb.clear()
+
+        started = time.perf_counter()
+        report = run_gc(deps)
+        gc_s = time.perf_counter() - started
+        counts = report.counts()
+        expired = counts["snapshots_deleted"]
+        assert report.complete and counts["errors"] == 0, report.errors
+        assert expired == LINEAGES * (SNAPSHOTS - 3), counts
+        gc_requests = dict(store.requests)
+        gc_ddb = sum(ddb.values())
+
+        started = time.perf_counter()
+        steady = run_gc(deps)
+        steady_s = time.perf_counter() - started
+        assert steady.counts()["snapshots_deleted"] == 0
+
+    objects = FILES + 1
+    per_snapshot_floor = math.ceil(objects / MAX_KEYS_PER_REQUEST) * 2
+    apply_requests = gc_requests.get("list", 0) + gc_requests.get("delete", 0)
+    scale = 1000 / LINEAGES
+    return {
+        "lineages_measured": LINEAGES,
+        "snapshots_per_lineage": SNAPSHOTS,
+        "objects_per_snapshot": objects,
+        "snapshots_expired": expired,
+        "s3_requests_per_expired_snapshot": apply_requests / expired,
+        "s3_requests_per_expired_snapshot_floor": per_snapshot_floor,
+        "sweep_requests_per_lineage": gc_requests.get("list_dirs", 0) / LINEAGES,
+        "ddb_requests_per_lineage": gc_ddb / LINEAGES,
+        "gc_seconds_per_1000_lineages": gc_s * scale,
+        "query_seconds_per_1000_lineages": query_s * scale,
+        "gc_vs_query_floor": gc_s / query_s,
+        "gc_steady_seconds_per_1000_lineages": steady_s * scale,
+        "gc_steady_vs_query_floor": steady_s / query_s,
+    }

@@ -1,0 +1,38 @@
+"""gc: retention GC on a schedule (or a dry run from the console), holds and policies.
+
+Plans and applies the minimum-retention rule on every lineage, sweeps orphan prefixes,
+reconciles stuck jobs and advances trim points; stops cleanly when its time runs low and
+resumes on the next run. Payloads: docs/console.md; the rule: docs/retention.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import ValidationError
+
+from snapledger.entrypoints.answers import Answer, invalid_payload
+from snapledger.entrypoints.gc import INVALID_METRIC, SUBJECT, answer_gc, parse_gc
+from snapledger.runtime import runtime
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+
+@logger.inject_lambda_context(correlation_id_path="id")
+@tracer.capture_lambda_handler
+@metrics.log_metrics(capture_cold_start_metric=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> Answer:
+    try:
+        request = parse_gc(event)
+    except ValidationError as exc:
+        return invalid_payload(exc, metrics, metric=INVALID_METRIC, subject=SUBJECT)
+    return answer_gc(
+        request,
+        runtime(),
+        metrics,
+        remaining_seconds=lambda: context.get_remaining_time_in_millis() / 1000,
+    )

@@ -1,0 +1,126 @@
+"""All lineages, a page at a time, through the sparse ``by_kind`` index; and GC's checkpoint.
+
+HEAD items carry ``kind = "HEAD"``; the index's range key is the lineage's ``pk``, so one
+stream's lineages are a ``begins_with`` on it and a page can resume *after* any lineage
+(the exclusive start key is built from the lineage id, not an opaque token). Index reads
+are eventually consistent: GC re-reads HEAD consistently before every write.
+
+The checkpoint (``GC`` / ``CHECKPOINT``) is written only on ``version = :read`` (or if
+absent), so of two runs that stop at once only one moves it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from snapledger.adapters import dynamodb_codec as codec
+from snapledger.adapters.table_definition import (
+    KIND_ATTRIBUTE,
+    KIND_INDEX,
+    PARTITION_KEY,
+    SORT_KEY,
+)
+from snapledger.errors import InvalidRequestError, StoreUnavailableError
+from snapledger.models.gc import GcCheckpoint, HeadPage
+from snapledger.models.ledger import LineageId
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+HEAD_KIND = "HEAD"
+CHECKPOINT_PK = "GC"
+CHECKPOINT_SK = "CHECKPOINT"
+
+
+class DynamoLineageIndex:
+    """Pages of HEAD items (all lineages, or one stream's) and GC's checkpoint item."""
+
+    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
+        self.table_name = table_name
+        self.client: DynamoDBClient = client or boto3.client("dynamodb")
+
+    def list_heads(
+        self, *, stream: str | None = None, after: LineageId | None = None, limit: int = 100
+    ) -> HeadPage:
+        """Up to ``limit`` HEADs after ``after`` (in ``pk`` order), optionally of one stream."""
+        if not 1 <= limit <= 1000:
+            raise InvalidRequestError(f"limit must be between 1 and 1000, got {limit}")
+        condition = "#kind = :head"
+        values: dict[str, Any] = {":head": {"S": HEAD_KIND}}
+        if stream is not None:
+            condition += " AND begins_with(#pk, :prefix)"
+            values[":prefix"] = {"S": f"LIN#{stream}#"}
+        request: dict[str, Any] = {
+            "TableName": self.table_name,
+            "IndexName": KIND_INDEX,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeNames": {"#kind": KIND_ATTRIBUTE}
+            | ({"#pk": PARTITION_KEY} if stream is not None else {}),
+            "ExpressionAttributeValues": values,
+            "Limit": limit,
+        }
+        if after is not None:
+            request["ExclusiveStartKey"] = {
+                KIND_ATTRIBUTE: {"S": HEAD_KIND},
+                **codec.key(codec.lineage_pk(after), codec.HEAD_SK),
+            }
+        response = self._call("query", **request)
+        heads = [codec.head_from_item(item) for item in response.get("Items", [])]
+        return HeadPage(heads, more=bool(response.get("LastEvaluatedKey")))
+
+    def load_checkpoint(self) -> GcCheckpoint | None:
+        response = self._call(
+            "get_item",
+            TableName=self.table_name,
+            Key=codec.key(CHECKPOINT_PK, CHECKPOINT_SK),
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        return GcCheckpoint.model_validate(codec.plain(item)) if item else None
+
+    def save_checkpoint(self, checkpoint: GcCheckpoint, *, read_version: int | None) -> bool:
+        """Write ``checkpoint`` if the stored one is still ``read_version`` (None: absent)."""
+        item = codec.to_item(CHECKPOINT_PK, CHECKPOINT_SK, checkpoint)
+        return self._conditional("put_item", read_version, Item=item)
+
+    def clear_checkpoint(self, *, read_version: int) -> bool:
+        """Delete the checkpoint if it is still ``read_version``: the next run starts over."""
+        return self._conditional(
+            "delete_item", read_version, Key=codec.key(CHECKPOINT_PK, CHECKPOINT_SK)
+        )
+
+    def _conditional(self, operation: str, read_version: int | None, **kwargs: Any) -> bool:
+        if read_version is None:
+            condition: dict[str, Any] = {
+                "ConditionExpression": "attribute_not_exists(#sk)",
+                "ExpressionAttributeNames": {"#sk": SORT_KEY},
+            }
+        else:
+            condition = {
+                "ConditionExpression": "#version = :read",
+                "ExpressionAttributeNames": {"#version": "version"},
+                "ExpressionAttributeValues": {":read": {"N": str(read_version)}},
+            }
+        try:
+            getattr(self.client, operation)(TableName=self.table_name, **kwargs, **condition)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise _unavailable(exc) from exc
+        return True
+
+    def _call(self, operation: str, **kwargs: Any) -> Any:
+        try:
+            return getattr(self.client, operation)(**kwargs)
+        except ClientError as exc:
+            raise _unavailable(exc) from exc
+
+
+def _unavailable(exc: ClientError) -> StoreUnavailableError:
+    code = exc.response.get("Error", {}).get("Code", "")
+    return StoreUnavailableError(
+        f"DynamoDB refused the lineage or checkpoint request ({code}): {exc}"
+    )

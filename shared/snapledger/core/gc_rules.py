@@ -1,0 +1,334 @@
+"""Retention rules on a lineage: expiring, deleting, claiming orphans, holds, the trim point.
+
+``decide_expire`` is where GC's promise is kept: it re-checks the rule against the state
+loaded for the commit (not the plan's view), so a pin, a hold or a new latest that arrived
+between plan and apply wins, and the transaction's version conditions make that check
+and the write one atomic step.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import assert_never
+
+from snapledger.core.retention import KeepReason, protections, rejected_protections
+from snapledger.core.state import LineageState, Sequencer
+from snapledger.errors import InvalidRequestError, NotFoundError
+from snapledger.models.commands import (
+    AdvanceTrimPoint,
+    ClaimOrphan,
+    ExpireSnapshots,
+    ExpiryTarget,
+    HoldSnapshot,
+    MarkSnapshotsDeleted,
+    ReleaseHold,
+)
+from snapledger.models.events import (
+    LedgerEvent,
+    OrphanClaimed,
+    SnapshotDeleted,
+    SnapshotExpiring,
+    SnapshotHeld,
+    SnapshotReleased,
+    TrimPointAdvanced,
+)
+from snapledger.models.ledger import (
+    Head,
+    Hold,
+    SnapshotRecord,
+    SnapshotStatus,
+    snapshot_sort_key,
+)
+from snapledger.models.policy import RetentionPolicy
+
+GcEvent = (
+    SnapshotExpiring
+    | OrphanClaimed
+    | SnapshotDeleted
+    | SnapshotHeld
+    | SnapshotReleased
+    | TrimPointAdvanced
+)
+
+
+def expiry_refusal(
+    record: SnapshotRecord,
+    target: ExpiryTarget,
+    head: Head,
+    policy: RetentionPolicy,
+    now: datetime,
+    *,
+    grace: timedelta,
+    registered_newer: int,
+) -> str | None:
+    """Why ``record`` may not be expired now (None: it may), on the state in hand."""
+    if record.status is SnapshotStatus.REJECTED and target.cause == "rejected":
+        kept = rejected_protections(record, now, grace)
+        return _kept_because(kept) if kept else None
+    if record.status is not SnapshotStatus.REGISTERED or target.cause == "rejected":
+        return f"it is {record.status.value}"
+    kept = protections(record, head, policy, now, registered_newer=registered_newer)
+    if kept:
+        return _kept_because(kept)
+    if target.cause == "unprotected" and policy.has_caps:
+        return "caps are configured, and none was named as selecting it"
+    max_age = policy.max_age
+    if target.cause == "older_than_max_age" and (
+        max_age is None or now - record.registered_at <= max_age
+    ):
+        return "it is not older than max_age"
+    return None
+
+
+def decide_expire(state: LineageState, cmd: ExpireSnapshots, now: datetime) -> list[LedgerEvent]:
+    ev = Sequencer(state, cmd.command_id, now)
+    grace = timedelta(hours=cmd.grace_hours)
+    current = dict(state.snapshots)
+    events: list[LedgerEvent] = []
+    # Newest first, so each check sees the expiries this command already made above it.
+    for target in sorted(cmd.targets, key=lambda t: t.sort_key, reverse=True):
+        record = current.get(target.sort_key)
+        if record is None:
+            continue
+        newer = sum(
+            1
+            for key, other in current.items()
+            if key > target.sort_key and other.status is SnapshotStatus.REGISTERED
+        )
+        if expiry_refusal(
+            record, target, state.head, cmd.policy, now, grace=grace, registered_newer=newer
+        ):
+            continue
+        events.append(
+            SnapshotExpiring.model_validate(
+                {
+                    **ev.common,
+                    "seq": ev.seq(),
+                    "snapshot_id": record.snapshot_id,
+                    "lsn": record.lsn,
+                    "cause": target.cause,
+                    "reason": _expiry_reason(target, cmd.policy, cmd.grace_hours),
+                }
+            )
+        )
+        current[target.sort_key] = record.model_copy(update={"status": SnapshotStatus.EXPIRING})
+    return events
+
+
+def decide_claim_orphan(state: LineageState, cmd: ClaimOrphan, now: datetime) -> list[LedgerEvent]:
+    if snapshot_sort_key(cmd.lsn, cmd.snapshot_id) in state.snapshots:
+        return []  # registered (or claimed) meanwhile: not an orphan
+    if now - cmd.newest_object_at <= timedelta(hours=cmd.grace_hours):
+        return []  # a writer may still be between upload and registration
+    ev = Sequencer(state, cmd.command_id, now)
+    return [
+        OrphanClaimed.model_validate(
+            {
+                **ev.common,
+                "seq": ev.seq(),
+                "snapshot_id": cmd.snapshot_id,
+                "lsn": cmd.lsn,
+                "manifest_key": cmd.manifest_key,
+                "object_count": cmd.object_count,
+                "newest_object_at": cmd.newest_object_at,
+                "reason": (
+                    f"no ledger record and no object newer than {cmd.grace_hours:g}h: "
+                    "an upload that was never registered"
+                ),
+            }
+        )
+    ]
+
+
+def decide_mark_deleted(
+    state: LineageState, cmd: MarkSnapshotsDeleted, now: datetime
+) -> list[LedgerEvent]:
+    ev = Sequencer(state, cmd.command_id, now)
+    events: list[LedgerEvent] = []
+    for done in cmd.deleted:
+        record = state.snapshots.get(done.sort_key)
+        if record is None or record.status is not SnapshotStatus.EXPIRING:
+            continue  # already DELETED (another run), or never expired: nothing to record
+        events.append(
+            SnapshotDeleted.model_validate(
+                {
+                    **ev.common,
+                    "seq": ev.seq(),
+                    "snapshot_id": record.snapshot_id,
+                    "lsn": record.lsn,
+                    "objects_deleted": done.objects_deleted,
+                }
+            )
+        )
+    if cmd.trim is not None:
+        events += _trim_events(state, cmd.trim.lsn, cmd.trim.snapshot_key, ev)
+    return events
+
+
+def decide_trim(state: LineageState, cmd: AdvanceTrimPoint, now: datetime) -> list[LedgerEvent]:
+    ev = Sequencer(state, cmd.command_id, now)
+    return _trim_events(state, cmd.lsn, cmd.snapshot_key, ev)
+
+
+def _trim_events(
+    state: LineageState, lsn: int, snapshot_key: str, ev: Sequencer
+) -> list[LedgerEvent]:
+    """``TrimPointAdvanced`` to ``lsn`` if that moves it forward and nothing still needs
+    the changelog below it; else nothing (the next run computes it again)."""
+    head = state.head
+    if head.trim_lsn is not None and lsn <= head.trim_lsn:
+        return []  # the trim point never moves backwards
+    record = state.snapshots.get(snapshot_key)
+    if record is None or record.status is not SnapshotStatus.REGISTERED or record.lsn != lsn:
+        return []  # the plan is stale
+    if any(job.base_lsn is None or job.base_lsn < lsn for job in head.active_jobs.values()):
+        return []  # a running job still reads the changelog below it
+    return [
+        TrimPointAdvanced.model_validate(
+            {
+                **ev.common,
+                "seq": ev.seq(),
+                "lsn": lsn,
+                "previous_lsn": head.trim_lsn,
+                "snapshot_id": record.snapshot_id,
+            }
+        )
+    ]
+
+
+def decide_hold(state: LineageState, cmd: HoldSnapshot, now: datetime) -> list[LedgerEvent]:
+    record = _existing(state, cmd.lsn, cmd.snapshot_id)
+    if any(hold.hold_id == cmd.hold_id for hold in record.holds):
+        return []  # the same hold again: already recorded
+    if record.status in (SnapshotStatus.EXPIRING, SnapshotStatus.DELETED):
+        raise InvalidRequestError(
+            f"snapshot {cmd.snapshot_id} of {state.head.lineage} is {record.status.value}: its "
+            "files are being (or have been) deleted, so it cannot be held; hold a REGISTERED one"
+        )
+    if cmd.expires_at is not None:
+        if cmd.expires_at.tzinfo is None:
+            raise InvalidRequestError("expires_at must carry a timezone, e.g. 2026-05-01T12:00:00Z")
+        if cmd.expires_at <= now:
+            raise InvalidRequestError(
+                f"expires_at {cmd.expires_at.isoformat()} is not in the future: give a later "
+                "time, or none for a hold that lasts until released"
+            )
+    ev = Sequencer(state, cmd.command_id, now)
+    return [
+        SnapshotHeld.model_validate(
+            {
+                **ev.common,
+                "seq": ev.seq(),
+                "snapshot_id": record.snapshot_id,
+                "lsn": record.lsn,
+                "hold_id": cmd.hold_id,
+                "expires_at": cmd.expires_at,
+                "reason": cmd.reason,
+                "by": cmd.by,
+            }
+        )
+    ]
+
+
+def decide_release(state: LineageState, cmd: ReleaseHold, now: datetime) -> list[LedgerEvent]:
+    record = _existing(state, cmd.lsn, cmd.snapshot_id)
+    released = [h for h in record.holds if cmd.hold_id is None or h.hold_id == cmd.hold_id]
+    ev = Sequencer(state, cmd.command_id, now)
+    return [
+        SnapshotReleased.model_validate(
+            {
+                **ev.common,
+                "seq": ev.seq(),
+                "snapshot_id": record.snapshot_id,
+                "lsn": record.lsn,
+                "hold_id": hold.hold_id,
+                "by": cmd.by,
+            }
+        )
+        for hold in released
+    ]
+
+
+def evolve_gc(head: Head, snapshots: dict[str, SnapshotRecord], event: GcEvent) -> Head:
+    if isinstance(event, TrimPointAdvanced):
+        return head.model_copy(update={"trim_lsn": event.lsn})
+    if isinstance(event, OrphanClaimed):
+        claimed = SnapshotRecord(
+            stream=event.stream,
+            partition=event.partition,
+            lsn=event.lsn,
+            snapshot_id=event.snapshot_id,
+            status=SnapshotStatus.EXPIRING,
+            manifest_key=event.manifest_key,
+            manifest_digest="",
+            registered_at=event.at,
+            version=event.seq,
+            expiry_cause="orphan",
+            expiry_reason=event.reason,
+            expiring_at=event.at,
+        )
+        snapshots[claimed.sort_key] = claimed
+        return head
+    key = snapshot_sort_key(event.lsn, event.snapshot_id)
+    record = snapshots[key]
+    update: dict[str, object] = {"version": event.seq}
+    match event:
+        case SnapshotExpiring():
+            update |= {
+                "status": SnapshotStatus.EXPIRING,
+                "expiry_cause": event.cause,
+                "expiry_reason": event.reason,
+                "expiring_at": event.at,
+            }
+        case SnapshotDeleted():
+            update |= {
+                "status": SnapshotStatus.DELETED,
+                "deleted_at": event.at,
+                "objects_deleted": event.objects_deleted,
+            }
+        case SnapshotHeld():
+            hold = Hold(
+                hold_id=event.hold_id,
+                at=event.at,
+                expires_at=event.expires_at,
+                reason=event.reason,
+                by=event.by,
+            )
+            update["holds"] = (*record.holds, hold)
+        case SnapshotReleased():
+            update["holds"] = tuple(h for h in record.holds if h.hold_id != event.hold_id)
+        case _:
+            assert_never(event)
+    snapshots[key] = record.model_copy(update=update)
+    return head
+
+
+def _existing(state: LineageState, lsn: int, snapshot_id: str) -> SnapshotRecord:
+    record = state.snapshots.get(snapshot_sort_key(lsn, snapshot_id))
+    if record is None:
+        raise NotFoundError(
+            f"{state.head.lineage} has no snapshot {snapshot_id} at LSN {lsn}: list the "
+            "lineage's snapshots to see their ids"
+        )
+    return record
+
+
+def _kept_because(reasons: tuple[KeepReason, ...]) -> str:
+    return "it is kept: " + ", ".join(r.value for r in reasons)
+
+
+def _expiry_reason(target: ExpiryTarget, policy: RetentionPolicy, grace_hours: float) -> str:
+    match target.cause:
+        case "rejected":
+            return f"REJECTED and registered more than {grace_hours:g}h ago"
+        case "beyond_max_count":
+            return f"unprotected, and max_count {policy.max_count} newer snapshots are kept"
+        case "older_than_max_age":
+            return f"unprotected, and older than max_age {policy.max_age_hours:g}h"
+        case "unprotected":
+            return (
+                f"not the latest, not among the newest {policy.min_count}, older than "
+                f"{policy.min_age_hours:g}h, no pin and no live hold"
+            )
+        case _:
+            assert_never(target.cause)

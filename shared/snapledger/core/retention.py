@@ -1,0 +1,236 @@
+"""The retention planner: which snapshots of a lineage GC keeps (and why) and which it deletes.
+
+Pure: ``plan(snapshots, head, policy, now)`` reads no clock and does no I/O, and its
+result does not depend on the order of ``snapshots``.
+
+The rule (docs/retention.md). A REGISTERED snapshot is *protected* while ANY holds:
+
+- it is the latest (``latest``);
+- it is among the newest ``min_count`` REGISTERED snapshots by LSN (``newest``);
+- it was registered ``min_age`` or less ago, by registry time (``too_young``);
+- a job has it pinned (``pinned``), or an operator's hold on it is live (``held``).
+
+An unprotected snapshot is deleted. When caps are configured they choose which
+unprotected snapshots go: one with at least ``max_count`` retained REGISTERED snapshots
+newer than it (``beyond_max_count``) or older than ``max_age`` (``older_than_max_age``);
+the others are kept (``within_caps``). Caps never touch a protected snapshot.
+
+A REJECTED snapshot's files are garbage once it is older than the grace window, unless
+held. An EXPIRING snapshot is already committed to deletion: the plan finishes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus, snapshot_sort_key
+from snapledger.models.policy import RetentionPolicy
+
+#: How long REJECTED snapshots' files and unregistered prefixes wait (and the least allowed).
+DEFAULT_GRACE = timedelta(hours=24)
+MIN_GRACE = timedelta(hours=1)
+
+
+class KeepReason(StrEnum):
+    LATEST = "latest"
+    NEWEST = "newest"  # among the newest min_count REGISTERED
+    TOO_YOUNG = "too_young"  # registered min_age or less ago
+    PINNED = "pinned"
+    HELD = "held"
+    WITHIN_CAPS = "within_caps"  # unprotected, but no configured cap selects it
+    IN_GRACE = "in_grace"  # REJECTED, younger than the grace window
+
+
+#: The reasons GC promises to honour whatever else happens (invariant 3).
+PROTECTIONS = frozenset(
+    {KeepReason.LATEST, KeepReason.NEWEST, KeepReason.TOO_YOUNG, KeepReason.PINNED, KeepReason.HELD}
+)
+
+
+class DeleteCause(StrEnum):
+    UNPROTECTED = "unprotected"  # no cap configured: every unprotected snapshot goes
+    BEYOND_MAX_COUNT = "beyond_max_count"
+    OLDER_THAN_MAX_AGE = "older_than_max_age"
+    REJECTED = "rejected"  # a REJECTED snapshot past the grace window
+    EXPIRING = "expiring"  # already EXPIRING: finish what an earlier run started
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    record: SnapshotRecord
+    reasons: tuple[KeepReason, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Doomed:
+    record: SnapshotRecord
+    causes: tuple[DeleteCause, ...]
+
+    @property
+    def fresh(self) -> bool:
+        """True if it still has to be marked EXPIRING (it is not yet)."""
+        return self.record.status is not SnapshotStatus.EXPIRING
+
+
+@dataclass(frozen=True, slots=True)
+class TrimPoint:
+    lsn: int
+    snapshot_key: str
+    snapshot_id: str
+
+
+@dataclass(frozen=True)
+class RetentionPlan:
+    """The plan for one lineage; ``kept`` and ``doomed`` are newest first."""
+
+    kept: tuple[Kept, ...]
+    doomed: tuple[Doomed, ...]
+    witnesses: tuple[str, ...]  # sort keys of the newest min_count REGISTERED
+    trim: TrimPoint | None  # None: nothing retained, or a job without a base is running
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kept": [
+                {**_describe(k.record), "reasons": [r.value for r in k.reasons]} for k in self.kept
+            ],
+            "deleted": [
+                {**_describe(d.record), "causes": [c.value for c in d.causes]} for d in self.doomed
+            ],
+            "trim_lsn": None if self.trim is None else self.trim.lsn,
+        }
+
+
+def plan(
+    snapshots: Iterable[SnapshotRecord],
+    head: Head,
+    policy: RetentionPolicy,
+    now: datetime,
+    *,
+    grace: timedelta = DEFAULT_GRACE,
+) -> RetentionPlan:
+    """Decide every snapshot of one lineage: kept with all its reasons, or deleted."""
+    newest_first = _newest_first(snapshots)
+    kept: list[Kept] = []
+    doomed: list[Doomed] = []
+    registered_newer = 0  # REGISTERED snapshots seen so far (all newer than the current)
+    retained_newer = 0  # of which the plan keeps
+    for record in newest_first:
+        if record.status is SnapshotStatus.DELETED:
+            continue
+        if record.status is SnapshotStatus.EXPIRING:
+            doomed.append(Doomed(record, (DeleteCause.EXPIRING,)))
+        elif record.status is SnapshotStatus.REJECTED:
+            rejected_reasons = rejected_protections(record, now, grace)
+            if rejected_reasons:
+                kept.append(Kept(record, rejected_reasons))
+            else:
+                doomed.append(Doomed(record, (DeleteCause.REJECTED,)))
+        else:
+            reasons = protections(record, head, policy, now, registered_newer=registered_newer)
+            registered_newer += 1
+            causes = () if reasons else cap_causes(record, policy, now, retained_newer)
+            if reasons or (policy.has_caps and not causes):
+                kept.append(Kept(record, reasons or (KeepReason.WITHIN_CAPS,)))
+                retained_newer += 1
+            else:
+                doomed.append(Doomed(record, causes or (DeleteCause.UNPROTECTED,)))
+    witnesses = tuple(r.sort_key for r in newest_first if r.status is SnapshotStatus.REGISTERED)[
+        : policy.min_count
+    ]
+    retained = [k.record for k in kept if k.record.status is SnapshotStatus.REGISTERED]
+    return RetentionPlan(tuple(kept), tuple(doomed), witnesses, trim_point(retained, head))
+
+
+def protections(
+    record: SnapshotRecord,
+    head: Head,
+    policy: RetentionPolicy,
+    now: datetime,
+    *,
+    registered_newer: int,
+) -> tuple[KeepReason, ...]:
+    """Every protection a REGISTERED snapshot has; ``registered_newer`` ranks it."""
+    reasons: list[KeepReason] = []
+    if _is_latest(record, head):
+        reasons.append(KeepReason.LATEST)
+    if registered_newer < policy.min_count:
+        reasons.append(KeepReason.NEWEST)
+    if now - record.registered_at <= policy.min_age:
+        reasons.append(KeepReason.TOO_YOUNG)
+    if record.pins:
+        reasons.append(KeepReason.PINNED)
+    if record.live_holds(now):
+        reasons.append(KeepReason.HELD)
+    return tuple(reasons)
+
+
+def rejected_protections(
+    record: SnapshotRecord, now: datetime, grace: timedelta
+) -> tuple[KeepReason, ...]:
+    reasons: list[KeepReason] = []
+    if now - record.registered_at <= grace:
+        reasons.append(KeepReason.IN_GRACE)
+    if record.live_holds(now):
+        reasons.append(KeepReason.HELD)
+    return tuple(reasons)
+
+
+def cap_causes(
+    record: SnapshotRecord, policy: RetentionPolicy, now: datetime, retained_newer: int
+) -> tuple[DeleteCause, ...]:
+    """The configured caps that select an unprotected snapshot (empty: none does)."""
+    causes: list[DeleteCause] = []
+    if policy.max_count is not None and retained_newer >= policy.max_count:
+        causes.append(DeleteCause.BEYOND_MAX_COUNT)
+    max_age = policy.max_age
+    if max_age is not None and now - record.registered_at > max_age:
+        causes.append(DeleteCause.OLDER_THAN_MAX_AGE)
+    return tuple(causes)
+
+
+def trim_point(retained: Iterable[SnapshotRecord], head: Head) -> TrimPoint | None:
+    """The LSN below which no retained snapshot (nor a running job) needs the changelog.
+
+    That is the oldest retained REGISTERED snapshot's LSN, held back to the base of any
+    running job; a running job with no base (a bootstrap reads the changelog from the
+    start) holds it back entirely (None).
+    """
+    oldest = min(retained, key=lambda r: (r.lsn, r.snapshot_id), default=None)
+    if oldest is None:
+        return None
+    lsn = oldest.lsn
+    for job in head.active_jobs.values():
+        if job.base_lsn is None:
+            return None
+        lsn = min(lsn, job.base_lsn)
+    if lsn != oldest.lsn:
+        return None  # a job reads from below every retained snapshot: wait for it
+    return TrimPoint(lsn=lsn, snapshot_key=oldest.sort_key, snapshot_id=oldest.snapshot_id)
+
+
+def _newest_first(snapshots: Iterable[SnapshotRecord]) -> list[SnapshotRecord]:
+    by_key: dict[str, SnapshotRecord] = {}
+    for record in snapshots:
+        if record.sort_key in by_key:
+            raise ValueError(f"snapshot {record.sort_key} is listed twice")
+        by_key[record.sort_key] = record
+    # The sort key is (zero-padded LSN, ULID): LSN order, ties broken by id, total.
+    return [by_key[key] for key in sorted(by_key, reverse=True)]
+
+
+def _is_latest(record: SnapshotRecord, head: Head) -> bool:
+    if head.latest_snapshot_id is None or head.latest_lsn is None:
+        return False
+    return record.sort_key == snapshot_sort_key(head.latest_lsn, head.latest_snapshot_id)
+
+
+def _describe(record: SnapshotRecord) -> dict[str, object]:
+    return {
+        "snapshot_id": record.snapshot_id,
+        "lsn": record.lsn,
+        "status": record.status.value,
+        "registered_at": record.registered_at.isoformat(),
+    }

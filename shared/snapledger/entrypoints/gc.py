@@ -1,0 +1,181 @@
+"""The gc function's payloads: a run (or dry run), holds, and retention policies.
+
+- ``{"dry_run": true}`` / ``{"dry_run": false, "stream": "orders"}``: plan or run GC (the
+  schedule sends ``{"dry_run": false}``; an EventBridge ``Scheduled Event`` is a run too);
+- ``{"action": "hold", "stream", "partition", "snapshot_id", "expires_at"?, "reason"?, "by"?}``;
+- ``{"action": "release", "stream", "partition", "snapshot_id", "hold_id"?}``;
+- ``{"action": "policy_get", "stream"}`` and ``{"action": "policy_set", "stream", ...fields}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, Field
+
+from snapledger.entrypoints.answers import (
+    Answer,
+    MetricSink,
+    answer_for_error,
+    as_object,
+    count,
+    ok,
+    payload_error,
+)
+from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, SnapshotId
+from snapledger.errors import SnapledgerError
+from snapledger.layout import STREAM_PATTERN
+from snapledger.runtime import Runtime
+from snapledger.services.gc import run_gc
+from snapledger.services.gc_deps import GcDeps
+from snapledger.services.holds import hold_snapshot, release_hold
+from snapledger.services.policies import get_policy, set_policy
+
+SUBJECT = "gc request"
+INVALID_METRIC = "Gc_invalid"
+STUCK_JOBS_METRIC = "StuckJobs"
+
+
+class GcRun(ConsolePayload):
+    dry_run: bool = False
+    stream: str | None = Field(default=None, pattern=f"^{STREAM_PATTERN}$")
+
+
+class HoldRequest(LineagePayload):
+    action: Literal["hold"]
+    snapshot_id: SnapshotId
+    expires_at: AwareDatetime | None = Field(default=None, strict=False)
+    reason: str = Field(default="", max_length=512)
+    by: str = Field(default="", max_length=128)
+    hold_id: str | None = Field(default=None, min_length=1, max_length=64)
+
+
+class ReleaseRequest(LineagePayload):
+    action: Literal["release"]
+    snapshot_id: SnapshotId
+    hold_id: str | None = Field(default=None, min_length=1, max_length=64)
+    by: str = Field(default="", max_length=128)
+
+
+class PolicyGet(ConsolePayload):
+    action: Literal["policy_get"]
+    stream: str = Field(pattern=f"^{STREAM_PATTERN}$")
+
+
+class PolicySet(ConsolePayload):
+    action: Literal["policy_set"]
+    stream: str = Field(pattern=f"^{STREAM_PATTERN}$")
+    min_count: int | None = Field(default=None, ge=1)
+    min_age_hours: float | None = Field(default=None, ge=0, strict=False)
+    max_count: int | None = Field(default=None, ge=1)
+    max_age_hours: float | None = Field(default=None, gt=0, strict=False)
+    delete_changelog_below_trim: bool | None = None
+    by: str = Field(default="", max_length=128)
+
+
+GcRequest = GcRun | HoldRequest | ReleaseRequest | PolicyGet | PolicySet
+_ACTIONS: dict[str, type[ConsolePayload]] = {
+    "hold": HoldRequest,
+    "release": ReleaseRequest,
+    "policy_get": PolicyGet,
+    "policy_set": PolicySet,
+}
+
+
+def parse_gc(event: object) -> GcRequest:
+    """The request a payload carries; a ValidationError naming the fields otherwise."""
+    payload = as_object(event, SUBJECT)
+    if payload.get("source") == "aws.events" and "detail-type" in payload:
+        return GcRun()  # the EventBridge schedule's own event shape: a full run
+    action = payload.get("action")
+    if action is None:
+        return GcRun.model_validate(payload)
+    model = _ACTIONS.get(action) if isinstance(action, str) else None
+    if model is None:
+        known = ", ".join(sorted(_ACTIONS))
+        problem = f"{action!r} is not an action: use one of {known}, or none for a GC run"
+        raise payload_error(SUBJECT, [("action", problem)], payload)
+    request: GcRequest = model.model_validate(payload)  # type: ignore[assignment]
+    return request
+
+
+def answer_gc(
+    request: GcRequest,
+    rt: Runtime,
+    metrics: MetricSink,
+    remaining_seconds: Callable[[], float] | None = None,
+) -> Answer:
+    try:
+        body = _answer(request, rt, metrics, remaining_seconds)
+    except SnapledgerError as exc:
+        answer = answer_for_error(exc)
+        if answer is None:
+            raise
+        count(metrics, "Gc_refused")
+        return answer
+    count(metrics, f"Gc_{getattr(request, 'action', 'run')}")
+    return ok(**body)
+
+
+def _answer(
+    request: GcRequest,
+    rt: Runtime,
+    metrics: MetricSink,
+    remaining_seconds: Callable[[], float] | None,
+) -> dict[str, Any]:
+    default = rt.gc.default_policy()
+    if isinstance(request, GcRun):
+        deps = GcDeps(
+            ledger=rt.ledger,
+            store=rt.store,
+            clock=rt.clock,
+            lineages=rt.lineages,
+            policies=rt.policies,
+            jobs=rt.jobs,
+            runner=rt.runner,
+        )
+        report = run_gc(
+            deps,
+            dry_run=request.dry_run,
+            stream=request.stream,
+            config=rt.gc,
+            remaining_seconds=remaining_seconds,
+        )
+        counts = report.counts()
+        metrics.add_metric(
+            name=STUCK_JOBS_METRIC, unit="Count", value=counts.get("stuck_jobs_found", 0)
+        )
+        return {"report": report.to_dict()}
+    if isinstance(request, HoldRequest):
+        held = hold_snapshot(
+            rt.ledger,
+            request.lineage,
+            request.snapshot_id,
+            clock=rt.clock,
+            expires_at=request.expires_at,
+            reason=request.reason,
+            by=request.by,
+            hold_id=request.hold_id,
+        )
+        return {"action": "hold", **held.to_dict()}
+    if isinstance(request, ReleaseRequest):
+        released = release_hold(
+            rt.ledger,
+            request.lineage,
+            request.snapshot_id,
+            clock=rt.clock,
+            hold_id=request.hold_id,
+            by=request.by,
+        )
+        return {"action": "release", **released.to_dict()}
+    if isinstance(request, PolicyGet):
+        return {
+            "action": "policy_get",
+            **get_policy(rt.policies, request.stream, default).to_dict(),
+        }
+    changes = request.model_dump(exclude={"action", "stream", "by"}, exclude_none=True)
+    policy = set_policy(
+        rt.policies, request.stream, changes, default=default, clock=rt.clock, by=request.by
+    )
+    return {"action": "policy_set", **policy.to_dict()}

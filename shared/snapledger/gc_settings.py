@@ -1,0 +1,75 @@
+"""GC's configuration: the default retention policy and the windows, from ``SNAPLEDGER_*``.
+
+``GcConfig`` is what the services take (tests build it directly); ``GcSettings`` adds it
+to the table and root every function needs, for ``settings_from_env(GcSettings)``:
+
+    SNAPLEDGER_DEFAULT_MIN_COUNT=3        SNAPLEDGER_DEFAULT_MIN_AGE_HOURS=24
+    SNAPLEDGER_DEFAULT_MAX_COUNT=         SNAPLEDGER_DEFAULT_MAX_AGE_HOURS=
+    SNAPLEDGER_ORPHAN_GRACE_HOURS=24      SNAPLEDGER_STUCK_JOB_HOURS=1
+    SNAPLEDGER_STOP_WITH_SECONDS_LEFT=30  SNAPLEDGER_DEFAULT_DELETE_CHANGELOG_BELOW_TRIM=false
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from snapledger.models.policy import RetentionPolicy, parse_policy
+from snapledger.settings import LedgerSettings
+
+#: Under this, an upload in progress (files written, manifest not yet) could be swept.
+MIN_ORPHAN_GRACE_HOURS = 1.0
+#: Under this, a launch still talking to the runner could be failed as "never started".
+MIN_STUCK_JOB_HOURS = 0.25
+
+
+class GcConfig(BaseModel):
+    """How GC runs: the policy streams without their own get, and its time windows."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    default_min_count: int = 3
+    default_min_age_hours: float = 24.0
+    default_max_count: int | None = None
+    default_max_age_hours: float | None = None
+    default_delete_changelog_below_trim: bool = False
+    orphan_grace_hours: float = Field(
+        default=24.0,
+        ge=MIN_ORPHAN_GRACE_HOURS,
+        description="Unregistered prefixes and REJECTED snapshots' files wait this long",
+    )
+    stuck_job_hours: float = Field(
+        default=1.0,
+        ge=MIN_STUCK_JOB_HOURS,
+        description="A job not terminal for longer is reconciled with its runner",
+    )
+    stop_with_seconds_left: float = Field(
+        default=30.0, ge=0, description="Stop taking new work when the budget is below this"
+    )
+    page_size: int = Field(default=100, ge=1, le=1000)
+
+    def default_policy(self) -> RetentionPolicy:
+        return parse_policy(
+            {
+                "min_count": self.default_min_count,
+                "min_age_hours": self.default_min_age_hours,
+                "max_count": self.default_max_count,
+                "max_age_hours": self.default_max_age_hours,
+                "delete_changelog_below_trim": self.default_delete_changelog_below_trim,
+            }
+        )
+
+    @property
+    def orphan_grace(self) -> timedelta:
+        return timedelta(hours=self.orphan_grace_hours)
+
+    @property
+    def stuck_job_after(self) -> timedelta:
+        return timedelta(hours=self.stuck_job_hours)
+
+
+class GcSettings(LedgerSettings, GcConfig):
+    """The gc function's settings: the ledger's, plus GC's."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")

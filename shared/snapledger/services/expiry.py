@@ -1,0 +1,267 @@
+"""Apply a lineage's retention plan, crash-safe: EXPIRING → delete objects → DELETED.
+
+1. ``ExpireSnapshots`` marks the plan's new deletions EXPIRING in one transaction per 40,
+   each re-checked against the state read for the commit (HEAD first, then the targets
+   and the newest ``min_count``): a pin, hold or new latest that arrived since the plan
+   wins, and the snapshot is reported as spared.
+2. Every EXPIRING snapshot (new, or left by an earlier run) has its prefix listed and
+   deleted in batches, manifest last.
+3. ``MarkSnapshotsDeleted`` records the ones whose objects are all gone.
+4. The trim point moves forward to the oldest retained snapshot (``TrimPointAdvanced``),
+   and, if the stream's policy says so, changelog segments wholly below it are deleted.
+
+A crash anywhere leaves the ledger saying what is in progress: a rerun finds EXPIRING
+snapshots and finishes them; nothing is deleted that is not EXPIRING first. Two runs at
+once both pass through the same conditional transactions: one wins each write, the
+other's decision is re-made on the winner's state and changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from snapledger.core.gc_rules import expiry_refusal
+from snapledger.core.retention import DeleteCause, Doomed, RetentionPlan, plan, trim_point
+from snapledger.core.state import LineageState
+from snapledger.errors import InvalidKeyError
+from snapledger.gc_settings import GcConfig
+from snapledger.layout import lineage_changelog_prefix, parse_segment_key, snapshot_prefix
+from snapledger.models.commands import (
+    MAX_EXPIRE_PER_COMMAND,
+    MAX_MARK_PER_COMMAND,
+    AdvanceTrimPoint,
+    DeletedPrefix,
+    ExpireSnapshots,
+    ExpiryTarget,
+    MarkSnapshotsDeleted,
+    TrimProposal,
+)
+from snapledger.models.events import LedgerEvent, SnapshotExpiring, TrimPointAdvanced
+from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus
+from snapledger.models.policy import RetentionPolicy
+from snapledger.services import queries
+from snapledger.services.commands import execute
+from snapledger.services.gc_deps import Budget, GcDeps, HeadFirstLedger
+from snapledger.services.gc_report import LineageReport
+from snapledger.services.object_deletion import (
+    DeletionFailedError,
+    delete_objects,
+    delete_prefix,
+    list_prefix,
+)
+
+
+@dataclass
+class Applied:
+    """What apply leaves for the rest of the lineage's pass."""
+
+    statuses: dict[str, SnapshotStatus]  # sort key -> status after apply
+    stopped: bool  # the time budget ran out before every EXPIRING snapshot was deleted
+
+
+def plan_lineage(
+    deps: GcDeps, head: Head, policy: RetentionPolicy, config: GcConfig
+) -> tuple[RetentionPlan, list[SnapshotRecord]]:
+    """Read the lineage's snapshot records and plan them (no write)."""
+    records = list(queries.iter_snapshots(deps.ledger, head.lineage))
+    now = deps.clock.now()
+    return plan(records, head, policy, now, grace=config.orphan_grace), records
+
+
+def apply_plan(
+    deps: GcDeps,
+    report: LineageReport,
+    *,
+    head: Head,
+    records: list[SnapshotRecord],
+    policy: RetentionPolicy,
+    config: GcConfig,
+    run_id: str,
+    budget: Budget,
+) -> Applied:
+    statuses = {r.sort_key: r.status for r in records}
+    expiring = [d.record for d in report.plan.doomed if not d.fresh]
+    fresh = [d for d in report.plan.doomed if d.fresh]
+    for start in range(0, len(fresh), MAX_EXPIRE_PER_COMMAND):
+        chunk = fresh[start : start + MAX_EXPIRE_PER_COMMAND]
+        expiring += _expire(deps, report, chunk, policy, config, run_id=run_id)
+    for record in expiring:
+        statuses[record.sort_key] = SnapshotStatus.EXPIRING
+    done, stopped = _delete_objects(deps, report, expiring, budget)
+    report.trim_lsn = head.trim_lsn
+    trim = None if stopped else _trim_proposal(report, head, records)
+    _record_deleted(deps, report, head, done, trim, run_id=run_id)
+    for item in done:
+        statuses[item.sort_key] = SnapshotStatus.DELETED
+    if policy.delete_changelog_below_trim and not stopped:
+        _delete_segments(deps, report, head)
+    return Applied(statuses=statuses, stopped=stopped)
+
+
+def _record_deleted(
+    deps: GcDeps,
+    report: LineageReport,
+    head: Head,
+    done: list[DeletedPrefix],
+    trim: TrimProposal | None,
+    *,
+    run_id: str,
+) -> None:
+    """Mark ``done`` DELETED, the trim point riding in the last transaction (or alone)."""
+    for start in range(0, len(done), MAX_MARK_PER_COMMAND):
+        last = start + MAX_MARK_PER_COMMAND >= len(done)
+        command = MarkSnapshotsDeleted(
+            stream=head.stream,
+            partition=head.partition,
+            run_id=run_id,
+            deleted=tuple(done[start : start + MAX_MARK_PER_COMMAND]),
+            trim=trim if last else None,
+        )
+        result = execute(
+            deps.ledger, command, deps.clock.now(), snapshot_keys=command.snapshot_keys
+        )
+        _note_trim(report, result.events, result.state.head.trim_lsn)
+    if trim is not None and not done:
+        alone = AdvanceTrimPoint(
+            stream=head.stream,
+            partition=head.partition,
+            lsn=trim.lsn,
+            snapshot_key=trim.snapshot_key,
+        )
+        result = execute(deps.ledger, alone, deps.clock.now(), snapshot_keys=(trim.snapshot_key,))
+        _note_trim(report, result.events, result.state.head.trim_lsn)
+
+
+def _expire(
+    deps: GcDeps,
+    report: LineageReport,
+    chunk: list[Doomed],
+    policy: RetentionPolicy,
+    config: GcConfig,
+    *,
+    run_id: str,
+) -> list[SnapshotRecord]:
+    lineage = report.lineage
+    command = ExpireSnapshots(
+        stream=lineage.stream,
+        partition=lineage.partition,
+        run_id=run_id,
+        targets=tuple(_target(d) for d in chunk),
+        witnesses=report.plan.witnesses,
+        policy=policy,
+        grace_hours=config.orphan_grace_hours,
+    )
+    now = deps.clock.now()
+    result = execute(
+        HeadFirstLedger(deps.ledger), command, now, snapshot_keys=command.snapshot_keys
+    )
+    report.expired += [e.snapshot_id for e in result.events if isinstance(e, SnapshotExpiring)]
+    expiring: list[SnapshotRecord] = []
+    for target in command.targets:
+        record = result.state.snapshots.get(target.sort_key)
+        if record is None or record.status is SnapshotStatus.DELETED:
+            continue  # another run finished it
+        if record.status is SnapshotStatus.EXPIRING:
+            expiring.append(record)  # ours, or another run's: deleting twice is harmless
+        else:
+            report.spared[record.snapshot_id] = _why_spared(
+                result.state, record, target, command, now
+            )
+    return expiring
+
+
+def _target(doomed: Doomed) -> ExpiryTarget:
+    # Prefer a cause the commit can re-check on the record itself (max_age) over one it
+    # takes from the plan (max_count).
+    causes = [c.value for c in doomed.causes]
+    cause = (
+        DeleteCause.OLDER_THAN_MAX_AGE.value
+        if DeleteCause.OLDER_THAN_MAX_AGE.value in causes
+        else causes[0]
+    )
+    return ExpiryTarget.model_validate({"sort_key": doomed.record.sort_key, "cause": cause})
+
+
+def _why_spared(
+    state: LineageState,
+    record: SnapshotRecord,
+    target: ExpiryTarget,
+    command: ExpireSnapshots,
+    now: datetime,
+) -> str:
+    newer = sum(
+        1
+        for key, other in state.snapshots.items()
+        if key > record.sort_key and other.status is SnapshotStatus.REGISTERED
+    )
+    why = expiry_refusal(
+        record,
+        target,
+        state.head,
+        command.policy,
+        now,
+        grace=timedelta(hours=command.grace_hours),
+        registered_newer=newer,
+    )
+    return why or "the ledger changed since the plan; the next run plans it again"
+
+
+def _delete_objects(
+    deps: GcDeps, report: LineageReport, expiring: list[SnapshotRecord], budget: Budget
+) -> tuple[list[DeletedPrefix], bool]:
+    done: list[DeletedPrefix] = []
+    for record in expiring:
+        if budget.exhausted():
+            return done, True
+        prefix = snapshot_prefix(record.stream, record.partition, record.lsn, record.snapshot_id)
+        try:
+            count = delete_prefix(deps.store, prefix)
+        except DeletionFailedError as exc:
+            report.errors.append(f"{prefix}: {exc}")
+            continue
+        done.append(DeletedPrefix(sort_key=record.sort_key, objects_deleted=count))
+        report.deleted[record.snapshot_id] = count
+    return done, False
+
+
+def _trim_proposal(
+    report: LineageReport, head: Head, records: list[SnapshotRecord]
+) -> TrimProposal | None:
+    """The oldest snapshot still retained after apply (the plan's, and any it spared)."""
+    spared = set(report.spared)
+    retained = [k.record for k in report.plan.kept if k.record.status is SnapshotStatus.REGISTERED]
+    retained += [
+        r for r in records if r.snapshot_id in spared and r.status is SnapshotStatus.REGISTERED
+    ]
+    point = trim_point(retained, head)
+    if point is None or (head.trim_lsn is not None and point.lsn <= head.trim_lsn):
+        return None
+    return TrimProposal(lsn=point.lsn, snapshot_key=point.snapshot_key)
+
+
+def _note_trim(report: LineageReport, events: list[LedgerEvent], trim_lsn: int | None) -> None:
+    if any(isinstance(e, TrimPointAdvanced) for e in events):
+        report.trim_advanced = True
+    report.trim_lsn = trim_lsn
+
+
+def _delete_segments(deps: GcDeps, report: LineageReport, head: Head) -> None:
+    fresh = deps.ledger.get_head(head.lineage, consistent=True)
+    if fresh is None or fresh.trim_lsn is None:
+        return
+    jobs = fresh.active_jobs.values()
+    if any(job.base_lsn is None or job.base_lsn < fresh.trim_lsn for job in jobs):
+        return  # a running job reads the changelog below the trim point
+    below: list[str] = []
+    for info in list_prefix(deps.store, lineage_changelog_prefix(head.stream, head.partition)):
+        try:
+            segment = parse_segment_key(info.key)
+        except InvalidKeyError:
+            continue  # not a segment: not ours to delete
+        if segment.last_lsn < fresh.trim_lsn:
+            below.append(info.key)
+    try:
+        report.segments_deleted += delete_objects(deps.store, below)
+    except DeletionFailedError as exc:
+        report.errors.append(f"changelog below LSN {fresh.trim_lsn}: {exc}")

@@ -1,0 +1,141 @@
+"""What a GC run did (or, in a dry run, would do): JSON-able, per lineage, with counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from snapledger.core.retention import RetentionPlan
+from snapledger.models.ledger import LineageId
+
+
+@dataclass
+class OrphanOutcome:
+    """One snapshot prefix the ledger has no live record of."""
+
+    prefix: str
+    action: str  # "deleted", "would_delete", "in_flight", "registered_meanwhile", "error"
+    objects: int = 0
+    newest_object_at: datetime | None = None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "prefix": self.prefix,
+            "action": self.action,
+            "objects": self.objects,
+            "newest_object_at": None
+            if self.newest_object_at is None
+            else self.newest_object_at.isoformat(),
+            "note": self.note,
+        }
+
+
+@dataclass
+class LineageReport:
+    lineage: LineageId
+    plan: RetentionPlan
+    expired: list[str] = field(default_factory=list)  # snapshot ids marked EXPIRING now
+    deleted: dict[str, int] = field(default_factory=dict)  # snapshot id -> objects deleted
+    spared: dict[str, str] = field(default_factory=dict)  # snapshot id -> why apply kept it
+    trim_lsn: int | None = None
+    trim_advanced: bool = False
+    segments_deleted: int = 0
+    orphans: list[OrphanOutcome] = field(default_factory=list)
+    jobs_settled: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        planned = self.plan.to_dict()
+        return {
+            "stream": self.lineage.stream,
+            "partition": self.lineage.partition,
+            "kept": planned["kept"],
+            "deleted": planned["deleted"],
+            "expired_now": self.expired,
+            "objects_deleted": self.deleted,
+            "spared": self.spared,
+            "trim_lsn": self.trim_lsn,
+            "trim_advanced": self.trim_advanced,
+            "segments_deleted": self.segments_deleted,
+            "orphans": [o.to_dict() for o in self.orphans],
+            "jobs_settled": self.jobs_settled,
+            "errors": self.errors,
+        }
+
+
+@dataclass
+class StuckJob:
+    job_id: str
+    stream: str
+    state: str
+    run_id: str | None
+    stuck_for_hours: float
+    action: str  # "found", "reconciled", "failed_never_started", "still_running", "error"
+    new_state: str | None = None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "job_id": self.job_id,
+            "stream": self.stream,
+            "state": self.state,
+            "run_id": self.run_id,
+            "stuck_for_hours": round(self.stuck_for_hours, 3),
+            "action": self.action,
+            "new_state": self.new_state,
+            "note": self.note,
+        }
+
+
+@dataclass
+class GcReport:
+    run_id: str
+    dry_run: bool
+    stream: str | None
+    started_at: datetime
+    lineages: list[LineageReport] = field(default_factory=list)
+    orphans: list[OrphanOutcome] = field(default_factory=list)  # lineages with no HEAD
+    stuck_jobs: list[StuckJob] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    complete: bool = False
+    resume_after: str | None = None  # where the next run resumes (when not complete)
+
+    def counts(self) -> dict[str, int]:
+        all_orphans = self.orphans + [o for r in self.lineages for o in r.orphans]
+        return {
+            "lineages": len(self.lineages),
+            "snapshots_kept": sum(len(r.plan.kept) + len(r.spared) for r in self.lineages),
+            "snapshots_planned_for_deletion": sum(len(r.plan.doomed) for r in self.lineages),
+            "snapshots_deleted": sum(len(r.deleted) for r in self.lineages),
+            "snapshots_spared": sum(len(r.spared) for r in self.lineages),
+            "objects_deleted": sum(sum(r.deleted.values()) for r in self.lineages)
+            + sum(o.objects for o in all_orphans if o.action == "deleted"),
+            "orphans_deleted": sum(1 for o in all_orphans if o.action == "deleted"),
+            "orphans_in_flight": sum(1 for o in all_orphans if o.action == "in_flight"),
+            "trim_points_advanced": sum(1 for r in self.lineages if r.trim_advanced),
+            "segments_deleted": sum(r.segments_deleted for r in self.lineages),
+            "stuck_jobs_found": len(self.stuck_jobs),
+            "stuck_jobs_reconciled": sum(
+                1 for j in self.stuck_jobs if j.action in ("reconciled", "failed_never_started")
+            ),
+            "errors": len(self.errors)
+            + sum(len(r.errors) for r in self.lineages)
+            + sum(1 for o in all_orphans if o.action == "error")
+            + sum(1 for j in self.stuck_jobs if j.action == "error"),
+        }
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "run_id": self.run_id,
+            "dry_run": self.dry_run,
+            "stream": self.stream,
+            "started_at": self.started_at.isoformat(),
+            "complete": self.complete,
+            "resume_after": self.resume_after,
+            "counts": self.counts(),
+            "lineages": [r.to_dict() for r in self.lineages],
+            "orphans": [o.to_dict() for o in self.orphans],
+            "stuck_jobs": [j.to_dict() for j in self.stuck_jobs],
+            "errors": self.errors,
+        }

@@ -1,0 +1,145 @@
+"""Jobs whose state events never came: reconciled with the runner (EMR's are best effort).
+
+A job not terminal for longer than the limit (by its last update) is *stuck*:
+
+- with a run id, the runner is asked (``JobRunner.status``, i.e. ``GetJobRun``) and a
+  state it has moved to is recorded exactly as a delivered event would be
+  (``record_job_state``: the job item, each lineage, pins released when it ended);
+- still REQUESTED with no run id, the launch died before the runner accepted it: the job
+  is failed with that reason and its pins are released (``record_job_state`` FAILED).
+
+A job item that is already terminal while a lineage's HEAD still lists it active (a crash
+between the two writes of ``record_job_state``) is settled by replaying its final state
+on that lineage (``settle_lineage_jobs``, called from the lineage pass).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from snapledger.errors import SnapledgerError
+from snapledger.gc_settings import GcConfig
+from snapledger.models.jobs import JobRecord, JobState, JobTransition, parse_state
+from snapledger.models.ledger import Head
+from snapledger.services.gc_deps import Budget, GcDeps
+from snapledger.services.gc_report import StuckJob
+from snapledger.services.job_state import record_job_state
+
+NO_RUN_ID = ""  # record_job_state's run id for a job the runner never accepted
+
+
+def reconcile_stuck_jobs(
+    deps: GcDeps, config: GcConfig, *, stream: str | None, dry_run: bool, budget: Budget
+) -> list[StuckJob]:
+    """Find the stuck jobs (of ``stream``, or all) and, unless a dry run, reconcile them."""
+    found: list[StuckJob] = []
+    cursor: str | None = None
+    while not budget.exhausted():
+        page = deps.jobs.list_jobs(limit=config.page_size, cursor=cursor)
+        now = deps.clock.now()
+        for job in page.items:
+            if job.terminal or (stream is not None and job.stream != stream):
+                continue
+            stuck_for = now - job.updated_at
+            if stuck_for <= config.stuck_job_after:
+                continue
+            entry = StuckJob(
+                job_id=job.job_id,
+                stream=job.stream,
+                state=job.state.value,
+                run_id=job.run_id,
+                stuck_for_hours=stuck_for.total_seconds() / 3600,
+                action="found",
+            )
+            if not dry_run:
+                try:
+                    _reconcile(deps, job, entry, now)
+                except SnapledgerError as exc:
+                    entry.action, entry.note = "error", str(exc)
+            found.append(entry)
+        if page.cursor is None:
+            break
+        cursor = page.cursor
+    return found
+
+
+def settle_lineage_jobs(deps: GcDeps, head: Head, *, dry_run: bool) -> list[str]:
+    """Replay the final state of jobs HEAD lists as active but whose job item has ended."""
+    settled: list[str] = []
+    for job_id in sorted(head.active_jobs):
+        job = deps.jobs.get(job_id)
+        if job is None or not job.terminal:
+            continue
+        settled.append(job_id)
+        if not dry_run:
+            record_job_state(
+                run_id=job.run_id or NO_RUN_ID,
+                job_name=job.job_id,
+                state=job.state.value,
+                reason=job.failure_reason,
+                jobs=deps.jobs,
+                ledger=deps.ledger,
+                clock=deps.clock,
+            )
+    return settled
+
+
+def _reconcile(deps: GcDeps, job: JobRecord, entry: StuckJob, now: datetime) -> None:
+    if job.run_id is None:
+        if job.state is not JobState.REQUESTED:
+            entry.note = f"{job.state.value} without a run id: left for an operator"
+            return
+        _fail_never_started(deps, job, entry, now)
+        return
+    if deps.runner is None:
+        entry.note = "no job runner configured: reported only"
+        return
+    status = deps.runner.status(job.run_id)
+    if parse_state(status.state) is job.state or status.state == job.state.value:
+        entry.action, entry.note = "still_running", f"the runner still reports {status.state}"
+        return
+    record_job_state(
+        run_id=job.run_id,
+        job_name=job.job_id,
+        state=status.state,
+        reason=status.reason,
+        jobs=deps.jobs,
+        ledger=deps.ledger,
+        clock=deps.clock,
+    )
+    entry.action, entry.new_state = "reconciled", status.state
+
+
+def _fail_never_started(deps: GcDeps, job: JobRecord, entry: StuckJob, now: datetime) -> None:
+    reason = (
+        f"never started: requested at {job.requested_at.isoformat()} and still without a run "
+        f"after {entry.stuck_for_hours:.1f}h (the launch stopped before the runner accepted "
+        "it); launch it again with a new request id"
+    )
+    failed = job.model_copy(
+        update={
+            "state": JobState.FAILED,
+            "failure_reason": reason,
+            "updated_at": now,
+            "transitions": (
+                *job.transitions,
+                JobTransition(state=JobState.FAILED.value, at=now, reason=reason),
+            ),
+            "version": job.version + 1,
+        }
+    )
+    if not deps.jobs.replace(job, failed):
+        entry.note = "the job changed meanwhile: left for the next run"
+        return
+    # The job item is FAILED; now each lineage records it and releases the pins. A crash
+    # in between is settled by the lineage pass (settle_lineage_jobs).
+    record_job_state(
+        run_id=NO_RUN_ID,
+        job_name=job.job_id,
+        state=JobState.FAILED.value,
+        reason=reason,
+        jobs=deps.jobs,
+        ledger=deps.ledger,
+        clock=deps.clock,
+    )
+    entry.action, entry.new_state, entry.note = "failed_never_started", "FAILED", reason

@@ -1,0 +1,111 @@
+"""The gc function: dry run, scheduled run, holds and policies, with console payloads."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from snapledger.services.registration import register_manifest
+from tests.functions.support import sample_event
+from tests.support import write_snapshot
+
+EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
+GC_EVENTS = sorted(EVENTS_DIR.glob("gc-*.json"))
+DOCUMENTED_ID = "01JW8Z3K9Q7N4M2P6R8T0V2X4Y"
+
+
+@pytest.fixture
+def gc_handler(powertools_env):
+    return importlib.import_module("functions.gc").handler
+
+
+@pytest.fixture
+def aged(rt):
+    """orders/3 with six snapshots registered two days apart (the first DOCUMENTED_ID)."""
+    for n, lsn in enumerate(range(100, 700, 100)):
+        key = write_snapshot(
+            rt.store, "orders", 3, lsn, snapshot_id=DOCUMENTED_ID if n == 0 else None
+        )
+        register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock)
+        rt.clock.advance(timedelta(days=2))
+
+
+def snapshot_state(rt):
+    from snapledger.models.ledger import LineageId
+
+    lineage = LineageId(stream="orders", partition=3)
+    listed = rt.ledger.list_snapshots(lineage, limit=100).items
+    return [(s.lsn, s.status.value) for s in listed], sorted(
+        i.key for i in rt.store.list("snapshots/")
+    )
+
+
+@pytest.mark.parametrize("path", GC_EVENTS, ids=lambda p: p.stem)
+def test_every_gc_console_payload_is_answered_ok(aged, rt, gc_handler, context, path):
+    answer = gc_handler(json.loads(path.read_text()), context)
+    assert answer["ok"] is True, answer
+    assert f"events/{path.name}" in (EVENTS_DIR.parent / "docs" / "console.md").read_text()
+
+
+def test_dry_run_returns_the_plan_and_changes_nothing(aged, rt, gc_handler, context):
+    before = snapshot_state(rt)
+    answer = gc_handler({"dry_run": True}, context)
+    assert answer["ok"] and answer["report"]["dry_run"] is True
+    assert snapshot_state(rt) == before
+    assert "latest" in json.dumps(answer["report"])
+
+
+def test_the_scheduled_event_runs_gc_under_the_default_policy(aged, rt, gc_handler, context):
+    answer = gc_handler(sample_event("eventbridge-scheduled.json"), context)
+    assert answer["ok"] is True
+    statuses = dict(snapshot_state(rt)[0])
+    # default policy: min_count 3, min_age 24h -> the three oldest go
+    assert [statuses[lsn] for lsn in (100, 200, 300)] == ["DELETED"] * 3
+    assert [statuses[lsn] for lsn in (400, 500, 600)] == ["REGISTERED"] * 3
+
+
+def test_a_held_snapshot_survives_gc_until_released(aged, rt, gc_handler, context):
+    held = gc_handler(json.loads((EVENTS_DIR / "gc-hold.json").read_text()), context)
+    assert held["ok"], held
+    gc_handler({"dry_run": False}, context)
+    assert dict(snapshot_state(rt)[0])[100] == "REGISTERED"
+    gc_handler(json.loads((EVENTS_DIR / "gc-release.json").read_text()), context)
+    gc_handler({"dry_run": False}, context)
+    assert dict(snapshot_state(rt)[0])[100] == "DELETED"
+
+
+def test_policy_set_then_get(rt, gc_handler, context):
+    gc_handler({"action": "policy_set", "stream": "orders", "min_count": 5}, context)
+    answer = gc_handler({"action": "policy_get", "stream": "orders"}, context)
+    assert answer["ok"] and "5" in json.dumps(answer)
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"dry_run": "yes"}, "dry_run"),
+        ({"action": "purge"}, "action"),
+        ({"action": "hold", "stream": "orders", "partition": 3}, "snapshot_id"),
+        ({"action": "policy_set", "stream": "orders", "min_count": 0}, "min_count"),
+        ({"dry_run": True, "strem": "orders"}, "strem"),
+    ],
+)
+def test_malformed_gc_payloads_name_the_field_and_change_nothing(
+    aged, rt, gc_handler, context, payload, field
+):
+    before = snapshot_state(rt)
+    answer = gc_handler(payload, context)
+    assert answer["ok"] is False and answer["error"] == "validation", answer
+    assert any(f["field"] == field for f in answer["fields"]), answer
+    assert snapshot_state(rt) == before
+
+
+def test_an_invalid_policy_is_refused_with_a_reason(rt, gc_handler, context):
+    answer = gc_handler(
+        {"action": "policy_set", "stream": "orders", "max_count": 1, "min_count": 3}, context
+    )
+    assert answer["ok"] is False and answer["error"] == "invalid_request", answer

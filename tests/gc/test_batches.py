@@ -1,0 +1,71 @@
+"""GC at the limits of one request: many expiries per lineage, many objects per snapshot."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from snapledger.gc_settings import GcConfig
+from snapledger.models.commands import MAX_EXPIRE_PER_COMMAND
+from snapledger.services.gc import run_gc
+from tests.gc.support import assert_ledger_and_store_agree, gc_deps, register, statuses
+from tests.support import create_ledger, local_client
+
+CONFIG = GcConfig()
+
+
+class RecordingStore:
+    """Counts listing pages and keeps each delete_many call's keys."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.pages, self.deletes = inner, 0, []
+
+    def list_page(self, prefix, **kw):
+        self.pages += 1
+        return self.inner.list_page(prefix, **kw)
+
+    def delete_many(self, keys):
+        self.deletes.append(list(keys))
+        return self.inner.delete_many(keys)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+@pytest.mark.ddblocal
+def test_more_expiries_than_one_transaction_holds_are_split(dynamodb_local, store, clock):
+    # (DynamoDB Local only: moto copies every table on each transaction, too slow here)
+    ledger = create_ledger(local_client(dynamodb_local.endpoint_url))
+    # Given one lineage with more deletable snapshots than one transaction may carry
+    count = 2 * MAX_EXPIRE_PER_COMMAND + 10
+    for n in range(count):
+        register(ledger, store, clock, 10 * (n + 1), files=1)
+    clock.advance(timedelta(days=2))
+    # When GC runs
+    report = run_gc(gc_deps(ledger, store, clock), config=CONFIG)
+    # Then all but the newest three are deleted, in several transactions, consistently
+    assert report.counts()["snapshots_deleted"] == count - 3
+    assert list(statuses(ledger).values()).count("REGISTERED") == 3
+    assert_ledger_and_store_agree(ledger, store)
+
+
+def test_a_big_snapshot_costs_a_listing_and_a_delete_per_1000_objects_manifest_last(
+    ledger, store, clock
+):
+    # Given an old snapshot of 1,500 files (and three newer ones)
+    register(ledger, store, clock, 10, files=1_500)
+    for lsn in (20, 30, 40):
+        register(ledger, store, clock, lsn, files=1)
+    clock.advance(timedelta(days=2))
+    recording = RecordingStore(store)
+    # When GC deletes it
+    run_gc(gc_deps(ledger, recording, clock), config=CONFIG)
+    # Then two listings of it (1,000 + 501) and one delete_many of two batches were made,
+    # with the manifest in the very last position
+    assert statuses(ledger)[10] == "DELETED"
+    [keys] = [k for k in recording.deletes if len(k) > 1]
+    assert len(keys) == 1_501 and keys[-1].endswith("/_manifest.json")
+    assert all(not k.endswith("_manifest.json") for k in keys[:-1])
+    assert recording.pages == 2
+    assert_ledger_and_store_agree(ledger, store)
