@@ -20,3 +20,13 @@ def dynamodb_local() -> Iterator[DynamoDBLocal]:
     """A DynamoDB Local engine for the whole session (tests create their own tables)."""
     with DynamoDBLocal() as engine:
         yield engine
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """One local SparkSession for the whole test session (it costs seconds to start)."""
+    from snapledger.local.spark_runner import local_spark_session
+
+    session = local_spark_session()
+    yield session
+    session.stop()

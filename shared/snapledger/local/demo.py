@@ -1,8 +1,18 @@
-"""``make demo``: the snapshot lifecycle on the embedded default, on one machine.
+"""``make demo``: the whole snapshot lifecycle on the embedded default, on one machine.
 
 DynamoDB Local (started here, stopped on exit and on Ctrl-C), a ``file://`` store under
-``demo-data/``, the same registration code the Lambda functions run. Every check it
-prints is asserted; the exit status is non-zero if any fails.
+``demo-data/``, a local SparkSession, and the same functions that run in AWS, reached
+through the in-process router as S3 and EMR Serverless events:
+
+1. generate a changelog for the stream ``orders`` (4 partitions, 1M records by default);
+2. bootstrap every partition with the Spark job (manifests → register, as S3 would);
+3. append changelog twice: each time the record threshold starts a compaction, and the
+   latest pointer advances;
+4. plan GC (dry run: what is kept and why), then run it;
+5. restore the latest snapshot, and an older one as of an LSN, and check each restore
+   equals a full replay of the changelog.
+
+Every check is printed and counted; the exit status is non-zero if any fails.
 """
 
 from __future__ import annotations
@@ -12,156 +22,260 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from snapledger.adapters.dynamodb_ledger import DynamoLedger
-from snapledger.adapters.object_store_file import FileObjectStore
-from snapledger.adapters.table_definition import create_table_request
-from snapledger.clock import SystemClock
-from snapledger.ids import new_ulid
-from snapledger.layout import snapshot_prefix
-from snapledger.local.clients import local_dynamodb_client
-from snapledger.local.dynamodb_local import DynamoDBLocal
+from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds
+from snapledger.local.replay import check_restore_equals_replay
+from snapledger.local.router import Router, invoke
+from snapledger.local.runtime import LocalRuntime
+from snapledger.local.spark_runner import LocalSparkRunner
 from snapledger.models.ledger import LineageId
-from snapledger.services import queries
-from snapledger.services.registration import Outcome, RegistrationResult, register_manifest
 
-TABLE = "snapledger-demo"
+STREAM = "orders"
 
 
 @dataclass
 class Report:
-    """Checks and timings, printed as a table at the end."""
+    """Checks and timings, printed as tables at the end."""
 
     checks: list[tuple[str, bool, str]] = field(default_factory=list)
     timings: list[tuple[str, float]] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
 
-    def check(self, name: str, ok: bool, detail: str = "") -> None:
+    def check(self, name: str, ok: bool, detail: str = "") -> bool:
         self.checks.append((name, ok, detail))
-        print(f"  [{'ok' if ok else 'FAIL'}] {name} {detail}", flush=True)
+        print(f"  [{'ok' if ok else 'FAIL'}] {name}{' - ' + detail if detail else ''}", flush=True)
+        return ok
+
+    @contextmanager
+    def step(self, title: str) -> Iterator[None]:
+        print(f"\n== {title}", flush=True)
+        started = time.perf_counter()
+        yield
+        elapsed = time.perf_counter() - started
+        self.timings.append((title, elapsed))
+        print(f"   ({elapsed:.1f}s)", flush=True)
 
     @property
     def failed(self) -> list[str]:
         return [name for name, ok, _ in self.checks if not ok]
 
 
-def write_snapshot(
-    store: FileObjectStore, stream: str, partition: int, lsn: int, epoch: int, *, rows: int = 100
-) -> str:
-    """A processor's snapshot: data files first, the manifest last."""
-    sid = new_ulid()
-    prefix = snapshot_prefix(stream, partition, lsn, sid)
-    data = json.dumps({"rows": rows, "lsn": lsn}).encode() * 8
-    store.put(prefix + "part-00000.parquet", data)
-    manifest = {
-        "format_version": 1,
-        "stream": stream,
-        "partition": partition,
-        "lsn": lsn,
-        "snapshot_id": sid,
-        "epoch": epoch,
-        "producer": {"name": "demo-processor", "version": "1"},
-        "source": {"kind": "processor"},
-        "files": [{"path": "part-00000.parquet", "size": len(data), "rows": rows}],
-    }
-    store.put(prefix + "_manifest.json", json.dumps(manifest).encode())
-    return prefix + "_manifest.json"
+@dataclass
+class Demo:
+    root: Path
+    partitions: int
+    rows: int
+    local: LocalRuntime
+    runner: LocalSparkRunner
+    router: Router
+    report: Report = field(default_factory=Report)
+    changelog_end: dict[int, int] = field(default_factory=dict)
 
+    @property
+    def root_uri(self) -> str:
+        return self.local.root.as_uri()
 
-def run_scenario(ledger: DynamoLedger, store: FileObjectStore, partitions: int) -> Report:
-    report = Report()
-    clock = SystemClock()
+    def call(self, function: str, payload: dict[str, Any]) -> dict[str, Any]:
+        answer = invoke(function, payload)
+        self.runner.drain()  # the jobs it started, and what they triggered, finish
+        return answer
 
-    def register(key: str) -> RegistrationResult:
-        return register_manifest(key, ledger=ledger, store=store, clock=clock)
+    def head(self, partition: int) -> dict[str, Any]:
+        answer = invoke("query", {"action": "latest", "stream": STREAM, "partition": partition})
+        head: dict[str, Any] = answer.get("head", {})
+        return head
 
-    print(f"registering snapshots for {partitions} partitions of 'orders'...", flush=True)
-    for partition in range(partitions):
-        lineage = LineageId(stream="orders", partition=partition)
-        results = [
-            register(write_snapshot(store, "orders", partition, lsn, 1))
-            for lsn in (1000, 2000, 3000)
-        ]
-        late = register(write_snapshot(store, "orders", partition, 1500, 1))
-        duplicate = register(results[-1].manifest_key)
-        fenced_first = register(write_snapshot(store, "orders", partition, 4000, 2))
-        fenced = register(write_snapshot(store, "orders", partition, 5000, 1))
-        bad_key = write_snapshot(store, "orders", partition, 6000, 2)
-        escaping = json.loads(store.get(bad_key))
-        escaping["files"][0]["path"] = "../../escape.parquet"  # tries to leave its prefix
-        store.put(bad_key, json.dumps(escaping).encode())
-        rejected = register(bad_key)
-        head = queries.latest(ledger, lineage)
-        report.check(
-            f"orders/{partition}: pointer only moved forward",
-            [r.outcome for r in results] == [Outcome.BECAME_LATEST] * 3
-            and late.outcome is Outcome.RECORDED,
-        )
-        report.check(
-            f"orders/{partition}: redelivery is a no-op", duplicate.outcome is Outcome.DUPLICATE
-        )
-        report.check(
-            f"orders/{partition}: older epoch fenced",
-            fenced_first.outcome is Outcome.BECAME_LATEST and fenced.outcome is Outcome.FENCED,
-        )
-        report.check(
-            f"orders/{partition}: invalid manifest rejected with reason",
-            rejected.outcome is Outcome.REJECTED and "escape" in (rejected.reason or ""),
-        )
-        report.check(
-            f"orders/{partition}: latest is LSN 4000",
-            head.latest_lsn == 4000,
-            f"(got {head.latest_lsn})",
-        )
-        events = queries.history(ledger, lineage, limit=1000).items
-        report.check(
-            f"orders/{partition}: events gapless",
-            [e.seq for e in events] == list(range(1, len(events) + 1)),
-            f"({len(events)} events)",
-        )
-    return report
+    def generate(self, rows: int, seed: int) -> None:
+        from jobs.changelog_gen import generate_changelog
 
-
-def print_summary(ledger: DynamoLedger, partitions: int, report: Report) -> None:
-    print("\nlineage        latest LSN  registered  rejected  events")
-    for partition in range(partitions):
-        head = queries.latest(ledger, LineageId(stream="orders", partition=partition))
+        start = 0 if not self.changelog_end else min(self.changelog_end.values()) + 1
+        generated = generate_changelog(
+            self.runner.spark(),
+            self.root_uri,
+            STREAM,
+            partitions=self.partitions,
+            rows=rows,
+            rows_per_segment=max(1, rows // self.partitions // 4),
+            start_lsn=start,
+            seed=seed,
+        )
+        self.changelog_end = {p: generated.last_lsn(p) for p in range(self.partitions)}
         print(
-            f"orders/{partition:<7} {head.latest_lsn:>11}  {head.registered_count:>10}"
-            f"  {head.rejected_count:>8}  {head.version:>6}"
+            f"   wrote {rows:,} records, LSNs {start:,}..{max(self.changelog_end.values()):,} per partition"
         )
-    for name, seconds in report.timings:
-        print(f"{name}: {seconds:.2f}s")
-    print(f"\n{len(report.checks) - len(report.failed)} of {len(report.checks)} checks passed")
+
+    def deliver_arrivals(self) -> list[dict[str, Any]]:
+        """What S3 notifications would do: each new object reaches its function."""
+        answers = self.router.scan()
+        self.runner.drain()
+        return answers
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="make demo", description=__doc__)
-    parser.add_argument(
-        "--root", type=Path, default=Path("demo-data"), help="local object store folder"
-    )
+def run_scenario(demo: Demo) -> None:
+    report = demo.report
+    per_round = demo.rows // 4
+    with report.step(f"1. changelog: {demo.rows:,} records over {demo.partitions} partitions"):
+        demo.generate(demo.rows, seed=1)
+
+    with report.step("2. bootstrap every partition (local Spark job)"):
+        answer = demo.call(
+            "launch",
+            {"action": "bootstrap", "stream": STREAM, "partitions": list(range(demo.partitions))},
+        )
+        report.check(
+            "bootstrap launched", answer.get("ok") is True, answer.get("job_id", str(answer))
+        )
+        job = invoke("query", {"action": "job", "job_id": answer.get("job_id", "")}).get("job", {})
+        report.check(
+            "bootstrap job SUCCESS", job.get("state") == "SUCCESS", job.get("failure_reason") or ""
+        )
+        demo.deliver_arrivals()  # the changelog's own notifications: counted, nothing due
+        for p in range(demo.partitions):
+            head = demo.head(p)
+            report.check(
+                f"{STREAM}/{p}: latest at the end of the changelog",
+                head.get("latest_lsn") == demo.changelog_end[p],
+                f"LSN {head.get('latest_lsn')}",
+            )
+
+    for round_no in (1, 2):
+        with report.step(f"3.{round_no} append {per_round:,} records: threshold -> compaction"):
+            before = {p: demo.head(p).get("latest_lsn") for p in range(demo.partitions)}
+            demo.generate(per_round, seed=1 + round_no)
+            answers = demo.deliver_arrivals()
+            started = {
+                r.get("compaction_job_id")
+                for a in answers
+                for r in a.get("records", [])
+                if r.get("compaction_job_id")
+            }
+            report.check(
+                f"round {round_no}: one compaction per partition",
+                len(started) == demo.partitions,
+                f"{len(started)} jobs",
+            )
+            for p in range(demo.partitions):
+                after = demo.head(p).get("latest_lsn")
+                report.check(
+                    f"{STREAM}/{p}: latest advanced {before[p]} -> {after}",
+                    after == demo.changelog_end[p] and (after or 0) > (before[p] or 0),
+                )
+
+    with report.step("4. GC: policy min_count 2, min_age 0h; dry run, then run"):
+        policy = demo.call(
+            "gc", {"action": "policy_set", "stream": STREAM, "min_count": 2, "min_age_hours": 0}
+        )
+        report.check(
+            "policy set", policy.get("ok") is True, json.dumps(policy.get("policy", policy))
+        )
+        plan = demo.call("gc", {"dry_run": True, "stream": STREAM})
+        _print_plan(plan)
+        run = demo.call("gc", {"dry_run": False, "stream": STREAM})
+        report.check("GC ran", run.get("ok") is True)
+        for p in range(demo.partitions):
+            listed = invoke("query", {"action": "list", "stream": STREAM, "partition": p})
+            statuses = [s["status"] for s in listed.get("snapshots", [])]  # newest first
+            report.check(
+                f"{STREAM}/{p}: kept the newest 2, deleted the bootstrap snapshot",
+                statuses == ["REGISTERED", "REGISTERED", "DELETED"],
+                ",".join(statuses),
+            )
+            demo.report.rows.append([f"{STREAM}/{p}", *statuses])
+
+    with report.step("5. restore latest and as of an older LSN; compare with full replay"):
+        spark = demo.runner.spark()
+        tail = max(demo.partitions, per_round // 8)  # below the threshold: no compaction
+        demo.generate(tail, seed=9)
+        demo.deliver_arrivals()
+        for p in range(demo.partitions):
+            listed = invoke("query", {"action": "list", "stream": STREAM, "partition": p})
+            kept = [s for s in listed.get("snapshots", []) if s["status"] == "REGISTERED"]
+            older_target = kept[-1]["lsn"] + per_round // demo.partitions // 2
+            for source, target in (("latest", None), ({"lsn": older_target}, older_target)):
+                payload: dict[str, Any] = {
+                    "action": "restore",
+                    "stream": STREAM,
+                    "partition": p,
+                    "from": source,
+                }
+                if target is not None:
+                    payload["target_lsn"] = target
+                answer = demo.call("launch", payload)
+                if not report.check(
+                    f"{STREAM}/{p}: restore from {source} launched",
+                    answer.get("ok") is True,
+                    answer.get("message", ""),
+                ):
+                    continue
+                [plan] = answer["partitions"]
+                check = check_restore_equals_replay(
+                    spark, demo.root_uri, STREAM, p, answer["job_id"], plan["target_lsn"]
+                )
+                report.check(
+                    f"{STREAM}/{p}: restore of LSN {plan['base_lsn']}..{plan['target_lsn']} equals full replay",
+                    check.equal,
+                    f"{check.restored_rows:,} rows, {check.differing_rows} differ",
+                )
+
+
+def _print_plan(plan: dict[str, Any]) -> None:
+    report = plan.get("report", {})
+    for lineage in report.get("lineages", []):
+        print(f"   {lineage.get('lineage')}:")
+        for kept in lineage.get("kept", []):
+            print(f"     keep   LSN {kept.get('lsn'):>12}  {', '.join(kept.get('reasons', []))}")
+        for doomed in lineage.get("deleted", []) or lineage.get("delete", []):
+            print(f"     delete LSN {doomed.get('lsn'):>12}")
+
+
+def print_summary(demo: Demo) -> None:
+    print("\nlineage      snapshots (newest first)")
+    for row in demo.report.rows:
+        print(f"{row[0]:<12} {' '.join(row[1:])}")
+    print("\nstep timings")
+    for name, seconds in demo.report.timings:
+        print(f"  {seconds:7.1f}s  {name}")
+    passed = len(demo.report.checks) - len(demo.report.failed)
+    print(f"\n{passed} of {len(demo.report.checks)} checks passed")
+
+
+def main(argv: list[str] | None = None, *, spark: Any = None) -> int:
+    parser = argparse.ArgumentParser(prog="make demo", description=__doc__.split("\n")[0])
+    parser.add_argument("--root", type=Path, default=Path("demo-data"), help="demo folder (wiped)")
     parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--rows", type=int, default=1_000_000, help="initial changelog records")
     args = parser.parse_args(argv)
-    if args.partitions < 1:
-        parser.error("--partitions must be at least 1")
+    if args.partitions < 1 or args.rows < 8 * args.partitions:
+        parser.error("need --partitions >= 1 and --rows >= 8 per partition")
     shutil.rmtree(args.root, ignore_errors=True)
-    store = FileObjectStore(args.root.resolve())
-    print("starting DynamoDB Local...", flush=True)
+    per_round_per_partition = args.rows // 4 // args.partitions
+    thresholds = CompactionConfig(
+        default=CompactionThresholds(records=max(1, per_round_per_partition * 3 // 4), bytes=2**62)
+    )
+    runner = LocalSparkRunner(spark=spark)
+    local = LocalRuntime(
+        home=args.root.resolve(), in_memory=True, thresholds=thresholds, runner=runner
+    )
+    print("starting DynamoDB Local and the local runtime...", flush=True)
+    demo: Demo | None = None
     try:
-        with DynamoDBLocal() as engine:
-            client = local_dynamodb_client(engine.endpoint_url)
-            client.create_table(**create_table_request(TABLE))
-            ledger = DynamoLedger(TABLE, client=client)
-            started = time.perf_counter()
-            report = run_scenario(ledger, store, args.partitions)
-            report.timings.append(("registration scenario", time.perf_counter() - started))
-            print_summary(ledger, args.partitions, report)
+        with local as runtime:
+            router = Router(runtime.store)
+            runner.bind(router)
+            demo = Demo(args.root, args.partitions, args.rows, local, runner, router)
+            run_scenario(demo)
+            print_summary(demo)
     except KeyboardInterrupt:
-        print("\ninterrupted: DynamoDB Local stopped", file=sys.stderr)
+        print("\ninterrupted: DynamoDB Local and Spark stopped", file=sys.stderr)
         return 130
-    if report.failed:
-        print(f"FAILED checks: {', '.join(report.failed)}", file=sys.stderr)
+    if demo is None or demo.report.failed:
+        failed = demo.report.failed if demo else ["the demo did not start"]
+        print(f"FAILED checks: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -44,9 +45,11 @@ def function_handler(name: str) -> Handler:
     return handler
 
 
-def invoke(name: str, event: dict[str, Any], request_id: str = "local") -> dict[str, Any]:
-    """Call a function's handler as Lambda would."""
-    context = LocalContext(function_name=f"snapledger-{name}", aws_request_id=request_id)
+def invoke(name: str, event: dict[str, Any], request_id: str | None = None) -> dict[str, Any]:
+    """Call a function's handler as Lambda would (a new request id per invocation)."""
+    context = LocalContext(
+        function_name=f"snapledger-{name}", aws_request_id=request_id or str(uuid.uuid4())
+    )
     return function_handler(name)(event, context)
 
 

@@ -35,6 +35,15 @@ from snapledger.runtime import Runtime, reset_runtime, use_runtime
 
 DEFAULT_HOME = REPO_ROOT / ".local" / "state"
 RUNTIME_FILE = "runtime.json"
+#: What the Lambda environment would give the functions' Powertools; locally no X-Ray,
+#: no EMF metrics on stdout, and only warnings logged (each can be overridden).
+POWERTOOLS_LOCAL_ENV = {
+    "POWERTOOLS_SERVICE_NAME": "snapledger",
+    "POWERTOOLS_METRICS_NAMESPACE": "Snapledger",
+    "POWERTOOLS_TRACE_DISABLED": "true",
+    "POWERTOOLS_METRICS_DISABLED": "true",
+    "POWERTOOLS_LOG_LEVEL": "WARNING",
+}
 
 
 def local_home(home: str | Path | None = None) -> Path:
@@ -86,6 +95,8 @@ class LocalRuntime:
         return self.home / "root"
 
     def start(self) -> Runtime:
+        for name, value in POWERTOOLS_LOCAL_ENV.items():
+            os.environ.setdefault(name, value)
         self.home.mkdir(parents=True, exist_ok=True)
         endpoint = None if self.in_memory else running_endpoint(self.home)
         if endpoint is None:

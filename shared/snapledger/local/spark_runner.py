@@ -26,6 +26,7 @@ _log = logging.getLogger(__name__)
 SPARK_CONF = {
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.driver.memory": "2g",
 }
@@ -38,19 +39,30 @@ def local_spark_session() -> Any:
     builder = SparkSession.builder.master("local[2]").appName("snapledger-local")
     for key, value in SPARK_CONF.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
 
 
 class LocalSparkRunner:
     """A JobRunner for one machine; ``bind`` a Router so its events reach the functions."""
 
-    def __init__(self) -> None:
+    def __init__(self, spark: Any = None) -> None:
+        """``spark``: a session to share (not stopped on close); else one is made on use."""
+        self._owns_spark = spark is None
+        self._spark: Any = spark
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-spark")
         self._lock = threading.Lock()
         self._runs: dict[str, JobRunStatus] = {}
         self._futures: list[Future[None]] = []
         self._router: Router | None = None
-        self._spark: Any = None
+
+    def spark(self) -> Any:
+        """The SparkSession jobs run in (made on first use)."""
+        with self._lock:
+            if self._spark is None:
+                self._spark = local_spark_session()
+            return self._spark
 
     def bind(self, router: Router) -> None:
         self._router = router
@@ -82,9 +94,9 @@ class LocalSparkRunner:
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
-        if self._spark is not None:
+        if self._spark is not None and self._owns_spark:
             self._spark.stop()
-            self._spark = None
+        self._spark = None
 
     def _report(self, spec: JobRunSpec, run_id: str, state: str, reason: str = "") -> None:
         with self._lock:
@@ -103,9 +115,7 @@ class LocalSparkRunner:
         assert self._router is not None
         try:
             self._report(spec, run_id, "RUNNING")
-            if self._spark is None:
-                self._spark = local_spark_session()
-            result = run_job(self._spark, parse_job_args(job_arguments(spec)))
+            result = run_job(self.spark(), parse_job_args(job_arguments(spec)))
         except JobError as exc:
             self._report(spec, run_id, "FAILED", f"Job failed: {exc}")
             return
