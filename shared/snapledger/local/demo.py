@@ -33,7 +33,6 @@ from snapledger.local.replay import check_restore_equals_replay
 from snapledger.local.router import Router, invoke
 from snapledger.local.runtime import LocalRuntime
 from snapledger.local.spark_runner import LocalSparkRunner
-from snapledger.models.ledger import LineageId
 
 STREAM = "orders"
 
@@ -105,9 +104,8 @@ class Demo:
             seed=seed,
         )
         self.changelog_end = {p: generated.last_lsn(p) for p in range(self.partitions)}
-        print(
-            f"   wrote {rows:,} records, LSNs {start:,}..{max(self.changelog_end.values()):,} per partition"
-        )
+        end = max(self.changelog_end.values())
+        print(f"   wrote {rows:,} records, LSNs {start:,}..{end:,} per partition")
 
     def deliver_arrivals(self) -> list[dict[str, Any]]:
         """What S3 notifications would do: each new object reaches its function."""
@@ -214,10 +212,16 @@ def run_scenario(demo: Demo) -> None:
                     continue
                 [plan] = answer["partitions"]
                 check = check_restore_equals_replay(
-                    spark, demo.root_uri, STREAM, p, answer["job_id"], plan["target_lsn"]
+                    spark,
+                    demo.root_uri,
+                    STREAM,
+                    partition=p,
+                    job_id=answer["job_id"],
+                    target_lsn=plan["target_lsn"],
                 )
+                span = f"{plan['base_lsn']}..{plan['target_lsn']}"
                 report.check(
-                    f"{STREAM}/{p}: restore of LSN {plan['base_lsn']}..{plan['target_lsn']} equals full replay",
+                    f"{STREAM}/{p}: restore of LSN {span} equals full replay",
                     check.equal,
                     f"{check.restored_rows:,} rows, {check.differing_rows} differ",
                 )

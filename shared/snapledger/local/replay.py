@@ -28,7 +28,7 @@ class ReplayCheck:
 
 
 def check_restore_equals_replay(
-    spark: Any, root_uri: str, stream: str, partition: int, job_id: str, target_lsn: int
+    spark: Any, root_uri: str, stream: str, *, partition: int, job_id: str, target_lsn: int
 ) -> ReplayCheck:
     from pyspark.sql import Window
     from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
