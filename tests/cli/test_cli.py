@@ -1,0 +1,187 @@
+"""The snapledger CLI: every command against the local runtime, and bad arguments."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+
+from snapledger.cli import main as cli
+from snapledger.local.router import invoke
+from snapledger.runtime import runtime_override
+from snapledger.services.registration import register_manifest
+from tests.support import make_runtime, moto_ledger, write_segments, write_snapshot
+
+
+@dataclass
+class InProcess:
+    """The local transport's behaviour (handlers in-process) on a moto-backed runtime."""
+
+    def invoke(self, function, payload):
+        return invoke(function, payload)
+
+
+@pytest.fixture
+def rt(tmp_path, clock, monkeypatch):
+    from snapledger.adapters.object_store_file import FileObjectStore
+
+    for name, value in {
+        "POWERTOOLS_SERVICE_NAME": "snapledger",
+        "POWERTOOLS_METRICS_NAMESPACE": "Snapledger",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_DISABLED": "true",
+    }.items():
+        monkeypatch.setenv(name, value)
+    with moto_ledger() as ledger:
+        runtime = make_runtime(ledger, FileObjectStore(tmp_path / "root"), clock)
+        with runtime_override(runtime):
+            monkeypatch.setattr(cli, "_transport", lambda args: InProcess())
+            yield runtime
+
+
+@pytest.fixture
+def clock():
+    from snapledger.clock import ManualClock
+
+    return ManualClock()
+
+
+@pytest.fixture
+def seeded(rt):
+    ids = []
+    for lsn in (100, 200, 300):
+        key = write_snapshot(rt.store, "orders", 3, lsn)
+        ids.append(
+            register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock).snapshot_id
+        )
+    write_segments(rt.store, "orders", 3, (0, 99), (100, 399))
+    write_segments(rt.store, "payments", 0, (0, 49))
+    return ids
+
+
+def run(capsys, *argv):
+    status = cli.main(["--local", *argv])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_latest_prints_a_readable_answer(seeded, capsys):
+    status, out, _ = run(capsys, "latest", "orders", "3")
+    assert status == 0
+    assert "latest_lsn: 300" in out and seeded[2] in out
+
+
+def test_json_is_the_raw_answer(seeded, capsys):
+    status, out, _ = run(capsys, "--json", "latest", "orders", "3")
+    assert status == 0 and json.loads(out)["head"]["latest_lsn"] == 300
+
+
+def test_list_is_a_table_newest_first(seeded, capsys):
+    status, out, _ = run(capsys, "list", "orders", "3", "--limit", "2")
+    assert status == 0
+    lines = out.splitlines()
+    header = next(line for line in lines if line.strip().startswith("lsn"))
+    assert "status" in header
+    rows = [line for line in lines if line.strip()[:3] in ("300", "200", "100")]
+    assert [r.split()[0] for r in rows] == ["300", "200"]
+    assert "cursor:" in out
+
+
+def test_history_lists_events(seeded, capsys):
+    status, out, _ = run(capsys, "history", "orders", "3", "--after-seq", "4")
+    assert status == 0 and "SnapshotRegistered" in out and "LatestAdvanced" in out
+
+
+def test_restore_and_jobs(seeded, rt, capsys):
+    status, out, _ = run(
+        capsys, "--json", "restore", "orders", "3", "--as-of-lsn", "250", "--target-lsn", "350"
+    )
+    answer = json.loads(out)
+    assert status == 0 and answer["partitions"][0]["base_lsn"] == 200
+    status, out, _ = run(capsys, "jobs")
+    assert status == 0 and answer["job_id"] in out
+    status, out, _ = run(capsys, "--json", "jobs", "--job-id", answer["job_id"])
+    assert json.loads(out)["job"]["state"] == "SUBMITTED"
+
+
+def test_bootstrap(seeded, rt, capsys):
+    status, out, _ = run(capsys, "--json", "bootstrap", "payments", "--partitions", "0")
+    assert status == 0 and json.loads(out)["partitions"][0]["target_lsn"] == 49
+
+
+def test_gc_dry_run_and_gc(seeded, capsys):
+    status, out, _ = run(capsys, "gc", "--dry-run")
+    assert status == 0 and "latest" in out
+    status, _, _ = run(capsys, "gc")
+    assert status == 0
+
+
+def test_hold_release_and_policy(seeded, capsys):
+    status, out, _ = run(
+        capsys,
+        "--json",
+        "hold",
+        "orders",
+        "3",
+        seeded[0],
+        "--reason",
+        "audit",
+        "--expires-in-hours",
+        "2",
+    )
+    assert status == 0 and json.loads(out)["ok"]
+    status, out, _ = run(capsys, "release", "orders", "3", seeded[0])
+    assert status == 0
+    status, out, _ = run(
+        capsys, "policy", "set", "orders", "--min-count", "4", "--min-age-hours", "12"
+    )
+    assert status == 0
+    status, out, _ = run(capsys, "--json", "policy", "get", "orders")
+    assert status == 0 and json.loads(out)["policy"]["min_count"] == 4
+
+
+def test_a_refusal_exits_1_with_the_reason(seeded, capsys):
+    status, out, _ = run(capsys, "restore", "orders", "3", "--target-lsn", "900")
+    assert (
+        status == 1
+        and "error (invalid_request)" in out
+        and "cannot reach the target LSN 900" in out
+    )
+    status, out, _ = run(capsys, "latest", "nothing", "0")
+    assert status == 1 and "not_found" in out
+
+
+def test_an_invalid_policy_is_refused(seeded, capsys):
+    status, out, _ = run(capsys, "policy", "set", "orders", "--min-count", "0")
+    assert status == 1 and "min_count" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["latest", "orders"], "the following arguments are required: partition"),
+        (["latest", "orders", "-1"], "is negative"),
+        (["latest", "orders", "three"], "is not a whole number"),
+        (["bootstrap", "orders", "--partitions", "a,b"], "is not a list of partitions"),
+        (
+            ["restore", "orders", "3", "--snapshot-id", "X", "--as-of-lsn", "5"],
+            "not allowed with argument",
+        ),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_message(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_an_unreachable_deployment_says_what_to_do(capsys, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens here
+    status = cli.main(["--region", "us-east-1", "latest", "orders", "3"])
+    err = capsys.readouterr().err
+    assert status == 2 and "could not read the stack 'Snapledger'" in err and "--local" in err
