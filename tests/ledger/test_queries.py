@@ -87,3 +87,26 @@ def test_as_of_time_uses_registry_time(ledger, registered, clock):
 
 def test_by_id(ledger, registered):
     assert queries.by_id(ledger, ORDERS_3, registered[300]).lsn == 300
+
+
+def test_readers_skip_what_a_newer_version_added(ledger, registered):
+    # Given an event type and a HEAD field this version does not know
+    pk = {"S": "LIN#orders#3"}
+    ledger.client.put_item(
+        TableName=ledger.table_name,
+        Item={
+            "pk": pk,
+            "sk": {"S": "EV#000000000012"},
+            "type": {"S": "FutureEvent"},
+            "seq": {"N": "12"},
+        },
+    )
+    ledger.client.update_item(
+        TableName=ledger.table_name,
+        Key={"pk": pk, "sk": {"S": "HEAD"}},
+        UpdateExpression="SET future_field = :v",
+        ExpressionAttributeValues={":v": {"S": "x"}},
+    )
+    # Then history skips the event and HEAD still reads
+    assert [e.seq for e in queries.history(ledger, ORDERS_3, after_seq=10).items] == [11]
+    assert queries.latest(ledger, ORDERS_3).latest_lsn == 500

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import Any, get_args
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from pydantic import BaseModel
 
 from snapledger.adapters.table_definition import KIND_ATTRIBUTE, PARTITION_KEY, SORT_KEY
 from snapledger.errors import InvalidRequestError
-from snapledger.models.base import Frozen
 from snapledger.models.events import EVENT_ADAPTER, LedgerEvent
 from snapledger.models.ledger import Head, LineageId, SnapshotRecord
 
@@ -21,6 +21,10 @@ SEQ_WIDTH = 12
 UNPLACEABLE_PK = "REJECTED"
 UNPLACEABLE_PREFIX = "KEY#"
 _KEY_ATTRIBUTES = (PARTITION_KEY, SORT_KEY, KIND_ATTRIBUTE)
+
+KNOWN_EVENT_TYPES = frozenset(
+    model.model_fields["type"].default for model in get_args(get_args(LedgerEvent)[0])
+)
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -40,7 +44,7 @@ def key(pk: str, sk: str) -> Item:
     return {PARTITION_KEY: {"S": pk}, SORT_KEY: {"S": sk}}
 
 
-def to_item(pk: str, sk: str, model: Frozen, *, kind: str | None = None) -> Item:
+def to_item(pk: str, sk: str, model: BaseModel, *, kind: str | None = None) -> Item:
     """A low-level DynamoDB item holding ``model``'s fields beside the keys."""
     body = model.model_dump(mode="json", exclude_none=True)
     item = {name: _serializer.serialize(value) for name, value in body.items()}

@@ -276,7 +276,9 @@ class DynamoLedger:
             cursor=cursor,
             forward=True,
         )
-        return Page([codec.event_from_item(i) for i in items], next_cursor)
+        # Readers skip event types a newer version added (docs/ledger.md: wire names).
+        known = [i for i in items if i.get("type", {}).get("S") in codec.KNOWN_EVENT_TYPES]
+        return Page([codec.event_from_item(i) for i in known], next_cursor)
 
     def _query(
         self,

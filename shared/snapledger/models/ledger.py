@@ -8,7 +8,7 @@ from enum import StrEnum
 from pydantic import Field
 
 from snapledger.layout import LSN_WIDTH
-from snapledger.models.base import Frozen
+from snapledger.models.base import Frozen, Stored
 
 
 class SnapshotStatus(StrEnum):
@@ -50,7 +50,7 @@ class Hold(Frozen):
         return self.expires_at is None or self.expires_at > now
 
 
-class SnapshotRecord(Frozen):
+class SnapshotRecord(Stored):
     """One snapshot as the ledger knows it (the ``SNAP#`` item)."""
 
     stream: str
@@ -100,7 +100,7 @@ class ActiveJob(Frozen):
 FINISHED_JOBS_KEPT = 32
 
 
-class Head(Frozen):
+class Head(Stored):
     """The lineage's projection (the ``HEAD`` item): one GetItem answers "latest"."""
 
     stream: str
@@ -111,9 +111,6 @@ class Head(Frozen):
     max_epoch: int | None = None
     registered_count: int = 0
     rejected_count: int = 0
-    records_since_snapshot: int = 0
-    bytes_since_snapshot: int = 0
-    changelog_lsn: int | None = None
     compaction_job_id: str | None = None
     trim_lsn: int | None = None
     active_jobs: dict[str, ActiveJob] = Field(default_factory=dict)
