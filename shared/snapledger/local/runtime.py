@@ -88,6 +88,7 @@ class LocalRuntime:
     runner: JobRunner | None = None
     gc: GcConfig = field(default_factory=GcConfig)
     _engine: DynamoDBLocal | None = None
+    _saved_env: dict[str, str | None] = field(default_factory=dict)
     runtime: Runtime | None = None
 
     @property
@@ -95,6 +96,7 @@ class LocalRuntime:
         return self.home / "root"
 
     def start(self) -> Runtime:
+        self._saved_env = {name: os.environ.get(name) for name in POWERTOOLS_LOCAL_ENV}
         for name, value in POWERTOOLS_LOCAL_ENV.items():
             os.environ.setdefault(name, value)
         self.home.mkdir(parents=True, exist_ok=True)
@@ -131,6 +133,12 @@ class LocalRuntime:
 
     def stop(self) -> None:
         reset_runtime()
+        for name, value in self._saved_env.items():  # leave the process as we found it
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._saved_env = {}
         close = getattr(self.runner, "close", None)
         if close is not None:
             close()
