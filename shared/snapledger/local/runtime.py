@@ -16,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from aws_lambda_powertools.metrics.provider import cold_start
 from botocore.exceptions import ClientError
 
 from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
@@ -99,6 +100,10 @@ class LocalRuntime:
         self._saved_env = {name: os.environ.get(name) for name in POWERTOOLS_LOCAL_ENV}
         for name, value in POWERTOOLS_LOCAL_ENV.items():
             os.environ.setdefault(name, value)
+        # Powertools prints a cold-start EMF metric to stdout even with metrics disabled;
+        # in one long local process there is no cold start to report, and the line would
+        # garble the CLI's --json output.
+        cold_start.is_cold_start = False
         self.home.mkdir(parents=True, exist_ok=True)
         endpoint = None if self.in_memory else running_endpoint(self.home)
         if endpoint is None:
