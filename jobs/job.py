@@ -75,11 +75,9 @@ def run_job(spark: SparkSession, args: JobArgs) -> JobResult:
     bases = {p: load_base(store, args.stream, p, prefix) for p, prefix in args.bases.items()}
     plans = [_plan(store, args, partition, bases.get(partition)) for partition in args.partitions]
     applied = validate_changelog(spark, store, plans)
-    state = compact(
-        spark,
-        read_base_rows(spark, store, list(bases.values())),
-        read_changes(spark, store, plans),
-    )
+    base_rows = read_base_rows(spark, store, list(bases.values()))
+    changes = read_changes(spark, store, plans)
+    state = compact(spark, base_rows, changes, changes_in=sum(applied.values()))
     staging = staging_prefix(args.job_id, new_ulid())
     try:
         staged = write_staged(state, store, staging, args.partitions, args.max_rows_per_file)

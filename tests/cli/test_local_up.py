@@ -48,7 +48,7 @@ def test_a_dropped_snapshot_is_registered_and_the_cli_sees_it(tmp_path, capsys):
     )
     try:
         # Given a running local runtime
-        assert wait_for(lambda: (home / "runtime.json").exists()), (tmp_path / "up.log").read_text()
+        assert wait_for((home / "runtime.json").exists), (tmp_path / "up.log").read_text()
         # When a processor drops a snapshot under the root
         key = write_snapshot(FileObjectStore(home / "root"), "orders", 3, 4242)
         # Then the router registers it, and the CLI (using the running DynamoDB Local) sees it

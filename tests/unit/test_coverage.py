@@ -32,10 +32,14 @@ def test_a_trimmed_log_that_starts_after_the_base_is_refused():
         check_covers(segs((100, 199)), "orders/3", 50, 150)
 
 
-def test_bootstrap_starts_at_the_first_segment():
-    assert check_covers(segs((10, 19), (20, 29)), "orders/3", None, None) == 29
+def test_bootstrap_needs_the_changelog_from_lsn_0():
+    assert check_covers(segs((0, 19), (20, 29)), "orders/3", None, None) == 29
     with pytest.raises(CoverageError, match="has no changelog segments"):
         check_covers([], "orders/3", None, None)
+    with pytest.raises(CoverageError, match="starts at LSN 10, not 0"):
+        check_covers(segs((10, 19)), "orders/3", None, None)
+    with pytest.raises(CoverageError, match="complete from LSN 0 nowhere"):
+        check_covers(segs((10, 19)), "orders/3", None, 15)
 
 
 def test_target_at_the_base_needs_no_tail_and_below_it_is_refused():

@@ -38,23 +38,29 @@ def check_covers(
 ) -> int:
     """The target LSN to use (given, or the end of the contiguous changelog), or raise.
 
-    ``base_lsn`` None is a bootstrap: the changelog must run gap-free from its first
-    segment (snapledger cannot know records trimmed before it).
+    ``base_lsn`` None is a bootstrap: the changelog must run gap-free from LSN 0 (a log
+    trimmed at its start no longer holds the whole state; restore from a snapshot then).
     """
     if base_lsn is not None and target_lsn is not None and target_lsn <= base_lsn:
         return _not_after_base(lineage, base_lsn, target_lsn)
-    end = contiguous_end(segments, base_lsn)
+    end = contiguous_end(segments, -1 if base_lsn is None else base_lsn)
     if target_lsn is None:
         if end is not None:
             return end
         if base_lsn is not None:
             return base_lsn  # nothing after the snapshot: the state is the snapshot itself
+        if segments:
+            first = min(s.first_lsn for s in segments)
+            raise CoverageError(
+                f"the changelog of {lineage} starts at LSN {first}, not 0: a bootstrap needs "
+                "the whole log; restore from a snapshot instead"
+            )
         raise CoverageError(
             f"{lineage} has no changelog segments: upload segments under "
             "changelog/{stream}/{partition}/ before bootstrapping"
         )
     if end is None or target_lsn > end:
-        start = "its first segment" if base_lsn is None else f"LSN {base_lsn + 1}"
+        start = "LSN 0" if base_lsn is None else f"LSN {base_lsn + 1}"
         complete = "nowhere" if end is None else f"only up to LSN {end}"
         missing_from = (base_lsn + 1 if base_lsn is not None else 0) if end is None else end + 1
         raise CoverageError(

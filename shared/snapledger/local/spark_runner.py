@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 SPARK_CONF = {
     "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.sql.adaptive.enabled": "true",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",

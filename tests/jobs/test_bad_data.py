@@ -1,0 +1,125 @@
+"""Every bad-data rule fails the job with a message naming the file and the problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from jobs_support import Record, write_processor_snapshot, write_segment
+
+from jobs.args import JobArgs
+from jobs.errors import ChangelogError, JobError, SnapshotError
+from jobs.job import run_job
+from jobs.layout import segment_name
+
+pytestmark = pytest.mark.spark
+
+
+def puts(lsns, key="k") -> list[Record]:
+    return [Record(f"{key}{n}", b"v", n, "put") for n in lsns]
+
+
+# One defect per partition, so that one validation pass (one Spark job) shows them all.
+CONTENT_DEFECTS = {
+    0: ("duplicate LSNs", [*puts(range(5)), Record("x", b"v", 3, "put")]),
+    1: ("LSNs outside the range 0..4", puts([0, 1, 2, 7])),
+    2: ("1 row(s) with a null key", [*puts(range(4)), Record(None, b"v", 4, "put")]),
+    3: ("1 row(s) with an unknown op", [*puts(range(4)), Record("k", b"v", 4, "upsert")]),
+    4: ("1 row(s) with a null LSN", [*puts(range(4)), Record("k", b"v", None, "put")]),
+    5: (None, puts(range(5))),
+}
+
+
+def bootstrap(spark, root: Path, partitions, target=None, bases=None, kind="bootstrap") -> None:
+    run_job(
+        spark,
+        JobArgs(
+            kind=kind,
+            root=root.as_uri(),
+            stream="s",
+            partitions=tuple(partitions),
+            job_id="bad",
+            target_lsn=target,
+            bases=bases or {},
+        ),
+    )
+
+
+@pytest.fixture(scope="module")
+def content_failure(spark, tmp_path_factory) -> tuple[Path, str]:
+    root = tmp_path_factory.mktemp("bad-content")
+    for partition, (_, records) in CONTENT_DEFECTS.items():
+        write_segment(root, "s", partition, 0, 4, records)
+    with pytest.raises(ChangelogError) as raised:
+        bootstrap(spark, root, CONTENT_DEFECTS)
+    return root, str(raised.value)
+
+
+@pytest.mark.parametrize("partition", [p for p, (d, _) in CONTENT_DEFECTS.items() if d])
+def test_bad_rows_name_the_file_and_the_problem(content_failure, partition) -> None:
+    root, message = content_failure
+    problem = CONTENT_DEFECTS[partition][0]
+    file_key = f"changelog/s/{partition}/{segment_name(0, 4)}"
+    assert f"{file_key}: {problem}" in message
+    assert "changelog/s/5/" not in message  # the clean partition is not blamed
+    assert "\n" not in message
+    assert not (root / "snapshots").exists()  # nothing was written
+
+
+def test_overlapping_segments_are_named(spark, tmp_path) -> None:
+    write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
+    write_segment(tmp_path, "s", 0, 5, 14, puts(range(5, 15)))
+    with pytest.raises(
+        ChangelogError, match=r"changelog/s/0/0+5-0+14\.parquet: overlaps 0+-0+9\.parquet"
+    ):
+        bootstrap(spark, tmp_path, [0])
+
+
+def test_a_gap_inside_the_range_is_named(spark, tmp_path) -> None:
+    write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
+    write_segment(tmp_path, "s", 0, 20, 29, puts(range(20, 30)))
+    with pytest.raises(
+        ChangelogError, match=r"0+20-0+29\.parquet: gap before this segment: LSNs 10\.\.19"
+    ):
+        bootstrap(spark, tmp_path, [0], target=25)
+
+
+def test_a_changelog_that_starts_after_the_base_is_a_gap(spark, tmp_path) -> None:
+    write_segment(tmp_path, "s", 0, 10, 19, puts(range(10, 20)))
+    with pytest.raises(ChangelogError, match=r"LSNs 0\.\.9 are missing \(a bootstrap needs"):
+        bootstrap(spark, tmp_path, [0])
+
+
+def test_a_changelog_that_ends_before_the_target_is_named(spark, tmp_path) -> None:
+    write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
+    with pytest.raises(
+        ChangelogError, match=r"0+9\.parquet: the changelog ends at LSN 9 but the target is 12"
+    ):
+        bootstrap(spark, tmp_path, [0], target=12)
+
+
+def test_a_misnamed_changelog_file_is_named(spark, tmp_path) -> None:
+    write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
+    (tmp_path / "changelog/s/0/segment-1.parquet").write_bytes(b"")
+    with pytest.raises(
+        ChangelogError, match=r"changelog/s/0/segment-1\.parquet: not a segment file name"
+    ):
+        bootstrap(spark, tmp_path, [0])
+
+
+def test_a_base_without_manifest_or_with_a_wrong_size_is_refused(spark, tmp_path) -> None:
+    write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
+    prefix = write_processor_snapshot(tmp_path, "s", 0, 4, {"k1": (b"v", 1)})
+    (tmp_path / prefix / "part-00000.parquet").write_bytes(b"truncated")
+    with pytest.raises(
+        SnapshotError, match=r"part-00000\.parquet: manifest says \d+ bytes, found 9 bytes"
+    ):
+        bootstrap(spark, tmp_path, [0], bases={0: prefix}, kind="restore")
+    (tmp_path / prefix / "_manifest.json").unlink()
+    with pytest.raises(SnapshotError, match=r"_manifest\.json: missing"):
+        bootstrap(spark, tmp_path, [0], bases={0: prefix}, kind="restore")
+
+
+def test_job_errors_carry_exit_codes() -> None:
+    assert ChangelogError("x").exit_code == SnapshotError("x").exit_code == 3
+    assert issubclass(ChangelogError, JobError)
