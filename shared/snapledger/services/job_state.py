@@ -7,11 +7,18 @@ records the failure reason. Unknown future states are recorded, never acted on.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from snapledger.clock import Clock
 from snapledger.models.commands import RecordJobState
-from snapledger.models.jobs import STATE_RANK, JobRecord, JobTransition, parse_state
+from snapledger.models.jobs import (
+    STATE_RANK,
+    JobRecord,
+    JobTransition,
+    PartitionPlan,
+    parse_state,
+)
 from snapledger.models.ledger import snapshot_sort_key
 from snapledger.ports import JobStore, LedgerStore
 from snapledger.services.commands import execute
@@ -56,12 +63,31 @@ def record_job_state(
     )
     # The lineages are updated even when the job item already was: a crash between the
     # two writes then converges on the redelivery (each lineage command is idempotent).
-    for plan in job.partitions:
-        keys = (
-            (snapshot_sort_key(plan.base_lsn, plan.base_snapshot_id),)
-            if plan.base_snapshot_id is not None and plan.base_lsn is not None
-            else ()
-        )
+    record_on_lineages(
+        ledger, job, job.partitions, state=state, run_id=run_id, reason=reason, clock=clock
+    )
+    return JobStateResult(job.job_id, job.state.value, changed, "" if changed else "stale")
+
+
+def base_keys(plan: PartitionPlan) -> tuple[str, ...]:
+    """The sort key of the plan's base snapshot, if it has one (what its pin is on)."""
+    if plan.base_snapshot_id is None or plan.base_lsn is None:
+        return ()
+    return (snapshot_sort_key(plan.base_lsn, plan.base_snapshot_id),)
+
+
+def record_on_lineages(
+    ledger: LedgerStore,
+    job: JobRecord,
+    plans: Iterable[PartitionPlan],
+    *,
+    state: str,
+    clock: Clock,
+    run_id: str | None = None,
+    reason: str | None = None,
+) -> None:
+    """Record a state of ``job`` on each of its lineages (idempotent per lineage)."""
+    for plan in plans:
         execute(
             ledger,
             RecordJobState(
@@ -73,9 +99,8 @@ def record_job_state(
                 reason=reason,
             ),
             clock.now(),
-            snapshot_keys=keys,
+            snapshot_keys=base_keys(plan),
         )
-    return JobStateResult(job.job_id, job.state.value, changed, "" if changed else "stale")
 
 
 def _update_job(

@@ -19,13 +19,14 @@ from snapledger.clock import Clock
 from snapledger.core.coverage import check_covers
 from snapledger.errors import InvalidKeyError, InvalidRequestError, JobStartError, NotFoundError
 from snapledger.layout import lineage_changelog_prefix, parse_segment_key, snapshot_prefix
-from snapledger.models.commands import RecordJobState, RequestJob
+from snapledger.models.commands import RequestJob
 from snapledger.models.jobs import JobKind, JobRecord, JobState, JobTransition, PartitionPlan
 from snapledger.models.ledger import LineageId, SnapshotRecord, snapshot_sort_key
 from snapledger.models.requests import FromLsn, FromSnapshotId, FromTime, LaunchRequest
 from snapledger.ports import JobRunner, JobRunSpec, JobStore, LedgerReader, LedgerStore, ObjectStore
 from snapledger.services import queries
 from snapledger.services.commands import execute
+from snapledger.services.job_state import base_keys, record_on_lineages
 
 
 class Ledger(LedgerStore, LedgerReader, Protocol):
@@ -116,19 +117,14 @@ def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> Laun
         failed = _fail(job, pinned, f"the job runner refused the job: {exc}", deps)
         return LaunchResult(job=failed, created=existing is None)
     submitted = _advance(job, JobState.SUBMITTED, deps, run_id=run_id)
-    for plan in job.partitions:
-        execute(
-            deps.ledger,
-            RecordJobState(
-                stream=job.stream,
-                partition=plan.partition,
-                job_id=job.job_id,
-                state=JobState.SUBMITTED.value,
-                run_id=run_id,
-            ),
-            deps.clock.now(),
-            snapshot_keys=_base_keys(plan),
-        )
+    record_on_lineages(
+        deps.ledger,
+        job,
+        job.partitions,
+        state=JobState.SUBMITTED.value,
+        run_id=run_id,
+        clock=deps.clock,
+    )
     return LaunchResult(job=submitted, created=existing is None)
 
 
@@ -178,12 +174,6 @@ def resolve_base(request: LaunchRequest, lineage: LineageId, deps: LaunchDeps) -
     return queries.as_of_time(deps.ledger, lineage, selector.time)
 
 
-def _base_keys(plan: PartitionPlan) -> tuple[str, ...]:
-    if plan.base_snapshot_id is None or plan.base_lsn is None:
-        return ()
-    return (snapshot_sort_key(plan.base_lsn, plan.base_snapshot_id),)
-
-
 def _request_on_lineage(job: JobRecord, plan: PartitionPlan, deps: LaunchDeps) -> None:
     execute(
         deps.ledger,
@@ -197,7 +187,7 @@ def _request_on_lineage(job: JobRecord, plan: PartitionPlan, deps: LaunchDeps) -
             target_lsn=plan.target_lsn,
         ),
         deps.clock.now(),
-        snapshot_keys=_base_keys(plan),
+        snapshot_keys=base_keys(plan),
     )
 
 
@@ -242,17 +232,7 @@ def _fail(
 ) -> JobRecord:
     """Record the job FAILED with its cause and release what it had pinned."""
     failed = _advance(job, JobState.FAILED, deps, reason=reason)
-    for plan in requested:
-        execute(
-            deps.ledger,
-            RecordJobState(
-                stream=job.stream,
-                partition=plan.partition,
-                job_id=job.job_id,
-                state=JobState.FAILED.value,
-                reason=reason,
-            ),
-            deps.clock.now(),
-            snapshot_keys=_base_keys(plan),
-        )
+    record_on_lineages(
+        deps.ledger, job, requested, state=JobState.FAILED.value, reason=reason, clock=deps.clock
+    )
     return failed
