@@ -90,7 +90,9 @@ class NoJobRunner:
         )
 
     def status(self, run_id: str) -> JobRunStatus:
-        return JobRunStatus(state="UNKNOWN", reason="no job runner configured")
+        # Nothing to ask: callers keep what the event said (no reason is better than a
+        # reason that describes this function's configuration instead of the job).
+        return JobRunStatus(state="UNKNOWN", reason=None)
 
 
 def compaction_config(settings: LedgerSettings) -> CompactionConfig:
