@@ -161,3 +161,27 @@ def test_changelog_segments_are_counted_once(rt, track_handler, context):
     assert first["records"][0]["outcome"] == "counted"
     assert again["records"][0]["outcome"] == "duplicate"
     assert again["records"][0]["backlog_records"] == 100
+
+
+@pytest.mark.parametrize(
+    "event",
+    [{"foo": 1}, {"Records": "nope"}, [1]],
+    ids=["neither-shape", "records-not-a-list", "not-an-object"],
+)
+def test_malformed_changelog_event_names_the_field_and_writes_nothing(
+    rt, track_handler, context, event
+):
+    answer = track_handler(event, context)
+    assert answer["ok"] is False and answer["error"] == "validation", answer
+    assert answer["fields"] and all(f["field"] for f in answer["fields"])
+    assert rt.jobs.list_jobs().items == []
+
+
+def test_a_bad_record_does_not_lose_the_good_one(rt, track_handler, context):
+    key = segment_key("orders", 3, 0, 99)
+    rt.store.put(key, b"x")
+    event = s3_put_event(key)
+    event["Records"].insert(0, {"eventSource": "aws:s3"})
+    answer = track_handler(event, context)
+    outcomes = [r["outcome"] for r in answer["records"]]
+    assert outcomes == ["invalid_record", "counted"]
