@@ -77,7 +77,14 @@ def run_job(spark: SparkSession, args: JobArgs) -> JobResult:
     applied = validate_changelog(spark, store, plans)
     base_rows = read_base_rows(spark, store, list(bases.values()))
     changes = read_changes(spark, store, plans)
-    state = compact(spark, base_rows, changes, changes_in=sum(applied.values()))
+    state = compact(
+        spark,
+        base_rows,
+        changes,
+        partitions=args.partitions,
+        changes_in=sum(applied.values()),
+        state_rows=sum(base.row_count for base in bases.values()),
+    )
     staging = staging_prefix(args.job_id, new_ulid())
     try:
         staged = write_staged(state, store, staging, args.partitions, args.max_rows_per_file)

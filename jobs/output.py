@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 
 from jobs.layout import data_file_name
-from jobs.routing import shuffle_partitions_for
 from jobs.storage import ObjectStore, StoredFile
 
 _STAT_THREADS = 8  # files checksummed at once: each is one streaming read through the JVM
@@ -44,13 +43,14 @@ def write_staged(
     partitions: Sequence[int],
     max_rows_per_file: int,
 ) -> dict[int, list[StoredFile]]:
-    """Write ``frame`` (``partition, key, value, lsn``) sorted by key, one task per
-    partition; returns each partition's staged files in key order."""
-    # One Spark task per lineage partition (see routing.py) writes it as one key-sorted run
-    # of files; maxRecordsPerFile rolls that run over into c000, c001, ... in order.
+    """Write ``frame`` (``partition, key, value, lsn``, one Spark partition per lineage
+    partition: compaction.py) sorted by key; returns each partition's staged files in key
+    order."""
+    # One Spark task per lineage partition writes it as one key-sorted run of files;
+    # maxRecordsPerFile rolls that run over into c000, c001, ... in order. (Where the frame
+    # is already sorted so, Spark drops this sort.)
     (
-        frame.repartition(shuffle_partitions_for(partitions), "partition")
-        .sortWithinPartitions("partition", "key")
+        frame.sortWithinPartitions("partition", "key")
         .write.partitionBy("partition")
         .option("maxRecordsPerFile", max_rows_per_file)
         # Keys, values and LSNs of a state are nearly all distinct: dictionaries only cost.
