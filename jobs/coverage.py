@@ -41,6 +41,15 @@ class PartitionPlan:
     target_lsn: int
     segments: tuple[Segment, ...]
 
+    @property
+    def records_at_most(self) -> int:
+        """How many records the plan can apply, from segment names alone: its LSN span
+        (exact when LSNs are dense, as producers write them; an upper bound otherwise)."""
+        return sum(
+            max(0, min(s.last_lsn, self.target_lsn) - max(s.first_lsn, self.base_lsn + 1) + 1)
+            for s in self.segments
+        )
+
 
 def list_segments(store: ObjectStore, stream: str, partition: int) -> list[Segment]:
     """The partition's segments, sorted by first LSN; fails on a misnamed file."""

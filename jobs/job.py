@@ -4,16 +4,17 @@ The steps, in order; each partition's output is committed only by its descriptor
 
 1. load and check each base snapshot's manifest;
 2. plan each partition's changelog range from segment names (coverage.py);
-3. validate the segments in one aggregation pass (changelog.py);
-4. compact all partitions in one Spark plan (compaction.py) and write the result once,
-   staged (output.py);
-5. move each partition's files into its prefix, read back sizes, rows and checksums;
-6. write every descriptor, last.
+3. compact all partitions in one Spark plan (compaction.py) and write the result once,
+   staged (output.py), while validating the segments in one aggregation pass
+   (changelog.py; concurrency.py): a validation failure cancels the write;
+4. only then move each partition's files into its prefix, read back sizes, rows and checksums;
+5. write every descriptor, last.
 """
 
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from pyspark.sql import SparkSession
@@ -21,6 +22,7 @@ from pyspark.sql import SparkSession
 from jobs.args import JobArgs
 from jobs.changelog import read_changes, validate_changelog
 from jobs.compaction import compact
+from jobs.concurrency import validate_while_writing
 from jobs.coverage import EMPTY_STATE_LSN, PartitionPlan, list_segments, plan_partition
 from jobs.descriptors import Provenance, manifest, restore_descriptor
 from jobs.layout import (
@@ -35,6 +37,8 @@ from jobs.output import describe_files, publish_files, write_descriptor, write_s
 from jobs.snapshots import BaseSnapshot, load_base, read_base_rows
 from jobs.storage import ObjectStore
 from jobs.ulid import new_ulid
+
+_LISTING_THREADS = 8
 
 
 @dataclass(frozen=True)
@@ -72,9 +76,10 @@ def run_job(spark: SparkSession, args: JobArgs) -> JobResult:
     """Run one job in ``spark``; raises a JobError subclass on bad arguments or data."""
     args.validate()
     store = ObjectStore(spark, args.root)
-    bases = {p: load_base(store, args.stream, p, prefix) for p, prefix in args.bases.items()}
-    plans = [_plan(store, args, partition, bases.get(partition)) for partition in args.partitions]
-    applied = validate_changelog(spark, store, plans)
+    with ThreadPoolExecutor(max_workers=_LISTING_THREADS) as pool:  # listings wait on I/O
+        loaded = pool.map(lambda item: load_base(store, args.stream, *item), args.bases.items())
+        bases = {base.partition: base for base in loaded}
+        plans = list(pool.map(lambda p: _plan(store, args, p, bases.get(p)), args.partitions))
     base_rows = read_base_rows(spark, store, list(bases.values()))
     changes = read_changes(spark, store, plans)
     state = compact(
@@ -82,12 +87,16 @@ def run_job(spark: SparkSession, args: JobArgs) -> JobResult:
         base_rows,
         changes,
         partitions=args.partitions,
-        changes_in=sum(applied.values()),
+        changes_in=sum(plan.records_at_most for plan in plans),
         state_rows=sum(base.row_count for base in bases.values()),
     )
     staging = staging_prefix(args.job_id, new_ulid())
     try:
-        staged = write_staged(state, store, staging, args.partitions, args.max_rows_per_file)
+        applied, staged = validate_while_writing(
+            spark,
+            lambda: validate_changelog(spark, store, plans),
+            lambda: write_staged(state, store, staging, args.partitions, args.max_rows_per_file),
+        )
         prefixes = {plan.partition: _output_prefix(store, args, plan) for plan in plans}
         published = {
             prefixes[p]: publish_files(store, staged[p], prefixes[p]) for p in args.partitions

@@ -24,6 +24,13 @@ def test_reads_only_the_segments_that_hold_the_range() -> None:
     assert (chosen.base_lsn, chosen.target_lsn) == (12, 25)
 
 
+def test_records_at_most_counts_the_lsns_the_plan_applies() -> None:
+    segments = [seg(0, 9), seg(10, 19), seg(20, 29), seg(30, 39)]
+    assert plan(segments, base=12, target=25).records_at_most == 13  # LSNs 13..25
+    assert plan(segments).records_at_most == 40
+    assert plan([seg(0, 9)], base=9).records_at_most == 0
+
+
 def test_latest_available_ends_at_the_contiguous_end() -> None:
     assert plan([seg(0, 9), seg(10, 19)]).target_lsn == 19
     # a later segment after a gap is not reachable yet
