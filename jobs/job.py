@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 
 from jobs.args import JobArgs
 from jobs.changelog import read_changes, validate_changelog
-from jobs.compaction import compact
+from jobs.compaction import compacted
 from jobs.concurrency import validate_while_writing
 from jobs.coverage import EMPTY_STATE_LSN, PartitionPlan, list_segments, plan_partition
 from jobs.descriptors import Provenance, manifest, restore_descriptor
@@ -35,7 +35,7 @@ from jobs.layout import (
 )
 from jobs.output import describe_files, publish_files, write_descriptor, write_staged
 from jobs.snapshots import BaseSnapshot, load_base, read_base_rows
-from jobs.storage import ObjectStore
+from jobs.storage import ObjectStore, StoredFile
 from jobs.ulid import new_ulid
 
 _LISTING_THREADS = 8
@@ -82,20 +82,22 @@ def run_job(spark: SparkSession, args: JobArgs) -> JobResult:
         plans = list(pool.map(lambda p: _plan(store, args, p, bases.get(p)), args.partitions))
     base_rows = read_base_rows(spark, store, list(bases.values()))
     changes = read_changes(spark, store, plans)
-    state = compact(
-        spark,
-        base_rows,
-        changes,
-        partitions=args.partitions,
-        changes_in=sum(plan.records_at_most for plan in plans),
-        state_rows=sum(base.row_count for base in bases.values()),
-    )
     staging = staging_prefix(args.job_id, new_ulid())
+
+    def compact_and_write() -> dict[int, list[StoredFile]]:
+        with compacted(
+            spark,
+            base_rows,
+            changes,
+            partitions=args.partitions,
+            changes_in=sum(plan.records_at_most for plan in plans),
+            state_rows=sum(base.row_count for base in bases.values()),
+        ) as state:
+            return write_staged(state, store, staging, args.partitions, args.max_rows_per_file)
+
     try:
         applied, staged = validate_while_writing(
-            spark,
-            lambda: validate_changelog(spark, store, plans),
-            lambda: write_staged(state, store, staging, args.partitions, args.max_rows_per_file),
+            spark, lambda: validate_changelog(spark, store, plans), compact_and_write
         )
         prefixes = {plan.partition: _output_prefix(store, args, plan) for plan in plans}
         published = {

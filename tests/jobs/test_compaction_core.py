@@ -3,13 +3,16 @@ result one Spark partition per lineage partition, whichever the sizes choose."""
 
 from __future__ import annotations
 
+import io
+from contextlib import redirect_stdout
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jobs_support import Record, oracle
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
-from jobs.compaction import compact
+from jobs.compaction import compacted
 
 pytestmark = pytest.mark.spark
 
@@ -18,11 +21,14 @@ PARTITIONS = (0, 3)
 STATE_TYPE = "partition int, key string, value binary, lsn long"
 CHANGES_TYPE = "partition int, key string, value binary, lsn long, op string"
 
-# (merge_max_changes_per_state_row, broadcast_max_rows): each forces one formulation.
+# (merge_max_changes_per_state_row, broadcast_max_rows, changes_in bound over the real
+# count, the operator that shows the formulation): each forces one formulation, or one
+# way of choosing it.
 FORMULATIONS = {
-    "merge into the state": (float("inf"), 0),
-    "winners, broadcast": (0.0, 10**9),
-    "winners, shuffled": (0.0, 0),
+    "merge into the state": (float("inf"), 0, 0, "Window"),
+    "broadcast winners": (0.0, 10**9, 0, "BroadcastHashJoin"),
+    "winners counted, then broadcast": (0.0, 10**9, 10**10, "BroadcastHashJoin"),
+    "winners counted, too many: merged": (0.0, 0, 1, "Window"),
 }
 
 
@@ -73,24 +79,28 @@ def test_every_formulation_gives_the_last_put_per_key(spark, history, use_state)
     changes = spark.createDataFrame(change_rows, CHANGES_TYPE) if change_rows else None
     expected = {p: oracle(records, 10**6) for p, records in logs.items()}
 
-    for name, (merge_max, broadcast_max) in FORMULATIONS.items():
-        result = compact(
+    for name, (merge_max, broadcast_max, inflated, operator) in FORMULATIONS.items():
+        with compacted(
             spark,
             state,
             changes,
             partitions=PARTITIONS,
-            changes_in=len(change_rows),
+            changes_in=len(change_rows) + inflated,
             state_rows=len(state_rows),
             broadcast_max_rows=broadcast_max,
             merge_max_changes_per_state_row=merge_max,
-        )
-        rows = result.collect()
+        ) as result:
+            rows = result.collect()
+            placed = result.select("partition", F.spark_partition_id().alias("task")).distinct()
+            tasks = [row["task"] for row in placed.collect()]
+            plan = io.StringIO()
+            with redirect_stdout(plan):
+                result.explain()
+        assert changes is None or operator in plan.getvalue(), f"{name}: not the formulation"
         got: dict[int, dict[str, tuple[bytes | None, int]]] = {p: {} for p in PARTITIONS}
         for row in rows:
             assert row["key"] not in got[row["partition"]], f"{name}: a key twice"
             got[row["partition"]][row["key"]] = (bytes(row["value"]), row["lsn"])
         assert got == expected, name
         # One lineage partition per Spark partition, so one task writes each one.
-        placed = result.select("partition", F.spark_partition_id().alias("task")).distinct()
-        tasks = [row["task"] for row in placed.collect()]
         assert len(tasks) == len(set(tasks)), f"{name}: a task holds two lineage partitions"
