@@ -1,7 +1,7 @@
 """Data-plane benchmark: restore vs full replay, compaction vs the I/O floor and DuckDB.
 
 ``run(config)`` generates a changelog of ``config.rows`` records over 4 partitions, then
-times, in one local SparkSession (best of two runs each, after a JIT warm-up):
+times, in one local SparkSession (best of three interleaved rounds, after a JIT warm-up):
 
 - full replay: a restore job with no base, to the end of the log;
 - restore: a restore job from a snapshot at 90% of each partition's log, to the end;
@@ -28,7 +28,7 @@ from typing import Any
 
 PARTITIONS = (0, 1, 2, 3)
 SEGMENTS_PER_PARTITION = 10  # so that 90% of the log is exactly 9 segments
-REPEATS = 2
+ROUNDS = 3
 
 
 def run(config: Any) -> dict[str, object]:
@@ -95,13 +95,24 @@ def _run(spark: Any, workdir: Path, rows: int) -> dict[str, object]:
     )  # fmt: skip
     bases = {p.partition: p.prefix for p in snapshot.partitions}
 
-    jvm = _jvm_cpu_clock(spark)
-    full_t, full = _best(job("restore", "full-replay", target), jvm)
-    restore_t, restored = _best(job("restore", "restore-90", target, bases), jvm)
-    bootstrap_t, boot = _best(job("bootstrap", "bootstrap-all", target), jvm)
     segment_files = sorted(str(p) for p in (workdir / "changelog" / "bench").glob("*/*.parquet"))
-    floor_t, floor_rows = _best(lambda: _io_floor(spark, segment_files, workdir / "floor"), jvm)
-    duckdb_t, duckdb_out = _best(lambda: _duckdb_compaction(workdir, target), _own_cpu_clock)
+    jvm = _jvm_cpu_clock(spark)
+    # Rounds interleave the measurements, so a machine that slows down or speeds up in the
+    # middle of the run shifts every figure of a round alike, not one figure only.
+    rounds = _rounds(
+        {
+            "full": (job("restore", "full-replay", target), jvm),
+            "restore": (job("restore", "restore-90", target, bases), jvm),
+            "bootstrap": (job("bootstrap", "bootstrap-all", target), jvm),
+            "floor": (lambda: _io_floor(spark, segment_files, workdir / "floor"), jvm),
+            "duckdb": (lambda: _duckdb_compaction(workdir, target), _own_cpu_clock),
+        }
+    )
+    full_t, full = rounds["full"]
+    restore_t, restored = rounds["restore"]
+    bootstrap_t, boot = rounds["bootstrap"]
+    floor_t, floor_rows = rounds["floor"]
+    duckdb_t, duckdb_out = rounds["duckdb"]
 
     # Outputs must agree before any time means anything.
     expected = _fingerprint(workdir, {p.partition: p.prefix for p in full.partitions})
@@ -151,15 +162,21 @@ class Timing:
     cpu_s: float
 
 
-def _best(action: Callable[[], Any], cpu_clock: Callable[[], float]) -> tuple[Timing, Any]:
-    """Best wall and CPU time of REPEATS runs (on a shared machine the minimum is the signal)."""
-    wall, cpu, result = float("inf"), float("inf"), None
-    for _ in range(REPEATS):
-        started, cpu_started = time.perf_counter(), cpu_clock()
-        result = action()
-        wall = min(wall, time.perf_counter() - started)
-        cpu = min(cpu, cpu_clock() - cpu_started)
-    return Timing(wall, cpu), result
+Measured = tuple[Callable[[], Any], Callable[[], float]]  # an action and its CPU clock
+
+
+def _rounds(actions: dict[str, Measured]) -> dict[str, tuple[Timing, Any]]:
+    """Each action's best wall and CPU time over ROUNDS rounds that run every action once
+    (on a shared machine the minimum is the signal), and its last result."""
+    best = {name: (float("inf"), float("inf")) for name in actions}
+    results: dict[str, Any] = {}
+    for _ in range(ROUNDS):
+        for name, (action, cpu_clock) in actions.items():
+            started, cpu_started = time.perf_counter(), cpu_clock()
+            results[name] = action()
+            wall, cpu = time.perf_counter() - started, cpu_clock() - cpu_started
+            best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
+    return {name: (Timing(*best[name]), results[name]) for name in actions}
 
 
 def _jvm_cpu_clock(spark: Any) -> Callable[[], float]:
