@@ -43,8 +43,11 @@ EMRFS_FOLDER_MARKER = "*_$folder$"
 # Functions whose triggers are asynchronous (S3 notifications, EventBridge): each gets an
 # on-failure destination queue. ``query`` is only ever invoked synchronously.
 ASYNC_FUNCTIONS = ("register", "track_changelog", "launch", "job_state", "gc")
-# Functions that submit or inspect EMR Serverless job runs.
-JOB_FUNCTIONS = ("launch", "track_changelog", "gc")
+# Functions that submit EMR Serverless job runs, and those that only read their state
+# (gc reconciles stuck jobs; job_state asks for a failure's cause when the event has none).
+JOB_STARTING_FUNCTIONS = ("launch", "track_changelog")
+JOB_READING_FUNCTIONS = ("gc", "job_state")
+JOB_FUNCTIONS = JOB_STARTING_FUNCTIONS + JOB_READING_FUNCTIONS
 # Functions with shareable console test events (files ``events/{function}-{example}.json``).
 CONSOLE_EVENT_FUNCTIONS = ("launch", "query", "gc")
 LAMBDA_TEST_EVENT_REGISTRY = "lambda-testevent-schemas"

@@ -269,8 +269,10 @@ class LedgerFunctions(Construct):
             fn["gc"], snapshots, "lists and deletes expired and orphaned snapshots", delete=True
         )
 
-        for name in names.JOB_FUNCTIONS:
-            self._grant_jobs(fn[name])
+        for name in names.JOB_STARTING_FUNCTIONS:
+            self._grant_job_starts(fn[name])
+        for name in names.JOB_READING_FUNCTIONS:
+            self._grant_job_reads(fn[name])
 
     def _grant_table(self, function: lambda_.Function, *, write: bool) -> None:
         table = self._inputs.table
@@ -309,7 +311,7 @@ class LedgerFunctions(Construct):
             *findings,
         )
 
-    def _grant_jobs(self, function: lambda_.Function) -> None:
+    def _grant_job_starts(self, function: lambda_.Function) -> None:
         spark = self._inputs.spark
         function.add_to_role_policy(
             iam.PolicyStatement(
@@ -320,10 +322,10 @@ class LedgerFunctions(Construct):
         )
         function.add_to_role_policy(
             iam.PolicyStatement(
-                sid="ReadAndTagJobsOfThisApplication",
+                sid="TagTheJobsItStarts",
                 # StartJobRun tags the run it creates (snapledger:job-id): tag-on-create
                 # needs TagResource on the new run.
-                actions=["emr-serverless:GetJobRun", "emr-serverless:TagResource"],
+                actions=["emr-serverless:TagResource"],
                 resources=[spark.job_runs_arn],
             )
         )
@@ -335,11 +337,26 @@ class LedgerFunctions(Construct):
                 conditions={"StringEquals": {"iam:PassedToService": EMR_SERVICE_PRINCIPAL}},
             )
         )
+        self._acknowledge_job_runs(
+            function, "emr-serverless:TagResource (tag-on-create of StartJobRun)"
+        )
+
+    def _grant_job_reads(self, function: lambda_.Function) -> None:
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="ReadJobsOfThisApplication",
+                actions=["emr-serverless:GetJobRun"],
+                resources=[self._inputs.spark.job_runs_arn],
+            )
+        )
+        self._acknowledge_job_runs(function, "emr-serverless:GetJobRun")
+
+    def _acknowledge_job_runs(self, function: lambda_.Function, what: str) -> None:
+        spark = self._inputs.spark
         acknowledge(
             _role(function),
-            "emr-serverless:GetJobRun and TagResource (tag-on-create of StartJobRun) are limited "
-            "to this application's job runs; run ids are minted by StartJobRun, so the ARN "
-            "ends in jobruns/*.",
+            f"{what} is limited to this application's job runs; run ids are minted by "
+            "StartJobRun, so the ARN ends in jobruns/*.",
             iam5(f"Resource::{arn_of(spark.application)}/jobruns/*"),
         )
 

@@ -131,7 +131,7 @@ def test_query_is_read_only(synth: Synthesized) -> None:
     )
 
 
-def test_job_functions_start_jobs_on_this_application_and_pass_only_the_job_role(
+def test_only_job_starters_start_jobs_and_pass_the_job_role_and_readers_only_read(
     synth: Synthesized,
 ) -> None:
     app_arn = {"Fn::GetAtt": [synth.logical_id(synth.stack.spark.application), "Arn"]}
@@ -143,16 +143,15 @@ def test_job_functions_start_jobs_on_this_application_and_pass_only_the_job_role
         if name not in names.JOB_FUNCTIONS:
             assert not emr and not passes, name
             continue
+        job_runs = json.dumps({"Fn::Join": ["", [app_arn, "/jobruns/*"]]}, sort_keys=True)
         resources = {json.dumps(r, sort_keys=True) for s in emr for r in _as_list(s["Resource"])}
-        assert resources == {
-            json.dumps(app_arn, sort_keys=True),
-            json.dumps({"Fn::Join": ["", [app_arn, "/jobruns/*"]]}, sort_keys=True),
-        }
-        assert _actions(emr) == {
-            "emr-serverless:StartJobRun",
-            "emr-serverless:GetJobRun",
-            "emr-serverless:TagResource",
-        }
+        if name in names.JOB_READING_FUNCTIONS:
+            assert resources == {job_runs}, name
+            assert _actions(emr) == {"emr-serverless:GetJobRun"}, name
+            assert not passes, name
+            continue
+        assert resources == {json.dumps(app_arn, sort_keys=True), job_runs}, name
+        assert _actions(emr) == {"emr-serverless:StartJobRun", "emr-serverless:TagResource"}
         (pass_role,) = passes
         assert pass_role["Resource"] == job_role_arn
         assert pass_role["Condition"] == {
