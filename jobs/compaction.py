@@ -31,17 +31,23 @@ LSNs are unique within a partition (validation checks the changelog), so a winni
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
+from jobs.frames import union_all
 from jobs.routing import shuffle_partitions_for
-from jobs.schema import OP_PUT, STATE_SCHEMA
+from jobs.schema import OP_PUT, STATE_COLUMNS
 
-STATE_OUTPUT_COLUMNS = ("partition", *STATE_SCHEMA.fieldNames())
+STATE_OUTPUT_COLUMNS = ("partition", *STATE_COLUMNS)
+STATE_OUTPUT_TYPE = "partition int, key string, value binary, lsn long"
+CHANGE_COLUMNS = (*STATE_COLUMNS, "op")
+# Frames are built from SQL text: one py4j call per expression list, where Columns built
+# from functions cost one call per function and operand (a restore's plan took 0.26 s).
+_NEWEST_FIRST = "row_number() OVER (PARTITION BY key ORDER BY lsn DESC)"
 # Broadcast winners cost about 200 bytes each on the driver while it collects them and
 # builds the hash relation; a budget of one winner per kilobyte of heap keeps that to a
 # fifth of it (2 GiB: 2M winners; EMR Serverless's default 14 GiB driver: 14M).
@@ -53,8 +59,8 @@ MERGE_MAX_CHANGES_PER_STATE_ROW = 1.0
 @contextmanager
 def compacted(
     spark: SparkSession,
-    state: DataFrame | None,
-    changes: DataFrame | None,
+    states: Mapping[int, DataFrame],
+    changes: Mapping[int, DataFrame],
     *,
     partitions: Sequence[int],
     changes_in: int,
@@ -66,35 +72,32 @@ def compacted(
     came after it; one Spark partition per lineage partition of ``partitions``. Use it
     inside the block: what it cached on the way is released on leaving.
 
-    ``state`` holds ``partition, key, value, lsn`` (one row per key: a snapshot) or is None
-    for empty state; ``changes`` holds ``partition, key, value, lsn, op`` with every LSN
-    above the state's, or is None. ``changes_in`` (the number of change records, or an
-    upper bound) and ``state_rows`` (the state's row count) choose the formulation;
-    ``broadcast_max_rows`` defaults to the driver heap's budget.
+    ``states`` maps a partition to its base state, ``key, value, lsn`` (one row per key: a
+    snapshot; a partition without one starts empty); ``changes`` maps a partition to its
+    change records, ``key, value, lsn, op``, every LSN above its state's. ``changes_in``
+    (the number of change records, or an upper bound) and ``state_rows`` (the states' row
+    count) choose the formulation; ``broadcast_max_rows`` defaults to the driver heap's
+    budget.
     """
-    tasks = shuffle_partitions_for(partitions)
-    if changes is None:
-        if state is None:
-            state = spark.createDataFrame([], "partition int, key string, value binary, lsn long")
-        yield state.select(*STATE_OUTPUT_COLUMNS).repartition(tasks, "partition")
-        return
-    if state is not None and changes_in <= state_rows * merge_max_changes_per_state_row:
-        yield _merge_into_state(state, changes, tasks)
+    if not changes or (states and changes_in <= state_rows * merge_max_changes_per_state_row):
+        yield _merge_into_state(spark, states, changes, partitions)
         return
     budget = broadcast_budget_rows(spark) if broadcast_max_rows is None else broadcast_max_rows
-    winners = changes.groupBy("partition", "key").agg(F.max("lsn").alias("winning_lsn"))
+    all_changes = _with_partition(changes, partitions)
+    winners = all_changes.groupBy("partition", "key").agg(F.expr("max(lsn) AS winning_lsn"))
+    tasks = shuffle_partitions_for(partitions)
     if changes_in <= budget:  # there are no more winners than changes
-        yield _join_broadcast_winners(state, changes, winners, tasks)
+        yield _join_broadcast_winners(states, all_changes, winners, partitions, tasks)
         return
     # The records alone cannot tell: count the winners (keys are usually written many
     # times), keeping them for the join if they are few enough to broadcast.
     winners = winners.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         if winners.count() <= budget:
-            yield _join_broadcast_winners(state, changes, winners, tasks)
+            yield _join_broadcast_winners(states, all_changes, winners, partitions, tasks)
         else:
             winners.unpersist()  # not needed by the merge: free its memory for the sort
-            yield _merge_into_state(state, changes, tasks)
+            yield _merge_into_state(spark, states, changes, partitions)
     finally:
         winners.unpersist()
 
@@ -105,40 +108,68 @@ def broadcast_budget_rows(spark: SparkSession) -> int:
     return heap // HEAP_BYTES_PER_BROADCAST_WINNER
 
 
-def _merge_into_state(state: DataFrame | None, changes: DataFrame, tasks: int) -> DataFrame:
-    rows = changes
-    if state is not None:
-        rows = state.select(*STATE_OUTPUT_COLUMNS, F.lit(OP_PUT).alias("op")).unionByName(changes)
-    # The exchange clusters by partition, which also clusters by (partition, key), so the
-    # window adds no shuffle; its sort (partition, key, lsn desc) is the output's order.
-    newest_first = Window.partitionBy("partition", "key").orderBy(F.col("lsn").desc())
-    return (
-        rows.repartition(tasks, "partition")
-        .withColumn("recency", F.row_number().over(newest_first))
-        .where((F.col("recency") == 1) & (F.col("op") == OP_PUT))
-        .select(*STATE_OUTPUT_COLUMNS)
-    )
+def _merge_into_state(
+    spark: SparkSession,
+    states: Mapping[int, DataFrame],
+    changes: Mapping[int, DataFrame],
+    partitions: Sequence[int],
+) -> DataFrame:
+    # Each lineage partition's state and changes are read by one task (coalesce: no
+    # shuffle), whose one sort by (key, LSN descending) serves both the choice of each
+    # key's last record (a window's first row) and the output order. The snapshot is
+    # already sorted by key, so the sort mostly merges the changes into it.
+    merged = []
+    for partition in partitions:
+        inputs = []
+        if partition in states:
+            inputs.append(states[partition].selectExpr(*STATE_COLUMNS, f"'{OP_PUT}' AS op"))
+        if partition in changes:
+            inputs.append(changes[partition].selectExpr(*CHANGE_COLUMNS))
+        rows = union_all(inputs)
+        if rows is None:
+            continue
+        last = rows.coalesce(1)
+        if partition in changes:  # (a snapshot alone is already one row per key)
+            last = last.selectExpr("*", f"{_NEWEST_FIRST} AS recency").where(
+                f"recency = 1 AND op = '{OP_PUT}'"
+            )
+        merged.append(last.selectExpr(f"{partition:d} AS partition", *STATE_COLUMNS))
+    return union_all(merged) or spark.createDataFrame([], STATE_OUTPUT_TYPE)
 
 
 def _join_broadcast_winners(
-    state: DataFrame | None, changes: DataFrame, winners: DataFrame, tasks: int
+    states: Mapping[int, DataFrame],
+    changes: DataFrame,
+    winners: DataFrame,
+    partitions: Sequence[int],
+    tasks: int,
 ) -> DataFrame:
     # One lookup by (partition, key) serves both joins below, so Spark builds it once. It
     # travels to every task, so the wide rows are not shuffled to meet it.
     lookup = F.broadcast(winners)
     changed = (
-        changes.where(F.col("op") == OP_PUT)
+        changes.where(f"op = '{OP_PUT}'")
         .join(lookup, ["partition", "key"], "inner")
-        .where(F.col("lsn") == F.col("winning_lsn"))
-        .select(*STATE_OUTPUT_COLUMNS)
+        .where("lsn = winning_lsn")
+        .selectExpr(*STATE_OUTPUT_COLUMNS)
     )
-    if state is not None:
+    if states:
         # The snapshot's row survives exactly when the changes never touch its key (a left
         # join + null test rather than an anti-join, which would be pushed below the union).
         kept = (
-            state.join(lookup, ["partition", "key"], "left")
-            .where(F.col("winning_lsn").isNull())
-            .select(*STATE_OUTPUT_COLUMNS)
+            _with_partition(states, partitions)
+            .join(lookup, ["partition", "key"], "left")
+            .where("winning_lsn IS NULL")
+            .selectExpr(*STATE_OUTPUT_COLUMNS)
         )
         changed = kept.unionByName(changed)
     return changed.repartition(tasks, "partition")
+
+
+def _with_partition(frames: Mapping[int, DataFrame], partitions: Sequence[int]) -> DataFrame:
+    """One frame of every partition's rows, each tagged with its ``partition``."""
+    tagged = [frames[p].selectExpr(f"{p:d} AS partition", "*") for p in partitions if p in frames]
+    combined = union_all(tagged)
+    if combined is None:
+        raise ValueError("no partition has rows")
+    return combined

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pyspark.sql import SparkSession
 
 from jobs.args import JobArgs
-from jobs.changelog import read_changes, validate_changelog
+from jobs.changelog import applied_changes, read_segments, validate_changelog
 from jobs.compaction import compacted
 from jobs.concurrency import validate_while_writing
 from jobs.coverage import EMPTY_STATE_LSN, PartitionPlan, list_segments, plan_partition
@@ -34,6 +34,7 @@ from jobs.layout import (
     staging_prefix,
 )
 from jobs.output import describe_files, publish_files, write_descriptor, write_staged
+from jobs.settings import job_settings
 from jobs.snapshots import BaseSnapshot, load_base, read_base_rows
 from jobs.storage import ObjectStore, StoredFile
 from jobs.ulid import new_ulid
@@ -75,13 +76,19 @@ class JobResult:
 def run_job(spark: SparkSession, args: JobArgs) -> JobResult:
     """Run one job in ``spark``; raises a JobError subclass on bad arguments or data."""
     args.validate()
+    with job_settings(spark):
+        return _run_job(spark, args)
+
+
+def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
     store = ObjectStore(spark, args.root)
     with ThreadPoolExecutor(max_workers=_LISTING_THREADS) as pool:  # listings wait on I/O
         loaded = pool.map(lambda item: load_base(store, args.stream, *item), args.bases.items())
         bases = {base.partition: base for base in loaded}
         plans = list(pool.map(lambda p: _plan(store, args, p, bases.get(p)), args.partitions))
     base_rows = read_base_rows(spark, store, list(bases.values()))
-    changes = read_changes(spark, store, plans)
+    segments = read_segments(spark, store, plans)
+    changes = applied_changes(segments, plans)
     staging = staging_prefix(args.job_id, new_ulid())
 
     def compact_and_write() -> dict[int, list[StoredFile]]:
@@ -97,7 +104,7 @@ def run_job(spark: SparkSession, args: JobArgs) -> JobResult:
 
     try:
         applied, staged = validate_while_writing(
-            spark, lambda: validate_changelog(spark, store, plans), compact_and_write
+            spark, lambda: validate_changelog(segments, plans), compact_and_write
         )
         prefixes = {plan.partition: _output_prefix(store, args, plan) for plan in plans}
         published = {

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
 from jobs.errors import SnapshotError
 from jobs.layout import MANIFEST_NAME, parse_snapshot_prefix
@@ -75,22 +74,12 @@ def load_base(store: ObjectStore, stream: str, partition: int, prefix: str) -> B
 
 def read_base_rows(
     spark: SparkSession, store: ObjectStore, bases: Sequence[BaseSnapshot]
-) -> DataFrame | None:
-    """``partition, key, value, lsn`` of every base, or None when no base has files."""
-    frames = [
-        spark.read.schema(STATE_SCHEMA)
+) -> dict[int, DataFrame]:
+    """Per partition whose base has files, its rows: ``key, value, lsn``."""
+    return {
+        base.partition: spark.read.schema(STATE_SCHEMA)
         .parquet(*(store.uri(key) for key in base.file_keys))
-        .select(F.lit(base.partition).alias("partition"), *STATE_COLUMNS)
+        .selectExpr(*STATE_COLUMNS)
         for base in bases
         if base.file_keys
-    ]
-    return union_all(frames)
-
-
-def union_all(frames: Sequence[DataFrame]) -> DataFrame | None:
-    if not frames:
-        return None
-    combined = frames[0]
-    for frame in frames[1:]:
-        combined = combined.unionByName(frame)
-    return combined
+    }

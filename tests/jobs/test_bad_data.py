@@ -27,7 +27,12 @@ CONTENT_DEFECTS = {
     3: ("1 row(s) with an unknown op", [*puts(range(4)), Record("k", b"v", 4, "upsert")]),
     4: ("1 row(s) with a null LSN", [*puts(range(4)), Record("k", b"v", None, "put")]),
     5: (None, puts(range(5))),
+    # Valid, though validation cannot prove these distinct from positions alone: LSNs
+    # need not be dense, and rows need not be in LSN order.
+    6: (None, puts([0, 2, 4])),
+    7: (None, puts([3, 1, 0, 2, 4])),
 }
+CLEAN = [p for p, (defect, _) in CONTENT_DEFECTS.items() if defect is None]
 
 
 def bootstrap(spark, root: Path, partitions, target=None, bases=None, kind="bootstrap") -> None:
@@ -61,9 +66,25 @@ def test_bad_rows_name_the_file_and_the_problem(content_failure, partition) -> N
     problem = CONTENT_DEFECTS[partition][0]
     file_key = f"changelog/s/{partition}/{segment_name(0, 4)}"
     assert f"{file_key}: {problem}" in message
-    assert "changelog/s/5/" not in message  # the clean partition is not blamed
+    assert not [p for p in CLEAN if f"changelog/s/{p}/" in message]  # the clean ones aren't
     assert "\n" not in message
     assert not (root / "snapshots").exists()  # nothing was written
+
+
+def test_sparse_or_unordered_lsns_are_valid(spark, tmp_path) -> None:
+    """Files whose LSNs are not consecutive in file order take the exact distinct count."""
+    for partition in (6, 7):
+        write_segment(tmp_path, "s", partition, 0, 4, CONTENT_DEFECTS[partition][1])
+    bootstrap(spark, tmp_path, [6, 7])
+    assert len(list((tmp_path / "snapshots" / "s").glob("*/*/_manifest.json"))) == 2
+
+    write_segment(tmp_path, "s", 8, 0, 4, puts([0, 2, 2, 4]))
+    with pytest.raises(ChangelogError) as raised:
+        bootstrap(spark, tmp_path, [6, 7, 8])
+    assert str(raised.value) == (
+        f"bad changelog data: changelog/s/8/{segment_name(0, 4)}: duplicate LSNs "
+        "(1 repeated row(s))"
+    )
 
 
 def test_overlapping_segments_are_named(spark, tmp_path) -> None:
