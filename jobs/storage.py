@@ -32,9 +32,15 @@ class ObjectStore:
 
     def __init__(self, spark: SparkSession, root: str) -> None:
         self.root = root.rstrip("/")
-        self._jvm: Any = spark._jvm  # py4j: the only way to reach Hadoop
+        jvm: Any = spark._jvm  # py4j: the only way to reach Hadoop
+        # Resolving a class by its dotted name costs py4j a round trip per name part.
+        self._hadoop_path = jvm.org.apache.hadoop.fs.Path
+        self._io_utils = jvm.org.apache.commons.io.IOUtils
+        self._digest_utils = jvm.org.apache.commons.codec.digest.DigestUtils
+        self._input_file = jvm.org.apache.parquet.hadoop.util.HadoopInputFile
+        self._parquet_reader = jvm.org.apache.parquet.hadoop.ParquetFileReader
         conf = spark._jsc.hadoopConfiguration()
-        fs = self._jvm.org.apache.hadoop.fs.Path(self.root + "/").getFileSystem(conf)
+        fs = self._hadoop_path(self.root + "/").getFileSystem(conf)
         self._is_local = fs.getUri().getScheme() == "file"
         # Hadoop's local FS is a ChecksumFileSystem that leaves a ".name.crc" beside every
         # file it writes or renames; the raw FS underneath writes only the file itself.
@@ -46,7 +52,7 @@ class ObjectStore:
         return join(self.root, key)
 
     def _path(self, key: str) -> Any:
-        return self._jvm.org.apache.hadoop.fs.Path(self.uri(key))
+        return self._hadoop_path(self.uri(key))
 
     def _key_of(self, path: Any) -> str:
         full = str(path.toUri().getPath())
@@ -55,14 +61,19 @@ class ObjectStore:
 
     def list_files(self, prefix: str, *, recursive: bool = False) -> list[StoredFile]:
         """Files under ``prefix`` (a folder key), sorted by key; [] when there is none."""
-        path = self._path(prefix)
-        if not self._fs.exists(path):
+        folders = [self._path(prefix)]
+        if not self._fs.exists(folders[0]):
             return []
+        # listStatus, not listFiles: listFiles makes a LocatedFileStatus of each file, and
+        # on the local FS that reads its permissions by starting a process per file (a
+        # folder of 10 segments: 61 ms against 3.5 ms).
         found: list[StoredFile] = []
-        iterator = self._fs.listFiles(path, recursive)
-        while iterator.hasNext():
-            status = iterator.next()
-            found.append(StoredFile(self._key_of(status.getPath()), int(status.getLen())))
+        while folders:
+            for status in self._fs.listStatus(folders.pop()):
+                if not status.isDirectory():
+                    found.append(StoredFile(self._key_of(status.getPath()), int(status.getLen())))
+                elif recursive:
+                    folders.append(status.getPath())
         return sorted(found, key=lambda f: f.key)
 
     def exists(self, key: str) -> bool:
@@ -83,7 +94,7 @@ class ObjectStore:
     def read_bytes(self, key: str) -> bytes:
         stream = self._fs.open(self._path(key))
         try:
-            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+            return bytes(self._io_utils.toByteArray(stream))
         finally:
             stream.close()
 
@@ -91,16 +102,14 @@ class ObjectStore:
         """The file's sha256, streamed through the JVM: no size limit, constant memory."""
         stream = self._fs.open(self._path(key))
         try:
-            return str(self._jvm.org.apache.commons.codec.digest.DigestUtils.sha256Hex(stream))
+            return str(self._digest_utils.sha256Hex(stream))
         finally:
             stream.close()
 
     def parquet_rows(self, key: str) -> int:
         """A Parquet file's row count, from its footer."""
-        hadoop_file = self._jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(
-            self._path(key), self._fs.getConf()
-        )
-        reader = self._jvm.org.apache.parquet.hadoop.ParquetFileReader.open(hadoop_file)
+        hadoop_file = self._input_file.fromPath(self._path(key), self._fs.getConf())
+        reader = self._parquet_reader.open(hadoop_file)
         try:
             return int(reader.getRecordCount())
         finally:
