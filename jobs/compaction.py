@@ -144,12 +144,19 @@ def _join_broadcast_winners(
     partitions: Sequence[int],
     tasks: int,
 ) -> DataFrame:
-    # One lookup by (partition, key) serves both joins below, so Spark builds it once. It
-    # travels to every task, so the wide rows are not shuffled to meet it.
+    # The lookup travels to every task, so the wide rows are not shuffled to meet it.
+    puts = changes.where(f"op = '{OP_PUT}'")
+    if not states:
+        # A winning (partition, LSN) names one change row, so the lookup needs no keys:
+        # fixed-width hashing and a smaller broadcast. Bootstrap of 10M records (1.1M
+        # winners), 2 cores, best of 6 interleaved with the keyed join: 11.1 -> 9.0 s.
+        winning = F.broadcast(winners.selectExpr("partition", "winning_lsn AS lsn"))
+        changed = puts.join(winning, ["partition", "lsn"], "left_semi")
+        return changed.selectExpr(*STATE_OUTPUT_COLUMNS).repartition(tasks, "partition")
+    # One lookup by (partition, key) serves both joins below, so Spark builds it once.
     lookup = F.broadcast(winners)
     changed = (
-        changes.where(f"op = '{OP_PUT}'")
-        .join(lookup, ["partition", "key"], "inner")
+        puts.join(lookup, ["partition", "key"], "inner")
         .where("lsn = winning_lsn")
         .selectExpr(*STATE_OUTPUT_COLUMNS)
     )
