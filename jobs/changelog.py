@@ -6,10 +6,10 @@ keys, unknown ops, and the spread of ``lsn - row index``. Where that spread is z
 file's LSNs are consecutive in file order, hence distinct: true of every segment a
 producer writes in log order with dense LSNs. Only the files it cannot prove so (sparse
 LSNs, rows out of order, or duplicates) get the exact check: distinct LSNs counted with
-Spark's bitmap aggregates, per (file, 32768-LSN bucket). That second pass is kept for
-them because bitmap aggregates need a sort-based aggregation (a sort of every row), 2-3
-times the cost of the first pass. Duplicate, out-of-range or null LSNs, null keys and
-unknown ops are then reported per file, every bad file in one message.
+Spark's bitmap aggregates, per (file, 32768-LSN bucket). That pass is kept for them
+because bitmap aggregates need a sort-based aggregation (a sort of every row it reads).
+Duplicate, out-of-range or null LSNs, null keys and unknown ops are then reported per
+file, every bad file in one message.
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ The steps, in order; each partition's output is committed only by its descriptor
 1. load and check each base snapshot's manifest;
 2. plan each partition's changelog range from segment names (coverage.py);
 3. compact all partitions in one Spark plan (compaction.py) and write the result once,
-   staged (output.py), while validating the segments in one aggregation pass
-   (changelog.py; concurrency.py): a validation failure cancels the write;
+   staged (output.py), while validating the segments (changelog.py: one aggregation
+   pass, and an exact one for files it cannot prove; concurrency.py): a validation
+   failure cancels the write;
 4. only then move each partition's files into its prefix, read back sizes, rows and checksums;
 5. write every descriptor, last.
 """
