@@ -14,9 +14,10 @@ one row per key, older than every change, so its row survives exactly when no ch
 touches its key; without a base, the lookup holds only (partition, winning LSN), for a
 semi join on fixed-width keys. Bootstrap of 5M rows on 2 cores, JVM CPU seconds, best
 of 3, each with the same shuffle, sort and write: ``groupBy + max(struct(lsn, op,
-value))`` 22.5 s, window ``row_number`` 22.2 s, this 14.7 s. When the change count alone cannot show that
-the winners fit the driver's broadcast budget, they are counted first (a 10M-row log of
-1.25M keys: counted, then broadcast, instead of two wide shuffles for a sort-merge join).
+value))`` 22.5 s, window ``row_number`` 22.2 s, this 14.7 s. When the change count
+alone cannot show that the winners fit the driver's broadcast budget, they are counted
+first (a 10M-row log of 1.25M keys: counted, then broadcast, instead of two wide
+shuffles for a sort-merge join).
 
 **Merge into the state** (at most one change per state row: a restore or a compaction
 soon after its base; or winners too many to broadcast). The snapshot's rows are nearly
