@@ -51,7 +51,8 @@ STATE_OUTPUT_COLUMNS = ("partition", *STATE_COLUMNS)
 STATE_OUTPUT_TYPE = "partition int, key string, value binary, lsn long"
 CHANGE_COLUMNS = (*STATE_COLUMNS, "op")
 # Frames are built from SQL text: one py4j call per expression list, where Columns built
-# from functions cost one call per function and operand (a restore's plan took 0.26 s).
+# from functions cost one call per function and operand (validation's projections of 4
+# partitions: 81 ms as Columns, 26 ms as SQL text).
 _NEWEST_FIRST = "row_number() OVER (PARTITION BY key ORDER BY lsn DESC)"
 # Broadcast winners cost about 200 bytes each on the driver while it collects them and
 # builds the hash relation; a budget of one winner per kilobyte of heap keeps that to a
