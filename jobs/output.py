@@ -47,11 +47,12 @@ def write_staged(
     partition: compaction.py) sorted by key; returns each partition's staged files in key
     order."""
     # One Spark task per lineage partition writes it as one key-sorted run of files;
-    # maxRecordsPerFile rolls that run over into c000, c001, ... in order. (Where the frame
-    # is already sorted so, Spark drops this sort.)
+    # maxRecordsPerFile rolls that run over into c000, c001, ... in order. The frame comes
+    # so (compaction.py), and with planned writes off and concurrent writers on (see
+    # settings.py) Spark writes it in that order rather than sorting it by partition
+    # again: the merge's union of per-partition tasks hides their order from Spark.
     (
-        frame.sortWithinPartitions("partition", "key")
-        .write.partitionBy("partition")
+        frame.write.partitionBy("partition")
         .option("maxRecordsPerFile", max_rows_per_file)
         # Keys, values and LSNs of a state are nearly all distinct: dictionaries only cost.
         .option("parquet.enable.dictionary", "false")

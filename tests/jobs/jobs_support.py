@@ -89,24 +89,31 @@ def write_changelog(
 
 
 def write_processor_snapshot(
-    root: Path, stream: str, partition: int, lsn: int, state: State
+    root: Path, stream: str, partition: int, lsn: int, state: State, *, file_rows: int = 0
 ) -> str:
-    """A snapshot as a stream processor would write it: one file, then its manifest."""
+    """A snapshot as a stream processor would write it: its files (one, or ``file_rows``
+    rows per file after a first file of one row), then its manifest."""
     snapshot_id = new_ulid()
     prefix = snapshot_prefix(stream, partition, lsn, snapshot_id)
     folder = root / prefix
     folder.mkdir(parents=True)
     rows = sorted(state.items())
-    table = pa.table(
-        {
-            "key": [k for k, _ in rows],
-            "value": [v for _, (v, _) in rows],
-            "lsn": [n for _, (_, n) in rows],
-        },
-        schema=STATE_ARROW,
-    )
-    pq.write_table(table, folder / "part-00000.parquet")
-    size = (folder / "part-00000.parquet").stat().st_size
+    starts = [0, *range(1, len(rows), file_rows)] if file_rows and len(rows) > 1 else [0]
+    files = []
+    for index, (start, end) in enumerate(zip(starts, [*starts[1:], len(rows)], strict=True)):
+        chunk = rows[start:end]
+        table = pa.table(
+            {
+                "key": [k for k, _ in chunk],
+                "value": [v for _, (v, _) in chunk],
+                "lsn": [n for _, (_, n) in chunk],
+            },
+            schema=STATE_ARROW,
+        )
+        name = f"part-{index:05d}.parquet"
+        pq.write_table(table, folder / name)
+        size = (folder / name).stat().st_size
+        files.append({"path": name, "size": size, "rows": len(chunk)})
     manifest = {
         "format_version": 1,
         "stream": stream,
@@ -116,7 +123,7 @@ def write_processor_snapshot(
         "epoch": 1,
         "producer": {"name": "test-processor"},
         "source": {"kind": "processor"},
-        "files": [{"path": "part-00000.parquet", "size": size, "rows": len(rows)}],
+        "files": files,
         "row_count": len(rows),
     }
     ManifestV1.model_validate(manifest)

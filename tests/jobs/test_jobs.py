@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from jobs_support import Record, State, check_descriptor_files, check_manifest, oracle, read_state
+from jobs_support import (
+    Record,
+    State,
+    check_descriptor_files,
+    check_manifest,
+    oracle,
+    read_state,
+    write_processor_snapshot,
+)
 
 from jobs.args import JobArgs
 from jobs.changelog_gen import GeneratedChangelog, generate_changelog
@@ -44,7 +52,9 @@ def changelog_records(root: Path, partition: int) -> list[Record]:
     return records
 
 
-def job(spark, root: Path, kind: str, job_id: str, target: int | None, bases=None) -> JobResult:
+def job(
+    spark, root: Path, kind: str, job_id: str, target: int | None, bases=None, **more
+) -> JobResult:
     args = JobArgs(
         kind=kind,  # type: ignore[arg-type]
         root=root.as_uri(),
@@ -54,6 +64,7 @@ def job(spark, root: Path, kind: str, job_id: str, target: int | None, bases=Non
         target_lsn=target,
         bases=bases or {},
         epoch=7,
+        **more,
     )
     return run_job(spark, args)
 
@@ -142,6 +153,48 @@ def test_compaction_of_compaction_equals_one_compaction(spark, store) -> None:
         assert manifest.source.base_lsn == (300 if result in step1.partitions else 900)
         assert manifest.source.changelog_from_lsn == manifest.source.base_lsn + 1
         assert manifest.source.job_id in {"compact-a", "compact-b"}
+
+
+def test_small_files_keep_each_partition_in_key_order(spark, store) -> None:
+    """Each formulation's output rolls over into several files, in key order throughout
+    (the writer sorts nothing: compaction.py hands it each partition in key order)."""
+    root, _ = store
+    boot = job(spark, root, "bootstrap", "boot-small", 1500, max_rows_per_file=7)
+    bases = {p.partition: p.prefix for p in boot.partitions}
+    runs = {
+        "bootstrap (broadcast, no base)": boot,
+        # the base alone, its many files read in any order
+        "restore to the base": job(
+            spark, root, "restore", "small-0", 1500, bases, max_rows_per_file=7
+        ),
+        # few changes: merged into the base; many: broadcast against it
+        "restore, merged": job(spark, root, "restore", "small-1", 1550, bases, max_rows_per_file=7),
+        "restore, broadcast": job(
+            spark, root, "restore", "small-2", 1999, bases, max_rows_per_file=7
+        ),
+    }
+    for name, result in runs.items():
+        for output in result.partitions:
+            assert len(list((root / output.prefix).glob("part-*.parquet"))) > 2, name
+            records = changelog_records(root, output.partition)
+            assert read_state(root, output.prefix) == oracle(records, output.lsn), name
+
+
+def test_a_base_read_alone_keeps_key_order_across_its_files(spark, tmp_path) -> None:
+    """Spark reads a base's biggest files first; the output is still in key order."""
+    state = {f"k{n:03d}": (b"v", n) for n in range(60)}
+    base = write_processor_snapshot(tmp_path, STREAM, 0, 99, state, file_rows=40)
+    args = JobArgs(
+        kind="restore",
+        root=tmp_path.as_uri(),
+        stream=STREAM,
+        partitions=(0,),
+        job_id="base-alone",
+        target_lsn=99,
+        bases={0: base},
+    )
+    (result,) = run_job(spark, args).partitions
+    assert read_state(tmp_path, result.prefix) == state
 
 
 def test_rerunning_a_restore_job_replaces_its_output(spark, store) -> None:
