@@ -18,8 +18,8 @@ def test_settings_apply_inside_and_are_restored(spark, before) -> None:
         spark.conf.unset(TWO_LEVEL)
     else:
         spark.conf.set(TWO_LEVEL, before)
-    seen_before = spark.conf.get(TWO_LEVEL)
+    seen_before = {name: spark.conf.get(name) for name in JOB_SQL_SETTINGS}
     with pytest.raises(RuntimeError), job_settings(spark):
-        assert spark.conf.get(TWO_LEVEL) == "false"
+        assert {name: spark.conf.get(name) for name in JOB_SQL_SETTINGS} == JOB_SQL_SETTINGS
         raise RuntimeError("a failing job")
-    assert spark.conf.get(TWO_LEVEL) == seen_before
+    assert {name: spark.conf.get(name) for name in JOB_SQL_SETTINGS} == seen_before
