@@ -37,18 +37,22 @@ WARM_UP_ROUNDS = 1  # run, not timed
 def run(config: Any) -> dict[str, object]:
     from pyspark.sql import SparkSession
 
+    from snapledger.local.spark_runner import LONG_LIVED_SESSION_CONF
+
     workdir = Path(config.workdir).resolve() / "dataplane"
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
-    spark = (
+    builder = (
         SparkSession.builder.master("local[*]")
         .appName("snapledger-bench")
         .config("spark.driver.memory", "6g")
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
     )
+    for key, value in LONG_LIVED_SESSION_CONF.items():  # as the local runner's session
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:
         return _run(spark, workdir, int(config.rows))

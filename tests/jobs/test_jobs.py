@@ -220,3 +220,19 @@ def test_entrypoint_runs_a_job_and_prints_its_result(store, capsys) -> None:
     for partition in printed["partitions"]:
         assert check_manifest(root, partition["prefix"]).epoch == 3
     assert not (root / "_staging").exists() or not any((root / "_staging").iterdir())
+
+
+def test_a_job_run_again_after_others_reuses_its_generated_code(spark, store) -> None:
+    # A local session runs many jobs, each with its own generated classes (LSNs are
+    # literals in them). Spark's cache of those classes must hold many jobs' worth, or a
+    # job run again after a few others compiles all of its code again.
+    root, _ = store
+    codegen = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
+    boot = job(spark, root, "bootstrap", "codegen-base", 900)
+    bases = {p.partition: p.prefix for p in boot.partitions}
+    job(spark, root, "restore", "codegen-restore-1", 1500, bases)
+    for target in (1100, 1200, 1300, 1400):  # full replays: about 24 classes each
+        job(spark, root, "restore", f"codegen-replay-{target}", target)
+    compiled_before = codegen.METRIC_COMPILATION_TIME().getCount()
+    job(spark, root, "restore", "codegen-restore-2", 1500, bases)  # about 38 classes
+    assert codegen.METRIC_COMPILATION_TIME().getCount() == compiled_before
