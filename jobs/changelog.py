@@ -58,31 +58,15 @@ class _FileStats:
     applied: int = 0
 
 
-def read_segments(
-    spark: SparkSession, store: ObjectStore, plans: Sequence[PartitionPlan]
-) -> dict[int, DataFrame]:
-    """Per partition with segments to read, every row of them (one file scan, shared by
-    the change records and their validation)."""
-    return {
-        plan.partition: spark.read.schema(CHANGELOG_SCHEMA).parquet(
-            *(store.uri(s.key) for s in plan.segments)
-        )
-        for plan in plans
-        if plan.segments
-    }
+def read_segments(spark: SparkSession, store: ObjectStore, plan: PartitionPlan) -> DataFrame:
+    """Every row of the segments ``plan`` reads (one file scan, shared by the change
+    records and their validation); the plan must have segments."""
+    return spark.read.schema(CHANGELOG_SCHEMA).parquet(*(store.uri(s.key) for s in plan.segments))
 
 
-def applied_changes(
-    segments: Mapping[int, DataFrame], plans: Sequence[PartitionPlan]
-) -> dict[int, DataFrame]:
-    """Per partition, ``key, value, lsn, op`` of the records its plan applies."""
-    return {
-        plan.partition: segments[plan.partition]
-        .where(_applied(plan))
-        .selectExpr("key", "value", "lsn", "op")
-        for plan in plans
-        if plan.partition in segments
-    }
+def applied_changes(segments: DataFrame, plan: PartitionPlan) -> DataFrame:
+    """``key, value, lsn, op`` of the records ``plan`` applies, from its ``segments``."""
+    return segments.where(_applied(plan)).selectExpr("key", "value", "lsn", "op")
 
 
 def validate_changelog(

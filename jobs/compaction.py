@@ -37,6 +37,7 @@ LSNs are unique within a partition (validation checks the changelog), so a winni
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from pyspark import StorageLevel
@@ -58,6 +59,7 @@ _NEWEST_FIRST = "row_number() OVER (PARTITION BY key ORDER BY lsn DESC)"
 # builds the hash relation; a budget of one winner per kilobyte of heap keeps that to a
 # fifth of it (2 GiB: 2M winners; EMR Serverless's default 14 GiB driver: 14M).
 HEAP_BYTES_PER_BROADCAST_WINNER = 1024
+_BRANCH_THREADS = 4
 # Merge changes into the state when there are at most this many per state row.
 MERGE_MAX_CHANGES_PER_STATE_ROW = 1.0
 
@@ -121,29 +123,38 @@ def _merge_into_state(
     changes: Mapping[int, DataFrame],
     partitions: Sequence[int],
 ) -> DataFrame:
-    # Each lineage partition's state and changes are read by one task (coalesce: no
-    # shuffle), whose one sort by (key, LSN descending) serves both the choice of each
-    # key's last record (a window's first row) and the output order. The snapshot is
-    # already sorted by key, so the sort mostly merges the changes into it.
-    merged = []
-    for partition in partitions:
-        inputs = []
-        if partition in states:
-            inputs.append(states[partition].selectExpr(*STATE_COLUMNS, f"'{OP_PUT}' AS op"))
-        if partition in changes:
-            inputs.append(changes[partition].selectExpr(*CHANGE_COLUMNS))
-        rows = union_all(inputs)
-        if rows is None:
-            continue
-        last = rows.coalesce(1)
-        if partition in changes:
-            last = last.selectExpr("*", f"{_NEWEST_FIRST} AS recency").where(
-                f"recency = 1 AND op = '{OP_PUT}'"
-            )
-        else:  # a snapshot alone is one row per key; its files are read in any order
-            last = last.sortWithinPartitions("key")
-        merged.append(last.selectExpr(f"{partition:d} AS partition", *STATE_COLUMNS))
+    # Each branch costs py4j round trips and an analysis in the JVM: built several at once.
+    with ThreadPoolExecutor(max_workers=_BRANCH_THREADS) as pool:
+        branches = pool.map(
+            lambda p: _merged_partition(p, states.get(p), changes.get(p)), partitions
+        )
+        merged = [branch for branch in branches if branch is not None]
     return union_all(merged) or spark.createDataFrame([], STATE_OUTPUT_TYPE)
+
+
+def _merged_partition(
+    partition: int, state: DataFrame | None, changes: DataFrame | None
+) -> DataFrame | None:
+    # The partition's state and changes are read by one task (coalesce: no shuffle), whose
+    # one sort by (key, LSN descending) serves both the choice of each key's last record
+    # (a window's first row) and the output order. The snapshot is already sorted by key,
+    # so the sort mostly merges the changes into it.
+    inputs = []
+    if state is not None:
+        inputs.append(state.selectExpr(*STATE_COLUMNS, f"'{OP_PUT}' AS op"))
+    if changes is not None:
+        inputs.append(changes.selectExpr(*CHANGE_COLUMNS))
+    rows = union_all(inputs)
+    if rows is None:
+        return None
+    last = rows.coalesce(1)
+    if changes is not None:
+        last = last.selectExpr("*", f"{_NEWEST_FIRST} AS recency").where(
+            f"recency = 1 AND op = '{OP_PUT}'"
+        )
+    else:  # a snapshot alone is one row per key; its files are read in any order
+        last = last.sortWithinPartitions("key")
+    return last.selectExpr(f"{partition:d} AS partition", *STATE_COLUMNS)
 
 
 def _join_broadcast_winners(

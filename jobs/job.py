@@ -18,7 +18,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from jobs.args import JobArgs
 from jobs.changelog import applied_changes, read_segments, validate_changelog
@@ -40,7 +40,7 @@ from jobs.snapshots import BaseSnapshot, load_base, read_base_rows
 from jobs.storage import ObjectStore, StoredFile
 from jobs.ulid import new_ulid
 
-_LISTING_THREADS = 8
+_PLANNING_THREADS = 8
 
 
 @dataclass(frozen=True)
@@ -83,13 +83,16 @@ def run_job(spark: SparkSession, args: JobArgs) -> JobResult:
 
 def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
     store = ObjectStore(spark, args.root)
-    with ThreadPoolExecutor(max_workers=_LISTING_THREADS) as pool:  # listings wait on I/O
+    # Listings wait on I/O, and building a DataFrame on py4j round trips and the JVM's
+    # analysis: partitions are listed and their frames built several at once.
+    with ThreadPoolExecutor(max_workers=_PLANNING_THREADS) as pool:
         loaded = pool.map(lambda item: load_base(store, args.stream, *item), args.bases.items())
         bases = {base.partition: base for base in loaded}
         plans = list(pool.map(lambda p: _plan(store, args, p, bases.get(p)), args.partitions))
-    base_rows = read_base_rows(spark, store, list(bases.values()))
-    segments = read_segments(spark, store, plans)
-    changes = applied_changes(segments, plans)
+        inputs = list(pool.map(lambda plan: _inputs(spark, store, plan, bases), plans))
+    base_rows = {i.partition: i.base_rows for i in inputs if i.base_rows is not None}
+    segments = {i.partition: i.segments for i in inputs if i.segments is not None}
+    changes = {i.partition: i.changes for i in inputs if i.changes is not None}
     staging = staging_prefix(args.job_id, new_ulid())
 
     def compact_and_write() -> dict[int, list[StoredFile]]:
@@ -165,6 +168,26 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
             )
         )
     return JobResult(args.job_id, args.kind, args.stream, tuple(results))
+
+
+@dataclass(frozen=True)
+class _PartitionInputs:
+    """One partition's input frames; None where it has no base or no segments."""
+
+    partition: int
+    base_rows: DataFrame | None
+    segments: DataFrame | None  # every row of the segments read, for validation
+    changes: DataFrame | None  # the records applied
+
+
+def _inputs(
+    spark: SparkSession, store: ObjectStore, plan: PartitionPlan, bases: dict[int, BaseSnapshot]
+) -> _PartitionInputs:
+    base = bases.get(plan.partition)
+    base_rows = read_base_rows(spark, store, base) if base and base.file_keys else None
+    segments = read_segments(spark, store, plan) if plan.segments else None
+    changes = applied_changes(segments, plan) if segments is not None else None
+    return _PartitionInputs(plan.partition, base_rows, segments, changes)
 
 
 def _plan(

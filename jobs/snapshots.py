@@ -7,7 +7,6 @@ it sits in, and every file it lists must be present with the stated size (one li
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -72,14 +71,10 @@ def load_base(store: ObjectStore, stream: str, partition: int, prefix: str) -> B
     )
 
 
-def read_base_rows(
-    spark: SparkSession, store: ObjectStore, bases: Sequence[BaseSnapshot]
-) -> dict[int, DataFrame]:
-    """Per partition whose base has files, its rows: ``key, value, lsn``."""
-    return {
-        base.partition: spark.read.schema(STATE_SCHEMA)
+def read_base_rows(spark: SparkSession, store: ObjectStore, base: BaseSnapshot) -> DataFrame:
+    """The rows of ``base`` (which must have files): ``key, value, lsn``."""
+    return (
+        spark.read.schema(STATE_SCHEMA)
         .parquet(*(store.uri(key) for key in base.file_keys))
         .selectExpr(*STATE_COLUMNS)
-        for base in bases
-        if base.file_keys
-    }
+    )
