@@ -34,13 +34,13 @@ from jobs.layout import (
     snapshot_prefix,
     staging_prefix,
 )
-from jobs.output import describe_files, publish_files, write_descriptor, write_staged
+from jobs.output import DataFile, describe_files, publish_files, write_descriptor, write_staged
 from jobs.settings import job_settings
 from jobs.snapshots import BaseSnapshot, load_base, read_base_rows
 from jobs.storage import ObjectStore, StoredFile
 from jobs.ulid import new_ulid
 
-_PLANNING_THREADS = 8
+_PARTITION_THREADS = 8
 
 
 @dataclass(frozen=True)
@@ -83,91 +83,110 @@ def run_job(spark: SparkSession, args: JobArgs) -> JobResult:
 
 def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
     store = ObjectStore(spark, args.root)
-    # Listings wait on I/O, and building a DataFrame on py4j round trips and the JVM's
-    # analysis: partitions are listed and their frames built several at once.
-    with ThreadPoolExecutor(max_workers=_PLANNING_THREADS) as pool:
+    # Listings, renames and small writes wait on the store, and building a DataFrame on
+    # py4j round trips and the JVM's analysis: each is done for several partitions at once.
+    with ThreadPoolExecutor(max_workers=_PARTITION_THREADS) as pool:
         loaded = pool.map(lambda item: load_base(store, args.stream, *item), args.bases.items())
         bases = {base.partition: base for base in loaded}
         plans = list(pool.map(lambda p: _plan(store, args, p, bases.get(p)), args.partitions))
         inputs = list(pool.map(lambda plan: _inputs(spark, store, plan, bases), plans))
-    base_rows = {i.partition: i.base_rows for i in inputs if i.base_rows is not None}
-    segments = {i.partition: i.segments for i in inputs if i.segments is not None}
-    changes = {i.partition: i.changes for i in inputs if i.changes is not None}
-    staging = staging_prefix(args.job_id, new_ulid())
+        base_rows = {i.partition: i.base_rows for i in inputs if i.base_rows is not None}
+        segments = {i.partition: i.segments for i in inputs if i.segments is not None}
+        changes = {i.partition: i.changes for i in inputs if i.changes is not None}
+        staging = staging_prefix(args.job_id, new_ulid())
 
-    def compact_and_write() -> dict[int, list[StoredFile]]:
-        with compacted(
-            spark,
-            base_rows,
-            changes,
-            partitions=args.partitions,
-            changes_in=sum(plan.records_at_most for plan in plans),
-            state_rows=sum(base.row_count for base in bases.values()),
-        ) as state:
-            return write_staged(state, store, staging, args.partitions, args.max_rows_per_file)
+        def compact_and_write() -> dict[int, list[StoredFile]]:
+            with compacted(
+                spark,
+                base_rows,
+                changes,
+                partitions=args.partitions,
+                changes_in=sum(plan.records_at_most for plan in plans),
+                state_rows=sum(base.row_count for base in bases.values()),
+            ) as state:
+                return write_staged(state, store, staging, args.partitions, args.max_rows_per_file)
 
-    try:
-        applied, staged = validate_while_writing(
-            spark, lambda: validate_changelog(segments, plans), compact_and_write
-        )
-        prefixes = {plan.partition: _output_prefix(store, args, plan) for plan in plans}
-        published = {
-            prefixes[p]: publish_files(store, staged[p], prefixes[p]) for p in args.partitions
-        }
-    finally:
-        store.delete(staging, recursive=True)
-    described = describe_files(store, published)
-    results = []
-    for plan in plans:
-        base = bases.get(plan.partition)
-        prefix = prefixes[plan.partition]
-        provenance = Provenance(
-            job_id=args.job_id,
-            base_snapshot_id=base.snapshot_id if base else None,
-            base_lsn=base.lsn if base else None,
-            changelog_from_lsn=plan.base_lsn + 1 if plan.segments else None,
-            changelog_to_lsn=plan.target_lsn if plan.segments else None,
-        )
-        files = described[prefix]
-        if args.kind == "restore":
-            descriptor_key = prefix + RESTORE_DESCRIPTOR_NAME
-            descriptor = restore_descriptor(
-                stream=args.stream,
-                partition=plan.partition,
-                lsn=plan.target_lsn,
-                provenance=provenance,
-                files=files,
+        try:
+            applied, staged = validate_while_writing(
+                spark, lambda: validate_changelog(segments, plans), compact_and_write
             )
-            snapshot_id = None
-        else:
-            descriptor_key = prefix + MANIFEST_NAME
-            snapshot_id = prefix.rstrip("/").rsplit("-", 1)[1]
-            descriptor = manifest(
-                stream=args.stream,
-                partition=plan.partition,
-                lsn=plan.target_lsn,
-                snapshot_id=snapshot_id,
-                epoch=args.epoch,
-                kind=args.kind,
-                provenance=provenance,
-                files=files,
-            )
-        write_descriptor(store, descriptor_key, descriptor)
-        results.append(
-            PartitionResult(
-                partition=plan.partition,
-                prefix=prefix,
-                descriptor_key=descriptor_key,
-                lsn=plan.target_lsn,
-                row_count=sum(f.rows for f in files),
-                snapshot_id=snapshot_id,
-                base_snapshot_id=provenance.base_snapshot_id,
-                base_lsn=provenance.base_lsn,
+            prefixes = {plan.partition: _output_prefix(store, args, plan) for plan in plans}
+            moved = pool.map(lambda p: publish_files(store, staged[p], prefixes[p]), prefixes)
+            published = dict(zip(prefixes.values(), moved, strict=True))
+        finally:
+            store.delete(staging, recursive=True)
+        described = describe_files(store, published)
+        committed = [
+            _committed(
+                args,
+                plan,
+                bases.get(plan.partition),
+                prefix=prefixes[plan.partition],
+                files=described[prefixes[plan.partition]],
                 changelog_rows=applied[plan.partition],
-                base_rows=base.row_count if base else 0,
             )
+            for plan in plans
+        ]
+        # The descriptors come last: each one commits its partition.
+        for _ in pool.map(lambda c: write_descriptor(store, *c[1]), committed):
+            pass
+    return JobResult(args.job_id, args.kind, args.stream, tuple(c[0] for c in committed))
+
+
+def _committed(
+    args: JobArgs,
+    plan: PartitionPlan,
+    base: BaseSnapshot | None,
+    *,
+    prefix: str,
+    files: list[DataFile],
+    changelog_rows: int,
+) -> tuple[PartitionResult, tuple[str, dict[str, object]]]:
+    """A partition's result, and the descriptor that commits it with its key."""
+    provenance = Provenance(
+        job_id=args.job_id,
+        base_snapshot_id=base.snapshot_id if base else None,
+        base_lsn=base.lsn if base else None,
+        changelog_from_lsn=plan.base_lsn + 1 if plan.segments else None,
+        changelog_to_lsn=plan.target_lsn if plan.segments else None,
+    )
+    descriptor: dict[str, object]
+    if args.kind == "restore":
+        descriptor_key = prefix + RESTORE_DESCRIPTOR_NAME
+        descriptor = restore_descriptor(
+            stream=args.stream,
+            partition=plan.partition,
+            lsn=plan.target_lsn,
+            provenance=provenance,
+            files=files,
         )
-    return JobResult(args.job_id, args.kind, args.stream, tuple(results))
+        snapshot_id = None
+    else:
+        descriptor_key = prefix + MANIFEST_NAME
+        snapshot_id = prefix.rstrip("/").rsplit("-", 1)[1]
+        descriptor = manifest(
+            stream=args.stream,
+            partition=plan.partition,
+            lsn=plan.target_lsn,
+            snapshot_id=snapshot_id,
+            epoch=args.epoch,
+            kind=args.kind,
+            provenance=provenance,
+            files=files,
+        )
+    result = PartitionResult(
+        partition=plan.partition,
+        prefix=prefix,
+        descriptor_key=descriptor_key,
+        lsn=plan.target_lsn,
+        row_count=sum(f.rows for f in files),
+        snapshot_id=snapshot_id,
+        base_snapshot_id=provenance.base_snapshot_id,
+        base_lsn=provenance.base_lsn,
+        changelog_rows=changelog_rows,
+        base_rows=base.row_count if base else 0,
+    )
+    return result, (descriptor_key, descriptor)
 
 
 @dataclass(frozen=True)
