@@ -1,12 +1,13 @@
 """Reading the changelog a job needs, and checking it.
 
-Validation reads the ``lsn``, ``key`` and ``op`` columns of every segment the job needs
-and groups by (partition, file) with hash aggregates only: row counts, LSN min/max, null
+Validation reads the ``lsn``, ``key`` and ``op`` columns of every segment the job needs,
+in one scan, and groups by file with hash aggregates only: row counts, LSN min/max, null
 keys, unknown ops, and the spread of ``lsn - row index``. Where that spread is zero, the
-file's LSNs are consecutive in file order, hence distinct: true of every segment a
-producer writes in log order with dense LSNs. Only the files it cannot prove so (sparse
-LSNs, rows out of order, or duplicates) get the exact check: distinct LSNs counted with
-Spark's bitmap aggregates, per (file, 32768-LSN bucket). That pass is kept for them
+file's LSNs are consecutive in file order, hence distinct, and the records applied are
+the run's overlap with the plan's range: true of every segment a producer writes in log
+order with dense LSNs. Only the files it cannot prove so (sparse LSNs, rows out of
+order, or duplicates) get the exact check: distinct LSNs counted with Spark's bitmap
+aggregates, per (file, 32768-LSN bucket), and records applied. That pass is kept for them
 because bitmap aggregates need a sort-based aggregation (a sort of every row it reads).
 Duplicate, out-of-range or null LSNs, null keys and unknown ops are then reported per
 file, every bad file in one message.
@@ -15,14 +16,15 @@ file, every bad file in one message.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
-from jobs.coverage import PartitionPlan
+from jobs.coverage import PartitionPlan, Segment
 from jobs.errors import ChangelogError
 from jobs.frames import union_all
 from jobs.schema import CHANGELOG_SCHEMA, KNOWN_OPS
@@ -41,7 +43,6 @@ _FILE_STATS_SQL = (  # per (partition, file)
     "max(lsn - row_index) AS max_offset",
     "count_if(null_key) AS null_keys",
     "count_if(unknown_op) AS unknown_ops",
-    "count_if(applied) AS applied",
 )
 _DISTINCT_LSNS_SQL = "bitmap_count(bitmap_construct_agg(bitmap_bit_position(lsn))) AS distinct"
 
@@ -59,8 +60,7 @@ class _FileStats:
 
 
 def read_segments(spark: SparkSession, store: ObjectStore, plan: PartitionPlan) -> DataFrame:
-    """Every row of the segments ``plan`` reads (one file scan, shared by the change
-    records and their validation); the plan must have segments."""
+    """Every row of the segments ``plan`` reads; the plan must have segments."""
     return spark.read.schema(CHANGELOG_SCHEMA).parquet(*(store.uri(s.key) for s in plan.segments))
 
 
@@ -70,47 +70,55 @@ def applied_changes(segments: DataFrame, plan: PartitionPlan) -> DataFrame:
 
 
 def validate_changelog(
-    segments: Mapping[int, DataFrame], plans: Sequence[PartitionPlan]
+    spark: SparkSession, store: ObjectStore, plans: Sequence[PartitionPlan]
 ) -> dict[int, int]:
     """Check every segment the plans read; returns the records applied per partition."""
-    frames = [
-        segments[plan.partition].selectExpr(
-            f"{plan.partition:d} AS partition",
-            "_metadata.file_name AS file",
+    applied = {plan.partition: 0 for plan in plans}
+    segments = {(plan.partition, s.name): (plan, s) for plan in plans for s in plan.segments}
+    if not segments:
+        return applied
+    # One scan of every file, grouped by path, rather than one scan per partition: the
+    # last 10% of a 10M-row log over 4 partitions, validated in 0.79 s by 4 scans and in
+    # 0.44 s by one (best of 5); fewer tasks, fewer plans to build and run.
+    paths = [store.uri(segment.key) for _, segment in segments.values()]
+    aggregates = (
+        spark.read.schema(CHANGELOG_SCHEMA)
+        .parquet(*paths)
+        .selectExpr(
+            "_metadata.file_path AS file",
             "_metadata.row_index AS row_index",
             "lsn",
             "key IS NULL AS null_key",
             f"NOT coalesce(op IN ({_KNOWN_OPS_SQL}), false) AS unknown_op",
-            f"{_applied(plan)} AS applied",
         )
-        for plan in plans
-        if plan.partition in segments
-    ]
-    applied = {plan.partition: 0 for plan in plans}
-    combined = union_all(frames)
-    if combined is None:
-        return applied
-    aggregates = combined.groupBy("partition", "file").agg(
-        *(F.expr(aggregate) for aggregate in _FILE_STATS_SQL)
+        .groupBy("file")
+        .agg(*(F.expr(aggregate) for aggregate in _FILE_STATS_SQL))
     )
     stats: dict[tuple[int, str], _FileStats] = {}
     for row in _collect(aggregates):
-        stats[(row["partition"], row["file"])] = _FileStats(
+        key = _partition_and_name(row["file"])
+        if key not in segments:
+            raise RuntimeError(f"validation read {row['file']}, which no plan names")
+        plan, _ = segments[key]
+        offset = row["min_offset"]
+        consecutive = offset is not None and offset == row["max_offset"]
+        stats[key] = _FileStats(
             rows=row["rows"],
             lsns=row["lsns"],
-            # Consecutive in file order: as many distinct LSNs as rows.
-            distinct_lsns=row["lsns"] if row["min_offset"] == row["max_offset"] else None,
+            # Consecutive in file order (LSN = offset + row index): distinct, and the
+            # applied ones are the run's overlap with the plan's range.
+            distinct_lsns=row["lsns"] if consecutive else None,
             min_lsn=row["min_lsn"],
             max_lsn=row["max_lsn"],
             null_keys=row["null_keys"],
             unknown_ops=row["unknown_ops"],
-            applied=row["applied"],
+            applied=_applied_in_run(offset, row["rows"], plan) if consecutive else 0,
         )
-    unproven = {key for key, found in stats.items() if found.distinct_lsns is None}
+    unproven = [segments[key] for key, found in stats.items() if found.distinct_lsns is None]
     if unproven:
-        counted = _count_distinct_lsns(combined, unproven, everything=unproven == stats.keys())
-        for key in unproven:
-            stats[key].distinct_lsns = counted.get(key, 0)
+        for key, (distinct, applied_rows) in _count_distinct_lsns(spark, store, unproven).items():
+            stats[key].distinct_lsns = distinct
+            stats[key].applied = applied_rows
     problems = _problems(plans, stats)
     if problems:
         shown = "; ".join(problems[:_MAX_REPORTED_FILES])
@@ -123,27 +131,48 @@ def validate_changelog(
     return applied
 
 
+def _partition_and_name(path: str) -> tuple[int, str]:
+    """(partition, file name) of a segment's path, .../{partition}/{name} (layout.py)."""
+    partition, name = path.rsplit("/", 2)[-2:]
+    return int(unquote(partition)), unquote(name)
+
+
+def _applied_in_run(first: int, rows: int, plan: PartitionPlan) -> int:
+    """How many of the LSNs first .. first + rows - 1 the plan applies."""
+    return max(0, min(first + rows - 1, plan.target_lsn) - max(first, plan.base_lsn + 1) + 1)
+
+
 def _count_distinct_lsns(
-    combined: DataFrame, files: set[tuple[int, str]], *, everything: bool
-) -> dict[tuple[int, str], int]:
-    """The exact number of distinct LSNs in each of ``files`` ((partition, file name)),
-    which are all the files of ``combined`` when ``everything``."""
-    by_partition: dict[int, list[str]] = defaultdict(list)
-    for partition, name in sorted(files):
-        by_partition[partition].append(f"'{_sql_string(name)}'")
-    wanted = " OR ".join(
-        f"(partition = {partition:d} AND file IN ({', '.join(names)}))"
-        for partition, names in by_partition.items()
-    )
-    buckets = (
-        (combined if everything else combined.where(wanted))
-        .groupBy("partition", "file", F.expr("bitmap_bucket_number(lsn) AS bucket"))
-        .agg(F.expr(_DISTINCT_LSNS_SQL))
-    )
-    distinct: dict[tuple[int, str], int] = defaultdict(int)
+    spark: SparkSession, store: ObjectStore, files: Sequence[tuple[PartitionPlan, Segment]]
+) -> dict[tuple[int, str], tuple[int, int]]:
+    """For each of ``files``: (distinct LSNs, records the plan applies), exactly."""
+    by_plan: dict[int, list[Segment]] = defaultdict(list)
+    plans = {}
+    for plan, segment in files:
+        by_plan[plan.partition].append(segment)
+        plans[plan.partition] = plan
+    frames = [
+        spark.read.schema(CHANGELOG_SCHEMA)
+        .parquet(*(store.uri(segment.key) for segment in segments))
+        .selectExpr(
+            f"{partition:d} AS partition",
+            "_metadata.file_name AS file",
+            "lsn",
+            f"{_applied(plans[partition])} AS applied",
+        )
+        for partition, segments in sorted(by_plan.items())
+    ]
+    combined = union_all(frames)
+    assert combined is not None  # there is at least one file
+    buckets = combined.groupBy(
+        "partition", "file", F.expr("bitmap_bucket_number(lsn) AS bucket")
+    ).agg(F.expr(_DISTINCT_LSNS_SQL), F.expr("count_if(applied) AS applied"))
+    counted: dict[tuple[int, str], tuple[int, int]] = {}
     for row in _collect(buckets):
-        distinct[(row["partition"], row["file"])] += row["distinct"] or 0
-    return distinct
+        key = (row["partition"], row["file"])
+        distinct, applied = counted.get(key, (0, 0))
+        counted[key] = (distinct + (row["distinct"] or 0), applied + row["applied"])
+    return counted
 
 
 def _collect(frame: DataFrame) -> list[Row]:
@@ -151,10 +180,6 @@ def _collect(frame: DataFrame) -> list[Row]:
         return frame.collect()
     except PySparkException as exc:
         raise ChangelogError(f"changelog could not be read: {_first_line(exc)}") from None
-
-
-def _sql_string(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
 def _problems(

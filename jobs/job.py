@@ -91,7 +91,6 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
         plans = list(pool.map(lambda p: _plan(store, args, p, bases.get(p)), args.partitions))
         inputs = list(pool.map(lambda plan: _inputs(spark, store, plan, bases), plans))
         base_rows = {i.partition: i.base_rows for i in inputs if i.base_rows is not None}
-        segments = {i.partition: i.segments for i in inputs if i.segments is not None}
         changes = {i.partition: i.changes for i in inputs if i.changes is not None}
         staging = staging_prefix(args.job_id, new_ulid())
 
@@ -108,7 +107,7 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
 
         try:
             applied, staged = validate_while_writing(
-                spark, lambda: validate_changelog(segments, plans), compact_and_write
+                spark, lambda: validate_changelog(spark, store, plans), compact_and_write
             )
             prefixes = {plan.partition: _output_prefix(store, args, plan) for plan in plans}
             moved = pool.map(lambda p: publish_files(store, staged[p], prefixes[p]), prefixes)
@@ -195,7 +194,6 @@ class _PartitionInputs:
 
     partition: int
     base_rows: DataFrame | None
-    segments: DataFrame | None  # every row of the segments read, for validation
     changes: DataFrame | None  # the records applied
 
 
@@ -204,9 +202,8 @@ def _inputs(
 ) -> _PartitionInputs:
     base = bases.get(plan.partition)
     base_rows = read_base_rows(spark, store, base) if base and base.file_keys else None
-    segments = read_segments(spark, store, plan) if plan.segments else None
-    changes = applied_changes(segments, plan) if segments is not None else None
-    return _PartitionInputs(plan.partition, base_rows, segments, changes)
+    changes = applied_changes(read_segments(spark, store, plan), plan) if plan.segments else None
+    return _PartitionInputs(plan.partition, base_rows, changes)
 
 
 def _plan(

@@ -87,6 +87,35 @@ def test_sparse_or_unordered_lsns_are_valid(spark, tmp_path) -> None:
     )
 
 
+def test_records_applied_are_counted_exactly_in_consecutive_and_sparse_files(
+    spark, tmp_path
+) -> None:
+    # Consecutive files get their count from positions, the others from the exact pass;
+    # both must count only the records inside the plan's range, at either end.
+    write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
+    write_segment(tmp_path, "s", 0, 10, 19, puts(range(10, 20)))
+    write_segment(tmp_path, "s", 1, 0, 9, puts([0, 2, 4, 6, 8]))
+    write_segment(tmp_path, "s", 1, 10, 19, puts([13, 10, 19, 16]))
+
+    def job(kind: str, target: int, bases=None):
+        args = JobArgs(
+            kind=kind,  # type: ignore[arg-type]
+            root=tmp_path.as_uri(),
+            stream="s",
+            partitions=(0, 1),
+            job_id=f"count-{kind}-{target}",
+            target_lsn=target,
+            bases=bases or {},
+        )
+        return {p.partition: p for p in run_job(spark, args).partitions}
+
+    boot = job("bootstrap", 4)
+    assert {p: r.changelog_rows for p, r in boot.items()} == {0: 5, 1: 3}  # 0..4; 0, 2, 4
+    restored = job("restore", 14, {p: r.prefix for p, r in boot.items()})
+    # 5..14; and 6, 8, 10, 13
+    assert {p: r.changelog_rows for p, r in restored.items()} == {0: 10, 1: 4}
+
+
 def test_overlapping_segments_are_named(spark, tmp_path) -> None:
     write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
     write_segment(tmp_path, "s", 0, 5, 14, puts(range(5, 15)))
