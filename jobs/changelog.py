@@ -27,7 +27,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from jobs.coverage import PartitionPlan, Segment
 from jobs.errors import ChangelogError
 from jobs.frames import union_all
-from jobs.schema import CHANGELOG_SCHEMA, KNOWN_OPS
+from jobs.schema import CHANGELOG_SCHEMA, KNOWN_OPS, OP_PUT
 from jobs.storage import ObjectStore
 
 _MAX_REPORTED_FILES = 5
@@ -67,6 +67,22 @@ def read_segments(spark: SparkSession, store: ObjectStore, plan: PartitionPlan) 
 def applied_changes(segments: DataFrame, plan: PartitionPlan) -> DataFrame:
     """``key, value, lsn, op`` of the records ``plan`` applies, from its ``segments``."""
     return segments.where(_applied(plan)).selectExpr("key", "value", "lsn", "op")
+
+
+def read_state_and_changes(
+    spark: SparkSession, store: ObjectStore, state_keys: Sequence[str], plan: PartitionPlan
+) -> DataFrame:
+    """One scan of a state's files (``state_keys``) and of ``plan``'s segments: ``key,
+    value, lsn, op``, the state's rows as puts (a snapshot file has no ``op``, which reads
+    as NULL) and the changes the plan applies. A changelog row with a NULL op passes as a
+    put here, but validation fails the job on it."""
+    paths = [*(store.uri(key) for key in state_keys), *(store.uri(s.key) for s in plan.segments)]
+    return (
+        spark.read.schema(CHANGELOG_SCHEMA)
+        .parquet(*paths)
+        .where(f"op IS NULL OR ({_applied(plan)})")
+        .selectExpr("key", "value", "lsn", f"coalesce(op, '{OP_PUT}') AS op")
+    )
 
 
 def validate_changelog(

@@ -21,7 +21,12 @@ from dataclasses import asdict, dataclass
 from pyspark.sql import DataFrame, SparkSession
 
 from jobs.args import JobArgs
-from jobs.changelog import applied_changes, read_segments, validate_changelog
+from jobs.changelog import (
+    applied_changes,
+    read_segments,
+    read_state_and_changes,
+    validate_changelog,
+)
 from jobs.compaction import compacted
 from jobs.concurrency import validate_while_writing
 from jobs.coverage import EMPTY_STATE_LSN, PartitionPlan, list_segments, plan_partition
@@ -92,6 +97,7 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
         inputs = list(pool.map(lambda plan: _inputs(spark, store, plan, bases), plans))
         base_rows = {i.partition: i.base_rows for i in inputs if i.base_rows is not None}
         changes = {i.partition: i.changes for i in inputs if i.changes is not None}
+        merge_inputs = {i.partition: i.merged for i in inputs if i.merged is not None}
         staging = staging_prefix(args.job_id, new_ulid())
 
         def compact_and_write() -> dict[int, list[StoredFile]]:
@@ -102,6 +108,7 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
                 partitions=args.partitions,
                 changes_in=sum(plan.records_at_most for plan in plans),
                 state_rows=sum(base.row_count for base in bases.values()),
+                merge_inputs=merge_inputs,
             ) as state:
                 return write_staged(state, store, staging, args.partitions, args.max_rows_per_file)
 
@@ -195,6 +202,7 @@ class _PartitionInputs:
     partition: int
     base_rows: DataFrame | None
     changes: DataFrame | None  # the records applied
+    merged: DataFrame | None  # both, from one scan (where there are both)
 
 
 def _inputs(
@@ -202,8 +210,14 @@ def _inputs(
 ) -> _PartitionInputs:
     base = bases.get(plan.partition)
     base_rows = read_base_rows(spark, store, base) if base and base.file_keys else None
-    changes = applied_changes(read_segments(spark, store, plan), plan) if plan.segments else None
-    return _PartitionInputs(plan.partition, base_rows, changes)
+    if not plan.segments:
+        return _PartitionInputs(plan.partition, base_rows, None, None)
+    changes = applied_changes(read_segments(spark, store, plan), plan)
+    merged = None
+    if base_rows is not None:
+        assert base is not None
+        merged = read_state_and_changes(spark, store, base.file_keys, plan)
+    return _PartitionInputs(plan.partition, base_rows, changes, merged)
 
 
 def _plan(
