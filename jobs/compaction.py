@@ -89,12 +89,17 @@ def compacted(
     count) choose the formulation; ``broadcast_max_rows`` defaults to the driver heap's
     budget. ``merge_inputs`` may give, for a partition with both, its state and changes
     in one frame of ``key, value, lsn, op`` (the state's rows as puts) read by one scan:
-    the merge then reads that in place of the two (half the scans to plan and start).
+    the merge then reads that in place of the two (half the scans to plan and start),
+    which ``states`` and ``changes`` may then leave out, when ``merges_into_state``.
     """
     merged = merge_inputs or {}
-    if not changes or (states and changes_in <= state_rows * merge_max_changes_per_state_row):
+    no_changes = not changes and not merged  # whatever the bound ``changes_in`` says
+    if no_changes or merges_into_state(changes_in, state_rows, merge_max_changes_per_state_row):
         yield _merge_into_state(spark, states, changes, merged, partitions)
         return
+    apart = [p for p in merged if p not in states or p not in changes]
+    if apart:
+        raise ValueError(f"partitions {apart}: joining needs their state and changes apart")
     budget = broadcast_budget_rows(spark) if broadcast_max_rows is None else broadcast_max_rows
     all_changes = _with_partition(changes, partitions)
     winners = all_changes.groupBy("partition", "key").agg(F.expr("max(lsn) AS winning_lsn"))
@@ -113,6 +118,18 @@ def compacted(
             yield _merge_into_state(spark, states, changes, merged, partitions)
     finally:
         winners.unpersist()
+
+
+def merges_into_state(
+    changes_in: int,
+    state_rows: int,
+    merge_max_changes_per_state_row: float = MERGE_MAX_CHANGES_PER_STATE_ROW,
+) -> bool:
+    """Whether ``compacted`` merges the changes into the state (rather than joining
+    broadcast winners first): no changes, or few enough per state row."""
+    if changes_in == 0:
+        return True
+    return state_rows > 0 and changes_in <= state_rows * merge_max_changes_per_state_row
 
 
 def broadcast_budget_rows(spark: SparkSession) -> int:

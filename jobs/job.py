@@ -27,7 +27,7 @@ from jobs.changelog import (
     read_state_and_changes,
     validate_changelog,
 )
-from jobs.compaction import compacted
+from jobs.compaction import compacted, merges_into_state
 from jobs.concurrency import validate_while_writing
 from jobs.coverage import EMPTY_STATE_LSN, PartitionPlan, list_segments, plan_partition
 from jobs.descriptors import Provenance, manifest, restore_descriptor
@@ -94,7 +94,13 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
         loaded = pool.map(lambda item: load_base(store, args.stream, *item), args.bases.items())
         bases = {base.partition: base for base in loaded}
         plans = list(pool.map(lambda p: _plan(store, args, p, bases.get(p)), args.partitions))
-        inputs = list(pool.map(lambda plan: _inputs(spark, store, plan, bases), plans))
+        changes_in = sum(plan.records_at_most for plan in plans)
+        state_rows = sum(base.row_count for base in bases.values())
+        # A merge reads each partition's state and changes in one scan; a join, apart.
+        one_scan = merges_into_state(changes_in, state_rows)
+        inputs = list(
+            pool.map(lambda plan: _inputs(spark, store, plan, bases, one_scan=one_scan), plans)
+        )
         base_rows = {i.partition: i.base_rows for i in inputs if i.base_rows is not None}
         changes = {i.partition: i.changes for i in inputs if i.changes is not None}
         merge_inputs = {i.partition: i.merged for i in inputs if i.merged is not None}
@@ -106,8 +112,8 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
                 base_rows,
                 changes,
                 partitions=args.partitions,
-                changes_in=sum(plan.records_at_most for plan in plans),
-                state_rows=sum(base.row_count for base in bases.values()),
+                changes_in=changes_in,
+                state_rows=state_rows,
                 merge_inputs=merge_inputs,
             ) as state:
                 return write_staged(state, store, staging, args.partitions, args.max_rows_per_file)
@@ -202,22 +208,25 @@ class _PartitionInputs:
     partition: int
     base_rows: DataFrame | None
     changes: DataFrame | None  # the records applied
-    merged: DataFrame | None  # both, from one scan (where there are both)
+    merged: DataFrame | None  # or both, from one scan, for a merge
 
 
 def _inputs(
-    spark: SparkSession, store: ObjectStore, plan: PartitionPlan, bases: dict[int, BaseSnapshot]
+    spark: SparkSession,
+    store: ObjectStore,
+    plan: PartitionPlan,
+    bases: dict[int, BaseSnapshot],
+    *,
+    one_scan: bool,
 ) -> _PartitionInputs:
     base = bases.get(plan.partition)
-    base_rows = read_base_rows(spark, store, base) if base and base.file_keys else None
-    if not plan.segments:
-        return _PartitionInputs(plan.partition, base_rows, None, None)
-    changes = applied_changes(read_segments(spark, store, plan), plan)
-    merged = None
-    if base_rows is not None:
-        assert base is not None
-        merged = read_state_and_changes(spark, store, base.file_keys, plan)
-    return _PartitionInputs(plan.partition, base_rows, changes, merged)
+    state_keys = base.file_keys if base is not None else ()
+    if one_scan and state_keys and plan.segments:
+        merged = read_state_and_changes(spark, store, state_keys, plan)
+        return _PartitionInputs(plan.partition, None, None, merged)
+    base_rows = read_base_rows(spark, store, base) if base is not None and state_keys else None
+    changes = applied_changes(read_segments(spark, store, plan), plan) if plan.segments else None
+    return _PartitionInputs(plan.partition, base_rows, changes, None)
 
 
 def _plan(

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from jobs_support import Record, oracle
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
-from jobs.compaction import compacted
+from jobs.compaction import compacted, merges_into_state
 
 pytestmark = pytest.mark.spark
 
@@ -116,3 +116,36 @@ def by_partition(spark, rows: list[tuple], schema: str) -> dict:
         if mine:
             frames[partition] = spark.createDataFrame(mine, schema.split(", ", 1)[1])
     return frames
+
+
+@pytest.mark.parametrize(
+    ("changes_in", "state_rows", "merges"),
+    [(0, 0, True), (0, 5, True), (10, 0, False), (10, 10, True), (11, 10, False)],
+)
+def test_the_counts_choose_the_merge_at_most_one_change_per_state_row(
+    changes_in, state_rows, merges
+) -> None:
+    assert merges_into_state(changes_in, state_rows) is merges
+
+
+def test_a_join_refuses_a_partition_given_only_as_one_scan(spark) -> None:
+    # A caller that read a partition's state and changes as one frame, for a merge, cannot
+    # have it joined: the join needs them apart, and would otherwise leave it out.
+    both = spark.createDataFrame(
+        [("a", b"v", 1, "put")], "key string, value binary, lsn long, op string"
+    )
+    changes = {3: spark.createDataFrame([("b", b"w", 2, "put")], CHANGES_TYPE.split(", ", 1)[1])}
+    with (
+        pytest.raises(ValueError, match=r"partitions \[0\]: joining needs"),
+        compacted(
+            spark,
+            {},
+            changes,
+            partitions=PARTITIONS,
+            changes_in=2,
+            state_rows=1,
+            merge_inputs={0: both},
+            merge_max_changes_per_state_row=0.0,
+        ),
+    ):
+        pass
