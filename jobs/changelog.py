@@ -34,7 +34,7 @@ _MAX_REPORTED_FILES = 5
 _KNOWN_OPS_SQL = ", ".join(f"'{op}'" for op in KNOWN_OPS)
 # Expressions are SQL text throughout: one py4j call each, where a Column built from
 # functions costs one per function and operand.
-_FILE_STATS_SQL = (  # per (partition, file)
+_FILE_STATS_SQL = (  # per file
     "count(1) AS rows",
     "count(lsn) AS lsns",
     "min(lsn) AS min_lsn",

@@ -153,8 +153,7 @@ def _merge_into_state(
 
     # Each branch costs py4j round trips and an analysis in the JVM: built several at once.
     with ThreadPoolExecutor(max_workers=_BRANCH_THREADS) as pool:
-        branches = pool.map(branch, partitions)
-        merged = [branch for branch in branches if branch is not None]
+        merged = [frame for frame in pool.map(branch, partitions) if frame is not None]
     return union_all(merged) or spark.createDataFrame([], STATE_OUTPUT_TYPE)
 
 
