@@ -5,14 +5,17 @@ from __future__ import annotations
 import copy
 import importlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from snapledger.errors import JobStartError
 from snapledger.layout import segment_key
+from snapledger.runtime import use_runtime
 from snapledger.services.registration import register_manifest
 from tests.functions.support import s3_put_event, sample_event
-from tests.support import write_segments, write_snapshot
+from tests.support import FakeRunner, write_segments, write_snapshot
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
 LAUNCH_EVENTS = sorted(EVENTS_DIR.glob("launch-*.json"))
@@ -144,6 +147,31 @@ def test_failure_reason_from_the_event_is_recorded(
         emr_event(job["run_id"], "FAILED", "Job failed, ExitCode: 3. error: bad data"), context
     )
     assert "bad data" in rt.jobs.get(job["job_id"]).failure_reason
+
+
+class RunnerThatCannotReadRuns(FakeRunner):
+    """Starts jobs, but GetJobRun is refused (AccessDenied, or the run is not found)."""
+
+    def status(self, run_id):
+        raise JobStartError(f"EMR Serverless could not read job run {run_id} (AccessDenied): no")
+
+
+def test_a_failed_event_without_a_cause_for_a_run_that_cannot_be_read_is_recorded(
+    seeded, rt, launch_handler, job_state_handler, context
+):
+    # Given a job whose run GetJobRun cannot read, and an unknown run
+    use_runtime(replace(rt, runner=RunnerThatCannotReadRuns()))
+    job = launch_handler({"action": "restore", "stream": "orders", "partition": 3}, context)
+    # When FAILED arrives for each in AWS's sample shape (no stateDetails)
+    known = job_state_handler(emr_event(job["run_id"], "FAILED"), context)
+    foreign = job_state_handler(emr_event("00f1cbn5g4bb0c01", "FAILED"), context)
+    # Then the known job is FAILED with the look-up's error in its cause; the other ignored
+    assert known["ok"] and known["recorded"]
+    recorded = rt.jobs.get(job["job_id"])
+    assert recorded.state.value == "FAILED"
+    assert "reading the job run failed" in recorded.failure_reason
+    assert "AccessDenied" in recorded.failure_reason
+    assert foreign["ok"] and not foreign["recorded"]
 
 
 def test_malformed_job_state_event_names_the_field(job_state_handler, context):

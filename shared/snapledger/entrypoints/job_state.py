@@ -6,12 +6,17 @@ acted on). Events are best effort and may repeat or arrive out of order.
 
 from __future__ import annotations
 
+import logging
+
 from pydantic import Field
 
 from snapledger.entrypoints.answers import Answer, MetricSink, count, ok
 from snapledger.entrypoints.payloads import AwsEvent
+from snapledger.errors import SnapledgerError
 from snapledger.runtime import Runtime
 from snapledger.services.job_state import record_job_state
+
+_log = logging.getLogger(__name__)
 
 SUBJECT = "EMR Serverless job run state change"
 INVALID_METRIC = "JobState_malformed_event"
@@ -39,7 +44,7 @@ def answer_job_state(event: JobRunStateChange, rt: Runtime, metrics: MetricSink)
     reason = detail.state_details or None
     if reason is None and detail.state.upper() in FAILED_STATES:
         # The event may omit the cause: ask the runner once (best effort).
-        reason = rt.runner.status(detail.job_run_id).reason
+        reason = _cause_from_runner(rt, detail.job_run_id, detail.state)
     result = record_job_state(
         run_id=detail.job_run_id,
         job_name=detail.job_run_name,
@@ -51,3 +56,17 @@ def answer_job_state(event: JobRunStateChange, rt: Runtime, metrics: MetricSink)
     )
     count(metrics, f"JobState_{detail.state.lower()}")
     return ok(**result.to_dict())
+
+
+def _cause_from_runner(rt: Runtime, run_id: str, state: str) -> str | None:
+    """What the runner says of the run; a failed look-up becomes part of the cause.
+
+    The event is recorded either way: a run that is not snapledger's is ignored by
+    ``record_job_state`` and a known job is marked failed, whatever the look-up answered.
+    Raising here would retry the event into the dead-letter queue and lose the failure.
+    """
+    try:
+        return rt.runner.status(run_id).reason
+    except SnapledgerError as exc:
+        _log.warning("could not read the cause of %s run %s: %s", state, run_id, exc)
+        return f"{state} (the event gave no cause, and reading the job run failed: {exc})"
