@@ -1,10 +1,8 @@
 # snapledger: the two commands a newcomer needs are `make demo` and `make test`.
 SHELL := bash
-UV_VERSION := 0.13.9
-UV := $(shell command -v uv 2>/dev/null)
-ifeq ($(UV),)
-UV := python3 -m uv
-endif
+# uv on PATH, else `python3 -m uv`, else the pinned uv bootstrapped into .local/uv (works
+# where the system Python refuses `pip install`, PEP 668): see tools/project-uv.
+UV := tools/project-uv
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
@@ -13,7 +11,6 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar
 
 .venv/.synced: pyproject.toml uv.lock
-	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet "uv==$(UV_VERSION)"
 	$(UV) sync --frozen
 	@touch $@
 
@@ -38,8 +35,9 @@ bench: setup
 demo: setup
 	$(UV) run --frozen python -m snapledger.local.demo $(DEMO_ARGS)
 
+# The same command cdk.json gives the CDK CLI.
 synth: setup
-	$(UV) run --frozen python -m infra.app
+	tools/cdk-app
 
 schema: setup
 	$(UV) run --frozen python -m snapledger.models.schema_export
