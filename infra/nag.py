@@ -13,6 +13,9 @@ the stack (bucket notifications, AwsCustomResource), whose code and roles CDK ow
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from aws_cdk import Acknowledgment, CfnResource, Stack, Validations
 from constructs import IConstruct
 
@@ -24,10 +27,34 @@ BUCKET_NOTIFICATIONS_HANDLER = "BucketNotificationsHandler050a0587b7544547bf325f
 AWS_CUSTOM_RESOURCE_PROVIDER = "AWS679f53fac002430cb0da5b7982bd2287"
 
 
+# While ``acknowledgments_withheld`` is active: (construct path, rule id) of each
+# acknowledgment the app asked for, which is not applied.
+_withheld: list[tuple[str, str]] | None = None
+
+
+@contextmanager
+def acknowledgments_withheld() -> Iterator[list[tuple[str, str]]]:
+    """Build an app whose acknowledgments are recorded instead of applied.
+
+    cdk-nag then reports every finding, so a test can check that each acknowledgment still
+    answers a finding on its construct (a stale one hides nothing today, but would silently
+    hide a new finding of the same rule tomorrow).
+    """
+    global _withheld  # noqa: PLW0603 - one recording at a time, for tests
+    _withheld = []
+    try:
+        yield _withheld
+    finally:
+        _withheld = None
+
+
 def acknowledge(scope: IConstruct, reason: str, *rule_ids: str) -> None:
     """Acknowledge ``rule_ids`` on ``scope`` and everything under it, for ``reason``."""
     if not reason.strip():
         raise ValueError("every cdk-nag acknowledgment needs a written reason")
+    if _withheld is not None:
+        _withheld.extend((scope.node.path, rule) for rule in rule_ids)
+        return
     Validations.of(scope).acknowledge(
         *(Acknowledgment(id=rule, reason=reason) for rule in rule_ids)
     )
@@ -56,13 +83,6 @@ def acknowledge_cdk_providers(stack: Stack) -> None:
             "deploy time) uses AWSLambdaBasicExecutionRole only to write its own logs.",
             f"AwsSolutions-IAM4[{BASIC_EXECUTION_ROLE}]",
         )
-        acknowledge(
-            notifications,
-            "aws-cdk-lib grants its singleton bucket-notifications handler "
-            "s3:PutBucketNotification on '*' (one handler serves every bucket in a stack); "
-            "it runs only during deployment.",
-            iam5("Resource::*"),
-        )
     provider = stack.node.try_find_child(AWS_CUSTOM_RESOURCE_PROVIDER)
     if provider is not None:
         acknowledge(
@@ -71,10 +91,4 @@ def acknowledge_cdk_providers(stack: Stack) -> None:
             "if missing) uses AWSLambdaBasicExecutionRole only to write its own logs; its SDK "
             "call has a separate policy scoped to that registry.",
             f"AwsSolutions-IAM4[{BASIC_EXECUTION_ROLE}]",
-        )
-        acknowledge(
-            provider,
-            "The AwsCustomResource provider's Node.js runtime is chosen by aws-cdk-lib, not "
-            "by this app; the function runs only at deploy time.",
-            "AwsSolutions-L1",
         )

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from aws_cdk import Annotations, CfnOutput, Stack
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra import names
@@ -22,6 +23,7 @@ from infra.constructs.console_events import ConsoleTestEvents
 from infra.constructs.emr import SparkJobs
 from infra.constructs.events import EventRouting, LedgerEventBus
 from infra.constructs.functions import FunctionInputs, LedgerFunctions
+from infra.constructs.guardrails import deny_history_rewrites
 from infra.constructs.ledger_table import LedgerTable
 from infra.constructs.observability import Observability
 from infra.constructs.storage import SnapshotStorage
@@ -116,8 +118,18 @@ class SnapledgerStack(Stack):
                     "snapledger:console-events",
                     f"no console test events for {name}: add {sources.events_dir}/{name}-*.json",
                 )
+        for role in self.own_roles():
+            deny_history_rewrites(role, self.storage.bucket)
         self._build_outputs()
         acknowledge_cdk_providers(self)
+
+    def own_roles(self) -> list[iam.IRole]:
+        """Every role snapledger's own code or services run as (not CDK's deploy helpers)."""
+        roles: list[iam.IRole] = [self.spark.job_role, self.events.pipe_role]
+        for function in self.functions.functions.values():
+            if function.role is not None:
+                roles.append(function.role)
+        return roles
 
     def _build_outputs(self) -> None:
         CfnOutput(

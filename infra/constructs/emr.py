@@ -124,26 +124,44 @@ class SparkJobs(Construct):
         )
 
     def _grant_job_role(self, bucket: s3.IBucket) -> None:
+        """Exactly the S3 calls a job makes (AWS's sample runtime policy: Get, Put, List,
+        Delete), each on the prefixes it needs; no grant_* action groups.
+
+        Reads: the changelog and the base snapshot. Scratch: Spark writes its output (and its
+        commit protocol's temporary files) under _staging/, which the job owns entirely.
+        Results: finished files are renamed (copied) into a new snapshot prefix or a restore
+        prefix, and the job writes the manifest or restore descriptor last.
+        """
         role = self.job_role
-        # Reads: the changelog and the base snapshot.
-        bucket.grant_read(role, f"{names.CHANGELOG_PREFIX}*")
-        bucket.grant_read(role, f"{names.SNAPSHOTS_PREFIX}*")
-        # Scratch: Spark writes its output (and its commit protocol's temporary files) under
-        # _staging/, which the job owns entirely.
-        bucket.grant_read_write(role, f"{names.STAGING_PREFIX}*")
-        # Results: finished files are renamed (copied) into a new snapshot prefix or a
-        # restore prefix, and the job writes the manifest or restore descriptor last.
-        bucket.grant_put(role, f"{names.SNAPSHOTS_PREFIX}*")
-        bucket.grant_read_write(role, f"{names.RESTORES_PREFIX}*")
-        bucket.grant_put(role, f"{names.EMR_LOGS_PREFIX}*")
-        # Under snapshots/ the job may delete EMRFS folder markers, never data or manifests.
+        snapshots, changelog = names.SNAPSHOTS_PREFIX, names.CHANGELOG_PREFIX
+        staging, restores = names.STAGING_PREFIX, names.RESTORES_PREFIX
+        statements = {
+            "ReadInputsAndOwnOutputs": (
+                ["s3:GetObject"],
+                [f"{p}*" for p in (changelog, snapshots, staging, restores)],
+            ),
+            "WriteOutputsAndLogs": (
+                ["s3:PutObject", "s3:AbortMultipartUpload"],
+                [f"{p}*" for p in (snapshots, staging, restores, names.EMR_LOGS_PREFIX)],
+            ),
+            # Deletes: its own scratch and restore outputs; under snapshots/ only EMRFS
+            # folder markers, never data or manifests.
+            "DeleteScratchAndFolderMarkers": (
+                ["s3:DeleteObject"],
+                [f"{staging}*", f"{restores}*", f"{snapshots}{names.EMRFS_FOLDER_MARKER}"],
+            ),
+        }
+        for sid, (actions, patterns) in statements.items():
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    sid=sid,
+                    actions=actions,
+                    resources=[bucket.arn_for_objects(pattern) for pattern in patterns],
+                )
+            )
         role.add_to_policy(
             iam.PolicyStatement(
-                sid="DeleteFolderMarkersUnderSnapshots",
-                actions=["s3:DeleteObject"],
-                resources=[
-                    bucket.arn_for_objects(f"{names.SNAPSHOTS_PREFIX}{names.EMRFS_FOLDER_MARKER}")
-                ],
+                sid="ListTheBucket", actions=["s3:ListBucket"], resources=[bucket.bucket_arn]
             )
         )
         # The job code: exactly the two asset objects (Asset.grant_read would open the whole
@@ -162,15 +180,16 @@ class SparkJobs(Construct):
         acknowledge(
             role,
             "Spark jobs read and write objects whose keys exist only at run time, so each "
-            "object ARN ends in its prefix wildcard: reads under changelog/ and snapshots/, "
-            "writes under snapshots/, restores/ and emr-logs/, and its own _staging/ scratch.",
+            "object ARN ends in its prefix wildcard: reads under changelog/, snapshots/, "
+            "_staging/ and restores/; writes under snapshots/, _staging/, restores/ and "
+            "emr-logs/; deletes under _staging/ and restores/ (which jobs own).",
             *(
                 iam5(f"Resource::{bucket_arn}/{prefix}*")
                 for prefix in (
-                    names.CHANGELOG_PREFIX,
-                    names.SNAPSHOTS_PREFIX,
-                    names.STAGING_PREFIX,
-                    names.RESTORES_PREFIX,
+                    changelog,
+                    snapshots,
+                    staging,
+                    restores,
                     names.EMR_LOGS_PREFIX,
                 )
             ),
@@ -179,17 +198,5 @@ class SparkJobs(Construct):
             role,
             "EMRFS removes its '<dir>_$folder$' marker objects once files land in a prefix; "
             "this pattern matches only those markers, never snapshot data or manifests.",
-            iam5(f"Resource::{bucket_arn}/{names.SNAPSHOTS_PREFIX}{names.EMRFS_FOLDER_MARKER}"),
-        )
-        acknowledge(
-            role,
-            "These action groups are what CDK's bucket.grant_read / grant_put / "
-            "grant_read_write emit (object reads, listing, multipart-upload abort, and delete "
-            "within _staging/ and restores/, which jobs own); each is limited to the prefixes "
-            "above.",
-            iam5("Action::s3:GetObject*"),
-            iam5("Action::s3:GetBucket*"),
-            iam5("Action::s3:List*"),
-            iam5("Action::s3:Abort*"),
-            iam5("Action::s3:DeleteObject*"),
+            iam5(f"Resource::{bucket_arn}/{snapshots}{names.EMRFS_FOLDER_MARKER}"),
         )

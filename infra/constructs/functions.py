@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import jsii
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
@@ -23,6 +23,7 @@ from infra.constructs.emr import EMR_SERVICE_PRINCIPAL, SparkJobs
 from infra.nag import acknowledge, arn_of, iam5
 from infra.packaging import stage_function_code
 from snapledger import settings
+from snapledger.adapters.table_definition import KIND_INDEX
 
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 ASYNC_RETRY_ATTEMPTS = 2
@@ -92,10 +93,23 @@ SPECS: dict[str, FunctionSpec] = {
 if set(SPECS) != set(FUNCTION_NAMES):  # pragma: no cover - a programming error
     raise RuntimeError("infra FunctionSpec names must match constants.FUNCTION_NAMES")
 
-_TABLE_INDEX_REASON = (
-    "DynamoDB grant_*_data adds <table ARN>/index/* so the function can query the sparse "
-    "by_kind GSI (all lineages / all jobs); it is this table's indexes only."
-)
+# The table calls each function's code makes, and nothing else. Every write is a
+# conditional Put (alone, or inside TransactWriteItems, which IAM checks as one PutItem per
+# item); GetItem reads one item (a job, a policy), BatchGetItem loads a lineage's HEAD and
+# snapshot items for a command, Query reads events, segments and pages. gc's DeleteItem
+# removes its resume checkpoint when a run completes. tests/deployed runs every path.
+_GET, _BATCH_GET, _QUERY = "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"
+_PUT, _DELETE = "dynamodb:PutItem", "dynamodb:DeleteItem"
+LEDGER_ACTIONS: dict[str, tuple[str, ...]] = {
+    "register": (_BATCH_GET, _PUT),
+    "track_changelog": (_GET, _BATCH_GET, _QUERY, _PUT),
+    "launch": (_GET, _BATCH_GET, _QUERY, _PUT),
+    "job_state": (_GET, _BATCH_GET, _PUT),
+    "query": (_GET, _QUERY),
+    "gc": (_GET, _BATCH_GET, _QUERY, _PUT, _DELETE),
+}
+# Functions that list all lineages or all jobs through the sparse by_kind index.
+KIND_INDEX_READERS = ("query", "gc")
 _XRAY_REASON = (
     "Active X-Ray tracing (Powertools Tracer): xray:PutTraceSegments and "
     "xray:PutTelemetryRecords do not support resource-level permissions."
@@ -201,11 +215,11 @@ class LedgerFunctions(Construct):
             description=f"snapledger {spec.name} function",
         )
         log_group.grant_write(role)
-        on_failure: destinations.SqsDestination | None = None
+        on_failure: FailureQueue | None = None
         if spec.name in names.ASYNC_FUNCTIONS:
             queue = self._build_dead_letter_queue(construct_id)
             self.dead_letter_queues[spec.name] = queue
-            on_failure = destinations.SqsDestination(queue)
+            on_failure = FailureQueue(queue)
         function = lambda_.Function(
             self,
             construct_id,
@@ -239,34 +253,50 @@ class LedgerFunctions(Construct):
         return function
 
     # --- grants ----------------------------------------------------------------------------
+    #
+    # Each function is granted exactly the calls its code makes, spelled out (no CDK grant_*
+    # action groups): tests/deployed runs every path of every function under the role
+    # synthesized here, with IAM enforced, and fails on a refused call or an unused grant.
 
     def _grant(self) -> None:
         fn = self.functions
         snapshots, changelog = names.SNAPSHOTS_PREFIX, names.CHANGELOG_PREFIX
 
-        # register: reads manifests and lists snapshot files; it can never delete objects.
-        self._grant_table(fn["register"], write=True)
-        self._grant_objects(fn["register"], snapshots, "reads manifests and lists snapshot files")
+        # register: reads the manifest, lists the snapshot's files; never deletes objects.
+        self._grant_ledger("register")
+        self._grant_objects(fn["register"], "s3:GetObject", snapshots, "reads manifests")
+        self._grant_listing(fn["register"])
 
-        # track_changelog: reads segment objects, records counts, starts compactions.
-        self._grant_table(fn["track_changelog"], write=True)
-        self._grant_objects(fn["track_changelog"], changelog, "reads changelog segments")
-
-        # launch: resolves the snapshot, checks changelog coverage, pins, starts the job.
-        self._grant_table(fn["launch"], write=True)
-        self._grant_objects(fn["launch"], snapshots, "reads snapshot manifests")
-        self._grant_objects(fn["launch"], changelog, "lists changelog segments for coverage")
-
-        # job_state: the ledger only.
-        self._grant_table(fn["job_state"], write=True)
-
-        # query: read only.
-        self._grant_table(fn["query"], write=False)
-
-        # gc: the only function that may delete objects, and only snapshot objects.
-        self._grant_table(fn["gc"], write=True)
+        # track_changelog: heads segment objects, records counts, starts compactions (which
+        # lists the changelog for coverage).
+        self._grant_ledger("track_changelog")
         self._grant_objects(
-            fn["gc"], snapshots, "lists and deletes expired and orphaned snapshots", delete=True
+            fn["track_changelog"], "s3:GetObject", changelog, "reads a segment's size (HEAD)"
+        )
+        self._grant_listing(fn["track_changelog"])
+
+        # launch: resolves the snapshot in the ledger, lists the changelog for coverage,
+        # pins, starts the job.
+        self._grant_ledger("launch")
+        self._grant_listing(fn["launch"])
+
+        # job_state: the ledger only (and GetJobRun, below).
+        self._grant_ledger("job_state")
+
+        # query: read only; the sparse by_kind index lists lineages and jobs.
+        self._grant_ledger("query")
+
+        # gc: the only function that deletes objects: expired and orphaned snapshots, and
+        # changelog segments below the trim point (delete_changelog_below_trim). DeleteItem
+        # removes its resume checkpoint when a run completes.
+        self._grant_ledger("gc")
+        self._grant_listing(fn["gc"])
+        self._grant_objects(
+            fn["gc"],
+            "s3:DeleteObject",
+            snapshots,
+            "deletes expired and orphaned snapshots and segments below the trim point",
+            changelog,
         )
 
         for name in names.JOB_STARTING_FUNCTIONS:
@@ -274,41 +304,55 @@ class LedgerFunctions(Construct):
         for name in names.JOB_READING_FUNCTIONS:
             self._grant_job_reads(fn[name])
 
-    def _grant_table(self, function: lambda_.Function, *, write: bool) -> None:
-        table = self._inputs.table
-        if write:
-            table.grant_read_write_data(function)
-        else:
-            table.grant_read_data(function)
-        acknowledge(
-            _role(function), _TABLE_INDEX_REASON, iam5(f"Resource::{arn_of(table)}/index/*")
+    def _grant_ledger(self, function_name: str) -> None:
+        function = self.functions[function_name]
+        table_arn = self._inputs.table.table_arn
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="Ledger", actions=list(LEDGER_ACTIONS[function_name]), resources=[table_arn]
+            )
+        )
+        if function_name in KIND_INDEX_READERS:
+            function.add_to_role_policy(
+                iam.PolicyStatement(
+                    sid="LedgerKindIndex",
+                    actions=["dynamodb:Query"],
+                    resources=[f"{table_arn}/index/{KIND_INDEX}"],
+                )
+            )
+
+    def _grant_listing(self, function: lambda_.Function) -> None:
+        # ListBucket is a bucket-level action: it returns key names (never data) of this
+        # bucket only; object reads and deletes stay limited to their prefixes.
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="ListTheBucket",
+                actions=["s3:ListBucket"],
+                resources=[self._inputs.bucket.bucket_arn],
+            )
         )
 
     def _grant_objects(
-        self, function: lambda_.Function, prefix: str, what: str, *, delete: bool = False
+        self,
+        function: lambda_.Function,
+        action: str,
+        prefix: str,
+        what: str,
+        *more_prefixes: str,
     ) -> None:
         bucket = self._inputs.bucket
-        bucket.grant_read(function, f"{prefix}*")
-        findings = [
-            iam5("Action::s3:GetObject*"),
-            iam5("Action::s3:GetBucket*"),
-            iam5("Action::s3:List*"),
-            iam5(f"Resource::{arn_of(bucket)}/{prefix}*"),
-        ]
-        if delete:
-            bucket.grant_delete(function, f"{prefix}*")
-            findings.append(iam5("Action::s3:DeleteObject*"))
+        prefixes = (prefix, *more_prefixes)
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=[action],
+                resources=[bucket.arn_for_objects(f"{p}*") for p in prefixes],
+            )
+        )
         acknowledge(
             _role(function),
-            f"The function {what} under {prefix}: object keys are known only at run time, so "
-            "the object ARN ends in the prefix wildcard; the s3:GetObject*/GetBucket*/List*"
-            + ("/DeleteObject*" if delete else "")
-            + " action groups are what CDK's bucket.grant_read"
-            + ("/grant_delete" if delete else "")
-            + " emit for read"
-            + (" and delete" if delete else "")
-            + " on that prefix only.",
-            *findings,
+            f"The function {what} ({action}) under {', '.join(prefixes)}: object keys are "
+            "known only at run time, so each object ARN ends in its prefix wildcard.",
+            *(iam5(f"Resource::{arn_of(bucket)}/{p}*") for p in prefixes),
         )
 
     def _grant_job_starts(self, function: lambda_.Function) -> None:
@@ -359,6 +403,36 @@ class LedgerFunctions(Construct):
             "StartJobRun, so the ARN ends in jobruns/*.",
             iam5(f"Resource::{arn_of(spark.application)}/jobruns/*"),
         )
+
+
+@jsii.implements(lambda_.IDestination)
+class FailureQueue:
+    """An SQS on-failure destination granting only ``sqs:SendMessage``, the one call Lambda
+    makes with the function's role to deliver a failed asynchronous event.
+
+    (``aws_lambda_destinations.SqsDestination`` also grants GetQueueAttributes and
+    GetQueueUrl, which delivery never calls.)
+    """
+
+    def __init__(self, queue: sqs.IQueue) -> None:
+        self.queue = queue
+
+    def bind(
+        self,
+        scope: Construct,
+        fn: lambda_.IFunction,
+        *,
+        type: lambda_.DestinationType | None = None,
+    ) -> lambda_.DestinationConfig:
+        del scope, type
+        fn.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="DeliverFailedEvents",
+                actions=["sqs:SendMessage"],
+                resources=[self.queue.queue_arn],
+            )
+        )
+        return lambda_.DestinationConfig(destination=self.queue.queue_arn)
 
 
 def _role(function: lambda_.Function) -> iam.IRole:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
+from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Annotations, Match
 from cdk_nag import AwsSolutionsChecks
 from cfnlint.api import ManualArgs, lint  # type: ignore[import-untyped]
 
+from infra.app import build_app
+from infra.nag import acknowledgments_withheld
 from tests.infra.conftest import Synthesized
 
 LINT_REGIONS = ["us-east-1", "eu-west-1"]
@@ -39,8 +44,47 @@ def test_synth_left_no_error_annotations(synth: Synthesized) -> None:
 def test_synth_wrote_a_clean_validation_report(synth: Synthesized) -> None:
     # Given the report CDK writes when validation plugins (cdk-nag) run during synth
     report = json.loads((synth.outdir / "validation-report.json").read_text(encoding="utf-8"))
-    # Then no plugin reported a violation
-    assert all(not r.get("violations") for r in report.get("pluginReports", []))
+    # Then no plugin reported a violation (CDK lists a plugin only when it found something)
+    assert report["title"] == "Validation Report"
+    assert report["pluginReports"] == []
+
+
+def test_synth_runs_the_aws_solutions_pack_and_fails_on_a_finding(tmp_path: Path) -> None:
+    # Given the app as infra.app builds it, plus one resource that breaks an AwsSolutions rule
+    app, stack = build_app(outdir=str(tmp_path))
+    sqs.Queue(stack, "QueueWithoutTls")
+    # When it is synthesized, Then synth fails and the report names the pack and the rule
+    with pytest.raises(RuntimeError, match="ValidationFailed"):
+        app.synth()
+    report = json.loads((tmp_path / "validation-report.json").read_text(encoding="utf-8"))
+    (plugin,) = report["pluginReports"]
+    assert plugin["pluginName"] == "AwsSolutions"
+    assert plugin["conclusion"] == "failure"
+    rules = {v["ruleName"] for v in plugin["violations"]}
+    assert "AwsSolutions-SQS4" in rules
+
+
+def test_every_acknowledgment_answers_a_finding(tmp_path: Path) -> None:
+    # Given the app built with its acknowledgments recorded, not applied
+    with acknowledgments_withheld() as acknowledged:
+        app, _ = build_app(outdir=str(tmp_path))
+    report = AwsSolutionsChecks(verbose=True).validate_scope(app)
+    findings = [
+        (resource.construct_path, violation.rule_name)
+        for violation in report.violations
+        for resource in violation.violating_resources
+    ]
+    # Then each acknowledgment matches a finding of its rule on its construct or below it
+    stale = [
+        (path, rule)
+        for path, rule in acknowledged
+        if not any(
+            found_rule == rule and (found_path == path or found_path.startswith(f"{path}/"))
+            for found_path, found_rule in findings
+        )
+    ]
+    assert acknowledged
+    assert stale == []
 
 
 def test_cfn_lint_finds_no_errors(synth: Synthesized) -> None:

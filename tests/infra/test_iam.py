@@ -36,7 +36,13 @@ def _statements_of_role(synth: Synthesized, role: IConstruct) -> list[dict[str, 
 
 
 def _actions(statements: list[dict[str, Any]]) -> set[str]:
-    return {action for s in statements for action in _as_list(s["Action"])}
+    """The actions the statements allow (explicit denies are checked on their own)."""
+    return {
+        action
+        for s in statements
+        if s.get("Effect", "Allow") == "Allow"
+        for action in _as_list(s["Action"])
+    }
 
 
 def _function_role(synth: Synthesized, name: str) -> iam.IRole:
@@ -97,7 +103,7 @@ def test_every_acknowledgment_carries_a_reason(synth: Synthesized) -> None:
 def test_register_cannot_delete_objects(synth: Synthesized) -> None:
     actions = _actions(_statements_of_role(synth, _function_role(synth, "register")))
     assert not any(a.startswith("s3:Delete") for a in actions)
-    assert {"s3:GetObject*", "s3:List*"} <= actions
+    assert {"s3:GetObject", "s3:ListBucket"} <= actions
     assert "dynamodb:PutItem" in actions
 
 
@@ -113,13 +119,47 @@ def test_only_gc_may_delete_objects(synth: Synthesized) -> None:
     assert deleters == {"gc"}
 
 
-def test_gc_deletes_only_under_snapshots(synth: Synthesized) -> None:
+def test_gc_deletes_exactly_objects_under_snapshots_and_changelog(synth: Synthesized) -> None:
+    # (tests/deployed executes both deletes under this role: expiry and the trim point)
     bucket_arn = {"Fn::GetAtt": [synth.logical_id(synth.stack.storage.bucket), "Arn"]}
-    for statement in _statements_of_role(synth, _function_role(synth, "gc")):
-        if any(a.startswith("s3:Delete") for a in _as_list(statement["Action"])):
-            assert _as_list(statement["Resource"]) == [
-                {"Fn::Join": ["", [bucket_arn, "/snapshots/*"]]}
-            ]
+    deletes = [
+        s
+        for s in _statements_of_role(synth, _function_role(synth, "gc"))
+        if s["Effect"] == "Allow" and any(a.startswith("s3:Delete") for a in _as_list(s["Action"]))
+    ]
+    assert [_as_list(s["Action"]) for s in deletes] == [["s3:DeleteObject"]]
+    resources = sorted(json.dumps(r, sort_keys=True) for r in _as_list(deletes[0]["Resource"]))
+    assert resources == sorted(
+        json.dumps({"Fn::Join": ["", [bucket_arn, suffix]]}, sort_keys=True)
+        for suffix in ("/snapshots/*", "/changelog/*")
+    )
+
+
+def test_no_role_allows_an_action_group(synth: Synthesized) -> None:
+    # Given every snapledger role: actions are spelled out, never CDK's grant_* groups
+    for role in synth.stack.own_roles():
+        for action in _actions(_statements_of_role(synth, role)):
+            assert "*" not in action, f"{role.node.path}: {action}"
+
+
+def test_every_snapledger_role_is_denied_rewriting_the_buckets_history(
+    synth: Synthesized,
+) -> None:
+    bucket_arn = {"Fn::GetAtt": [synth.logical_id(synth.stack.storage.bucket), "Arn"]}
+    for role in synth.stack.own_roles():
+        denies = [s for s in _statements_of_role(synth, role) if s["Effect"] == "Deny"]
+        assert len(denies) == 1, role.node.path
+        assert set(_as_list(denies[0]["Action"])) == {
+            "s3:DeleteObjectVersion",
+            "s3:PutBucketVersioning",
+            "s3:PutLifecycleConfiguration",
+        }
+        assert _as_list(denies[0]["Resource"]) == [
+            bucket_arn,
+            {"Fn::Join": ["", [bucket_arn, "/*"]]},
+        ]
+    names_of_roles = {r.node.path for r in synth.stack.own_roles()}
+    assert len(names_of_roles) == len(FUNCTION_NAMES) + 2  # functions, the job, the Pipe
 
 
 def test_query_is_read_only(synth: Synthesized) -> None:
@@ -170,6 +210,8 @@ def test_job_role_is_limited_to_its_prefixes(synth: Synthesized) -> None:
         "/snapshots/*_$folder$",
     }
     for statement in _statements_of_role(synth, synth.stack.spark.job_role):
+        if statement["Effect"] == "Deny":
+            continue  # the history guardrail, checked on its own
         for resource in _as_list(statement["Resource"]):
             if resource == {"Fn::GetAtt": [bucket_id, "Arn"]}:
                 continue  # bucket-level actions (listing); object actions do not apply here

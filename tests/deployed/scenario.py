@@ -1,0 +1,155 @@
+"""Every path of every function, run once under the synthesized roles in one emulated account.
+
+``run_scenario`` drives the functions as AWS would (S3 notifications, EventBridge events,
+console payloads) and keeps each answer by path name; the test module asserts on them, on
+the authorization log, and on which granted actions no path used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from snapledger.clock import ManualClock
+from snapledger.layout import segment_key, snapshot_prefix
+from tests.deployed.deployment import BUCKET, EmulatedDeployment
+from tests.functions.support import s3_put_event, sample_event
+from tests.support import manifest_document, write_segments, write_snapshot
+
+STREAM = "orders"
+PARTITION = 3
+# Above the default compaction threshold (1,000,000 records): the segment's key says how
+# many records it holds, so one segment crosses it.
+THRESHOLD_SPAN = (2_001, 1_200_000)
+
+
+@dataclass
+class Scenario:
+    answers: dict[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, path: str) -> Any:
+        return self.answers[path]
+
+
+def _s3_event(*keys: str) -> dict[str, Any]:
+    event = s3_put_event(*keys)
+    for record in event["Records"]:
+        record["s3"]["bucket"]["name"] = BUCKET
+        record["s3"]["bucket"]["arn"] = f"arn:aws:s3:::{BUCKET}"
+    return event
+
+
+def _emr_event(app: EmulatedDeployment, run_id: str, state: str) -> dict[str, Any]:
+    """AWS's sample state-change event (no ``stateDetails``) for one of our runs."""
+    event = sample_event("emr-serverless-job-run-state-change.json")
+    event["detail"].update(
+        {"jobRunId": run_id, "applicationId": app.application_id, "state": state}
+    )
+    return event
+
+
+def _eventbridge(detail_type: str, detail: dict[str, Any]) -> dict[str, Any]:
+    event = sample_event("eventbridge-scheduled.json")
+    event.update({"source": "snapledger", "detail-type": detail_type, "detail": detail})
+    return event
+
+
+def run_scenario(app: EmulatedDeployment) -> Scenario:
+    done = Scenario()
+    answers = done.answers
+    store = app.store
+
+    # --- register: valid, duplicate, rejected ---------------------------------------------
+    write_segments(store, STREAM, PARTITION, (0, 999), (1_000, 2_000))
+    first = write_snapshot(store, STREAM, PARTITION, 500)
+    second = write_snapshot(store, STREAM, PARTITION, 1_000)
+    answers["register.valid"] = app.invoke("register", _s3_event(first, second))
+    answers["register.duplicate"] = app.invoke("register", _s3_event(first))
+    bad = write_snapshot(
+        store,
+        STREAM,
+        PARTITION,
+        1_500,
+        manifest=manifest_document(
+            STREAM, PARTITION, 1_500, "01JW8Z3K9Q7N4M2P6R8T0V2X4Y", {"part-00000.parquet": b"x"}
+        ),
+    )
+    answers["register.rejected"] = app.invoke("register", _s3_event(bad))
+    late = write_snapshot(store, STREAM, PARTITION, 700)
+    answers["register.late"] = app.invoke("register", _s3_event(late))
+    fenced = write_snapshot(store, STREAM, PARTITION, 1_200, epoch=0)
+    answers["register.fenced"] = app.invoke("register", _s3_event(fenced))
+
+    # --- track_changelog: a segment, then one that crosses the threshold -> a compaction --
+    small = segment_key(STREAM, PARTITION, 2_001, 2_000 + 10)
+    store.put(small, b"segment")
+    answers["track_changelog.segment"] = app.invoke("track_changelog", _s3_event(small))
+    big = segment_key(STREAM, PARTITION, 2_011, THRESHOLD_SPAN[1])
+    store.put(big, b"segment")
+    answers["track_changelog.threshold"] = app.invoke("track_changelog", _s3_event(big))
+
+    # --- launch: bootstrap (console) and restore (EventBridge request) ---------------------
+    write_segments(store, "payments", 0, (0, 49), (50, 99))
+    answers["launch.bootstrap"] = app.invoke(
+        "launch", {"action": "bootstrap", "stream": "payments", "partitions": [0]}
+    )
+    answers["launch.restore"] = app.invoke(
+        "launch",
+        _eventbridge(
+            "RestoreRequested",
+            {"stream": STREAM, "partition": PARTITION, "from": {"lsn": 500}, "target_lsn": 2_000},
+        ),
+    )
+
+    # --- job_state: a run succeeds; another fails without a cause (GetJobRun is asked) ----
+    answers["job_state.success"] = app.invoke(
+        "job_state", _emr_event(app, answers["launch.restore"]["run_id"], "SUCCESS")
+    )
+    answers["job_state.failed"] = app.invoke(
+        "job_state", _emr_event(app, answers["launch.bootstrap"]["run_id"], "FAILED")
+    )
+
+    # --- query: every action ----------------------------------------------------------------
+    lineage = {"stream": STREAM, "partition": PARTITION}
+    answers["query.latest"] = app.invoke("query", {"action": "latest", **lineage})
+    answers["query.list"] = app.invoke("query", {"action": "list", **lineage, "limit": 20})
+    answers["query.history"] = app.invoke("query", {"action": "history", **lineage})
+    answers["query.as_of"] = app.invoke("query", {"action": "as_of", **lineage, "lsn": 700})
+    answers["query.as_of_time"] = app.invoke(
+        "query", {"action": "as_of", **lineage, "as_of_time": datetime.now(UTC).isoformat()}
+    )
+    snapshot_id = answers["query.latest"]["head"]["latest_snapshot_id"]
+    answers["query.snapshot"] = app.invoke(
+        "query", {"action": "snapshot", **lineage, "snapshot_id": snapshot_id}
+    )
+    answers["query.jobs"] = app.invoke("query", {"action": "jobs", "limit": 20})
+    answers["query.job"] = app.invoke(
+        "query", {"action": "job", "job_id": answers["launch.restore"]["job_id"]}
+    )
+
+    # --- gc: policy, dry run, expiry + changelog below the trim point, orphans, stuck jobs -
+    answers["gc.policy_set"] = app.invoke(
+        "gc",
+        {
+            "action": "policy_set",
+            "stream": STREAM,
+            "min_count": 1,
+            "min_age_hours": 0,
+            "delete_changelog_below_trim": True,
+        },
+    )
+    answers["gc.policy_get"] = app.invoke("gc", {"action": "policy_get", "stream": STREAM})
+    # A third snapshot becomes latest, so the first two may go.
+    third = write_snapshot(store, STREAM, PARTITION, 2_000)
+    answers["register.third"] = app.invoke("register", _s3_event(third))
+    # An upload that never finished: files, no manifest.
+    orphan_prefix = snapshot_prefix(STREAM, PARTITION, 800, "01JW8Z3K9Q7N4M2P6R8T0V2X4Z")
+    store.put(orphan_prefix + "part-00000.parquet", b"never registered")
+    later = ManualClock(datetime.now(UTC) + timedelta(days=30))
+    answers["gc.dry_run"] = app.invoke("gc", {"dry_run": True}, clock=later)
+    # A run out of time saves where the next one resumes; the next one finishes and clears it.
+    answers["gc.stopped"] = app.invoke("gc", {"dry_run": False}, clock=later, remaining_ms=1_000)
+    answers["gc.run"] = app.invoke("gc", sample_event("eventbridge-scheduled.json"), clock=later)
+    done.answers["objects_after_gc"] = sorted(info.key for info in store.list(""))
+    return done
