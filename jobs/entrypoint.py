@@ -23,9 +23,12 @@ import sys
 # 3.11) with an ImportError that names neither the Python it needs nor what to change.
 REQUIRED_PYTHON = (3, 11)
 WRONG_PYTHON_EXIT = 4
-# Where the interpreter is chosen: on EMR Serverless the launcher's sparkSubmitParameters
-# (snapledger.adapters.emr_serverless), on spark-submit elsewhere the environment.
+# Where the interpreter is chosen: the settings the launcher ships in sparkSubmitParameters
+# (a copy of snapledger.adapters.emr_serverless.PYTHON_SETTINGS, as the job cannot import
+# snapledger; tests/jobs/test_wrong_python.py checks the two agree).
 PYTHON_SETTINGS = (
+    "spark.pyspark.driver.python",
+    "spark.pyspark.python",
     "spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON",
     "spark.emr-serverless.driverEnv.PYSPARK_PYTHON",
     "spark.executorEnv.PYSPARK_PYTHON",

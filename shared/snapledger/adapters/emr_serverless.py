@@ -16,11 +16,14 @@ if TYPE_CHECKING:
     from mypy_boto3_emr_serverless import EMRServerlessClient
 
 TRANSIENT = {"ThrottlingException", "InternalServerException", "ServiceQuotaExceededException"}
-# Where Spark reads the job's interpreter, each set to the same Python (AWS's documented
-# way to choose one on EMR Serverless): the driver runs the entry point under
-# PYSPARK_DRIVER_PYTHON, else PYSPARK_PYTHON, and hands PYSPARK_PYTHON to the executors'
-# Python workers; the executors' own environment gets it too.
+# Every place the job's interpreter is chosen, each set to the same Python. Spark's own
+# settings come first: the driver runs the entry point under spark.pyspark.driver.python,
+# else spark.pyspark.python, before any environment variable, and hands the latter to its
+# workers as PYSPARK_PYTHON. The environment variables are AWS's documented way on EMR
+# Serverless, and cover whatever reads them rather than Spark's settings.
 PYTHON_SETTINGS = (
+    "spark.pyspark.driver.python",
+    "spark.pyspark.python",
     "spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON",
     "spark.emr-serverless.driverEnv.PYSPARK_PYTHON",
     "spark.executorEnv.PYSPARK_PYTHON",
