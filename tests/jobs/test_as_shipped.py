@@ -12,7 +12,7 @@ it exists here (Debian, like Amazon Linux, installs python3.11 at /usr/bin/pytho
 of another Python 3.11 that uv finds (pyenv, the project's own), else of the interpreter
 running the tests (the closest there is: the project requires 3.11+), and the test says so.
 
-The environment holds pyspark (the locked version) and the standard library only: no
+The environment holds pyspark and py4j (as locked) and the standard library only: no
 PYTHONPATH, an empty HOME, no project package installed, so a module missing from the zip
 fails here as it would on EMR. One bootstrap and one restore on a small changelog; the
 restore must equal a full replay and the snapshot's manifest must be written.
@@ -26,7 +26,6 @@ import random
 import shutil
 import subprocess
 import sys
-import tomllib
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -65,6 +64,7 @@ ENTRYPOINT_URI = "s3://cdk-assets/0123abcd.py"
 PY_FILES_URI = "s3://cdk-assets/4567cdef.zip"
 RUN_ARN = "arn:aws:emr-serverless:us-east-1:123456789012:/applications/app-id/jobruns/run-1"
 DRIVER_ENV = "spark.emr-serverless.driverEnv."
+INSTALLED = "import importlib.metadata as m; print(*sorted(d.name for d in m.distributions()))"
 # What EMR Serverless's service decides, not StartJobRun: here, a small local master,
 # and a JVM that compiles with C1 only (a short run; half the CPU time of a cold job).
 LOCAL_ONLY = (
@@ -92,12 +92,6 @@ def zip_like_cdk(directory: Path, out: Path) -> Path:
     return out
 
 
-def locked_version(package: str) -> str:
-    lock = tomllib.loads((names.REPO_ROOT / "uv.lock").read_text(encoding="utf-8"))
-    (version,) = {p["version"] for p in lock["package"] if p["name"] == package}
-    return str(version)
-
-
 def uv_command() -> list[str]:
     """uv as ``make`` runs it: ``uv run`` names itself in $UV, else uv on PATH."""
     found = os.environ.get("UV") or shutil.which("uv")
@@ -112,11 +106,10 @@ def job_python_minor() -> str:
 
 @dataclass(frozen=True)
 class CleanPython:
-    """A virtual environment with pyspark and the standard library, and where it came from."""
+    """A virtual environment with pyspark and the standard library."""
 
     python: Path
     spark_home: Path  # the installed pyspark: EMR's image sets SPARK_HOME to its Spark too
-    interpreter: str  # what the environment was created from
 
 
 @pytest.fixture(scope="session")
@@ -145,17 +138,34 @@ def clean_python(tmp_path_factory: pytest.TempPathFactory) -> CleanPython:
             stacklevel=1,
         )
     python = venv / "bin" / "python"
-    requirement = f"pyspark=={locked_version('pyspark')}"
-    install = [*uv, "pip", "install", "--quiet", "--python", str(python), requirement]
-    # The cache usually holds the locked pyspark; the index is asked only when it does not.
-    offline = subprocess.run([*install, "--offline"], env=env, capture_output=True, check=False)
-    if offline.returncode != 0:
-        subprocess.run(install, env=env, check=True, capture_output=True)
+    # Only the lock's jobs group (pyspark and py4j, as locked) and not the project: from the
+    # cache `make setup` filled, or from PyPI when the cache does not hold them.
+    install = [
+        *uv,
+        "sync",
+        "--frozen",
+        "--quiet",
+        "--no-install-project",
+        "--only-group",
+        "jobs",
+        "--python",
+        str(python),
+    ]
+    env["UV_PROJECT_ENVIRONMENT"] = str(venv)
+    synced = subprocess.run(
+        [*install, "--offline"], env=env, cwd=names.REPO_ROOT, capture_output=True, check=False
+    )
+    if synced.returncode != 0:
+        synced = subprocess.run(
+            install, env=env, cwd=names.REPO_ROOT, capture_output=True, text=True, check=False
+        )
+        if synced.returncode != 0:
+            pytest.fail(f"could not install the locked pyspark: {synced.stderr}")
     where = "import os, pyspark; print(os.path.dirname(pyspark.__file__))"
     spark_home = subprocess.run(
         [str(python), "-I", "-c", where], capture_output=True, text=True, check=True
     ).stdout.strip()
-    return CleanPython(python, Path(spark_home), interpreter)
+    return CleanPython(python, Path(spark_home))
 
 
 @pytest.fixture(scope="module")
@@ -270,7 +280,10 @@ def run_shipped(
 ) -> dict[str, Any]:
     python = str(clean.python)
     done = spark_submit(shipped_driver(spec), artifacts, clean.spark_home, python, home)
-    assert done.returncode == 0, f"spark-submit failed ({done.returncode}):\n{done.stderr[-4000:]}"
+    # (the Python driver's own output, tracebacks too, comes through spark-submit's stdout)
+    assert done.returncode == 0, (
+        f"spark-submit failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
     (line,) = [text for text in done.stdout.splitlines() if text.startswith("{")]
     return dict(json.loads(line))
 
@@ -278,7 +291,15 @@ def run_shipped(
 def test_bootstrap_then_restore_run_as_startjobrun_ships_them(
     artifacts, clean_python, tmp_path
 ) -> None:
-    # Given the built zip: the package at its root, files only, as CDK uploads it
+    # Given a Python with nothing installed but pyspark and what it needs
+    listed = subprocess.run(
+        [str(clean_python.python), "-I", "-c", INSTALLED],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert listed.stdout.split() == ["py4j", "pyspark"]
+    # And the built zip: the package at its root, files only, as CDK uploads it
     with zipfile.ZipFile(artifacts[PY_FILES_URI]) as archive:
         entries = archive.namelist()
     assert "jobs/__init__.py" in entries and not any(e.endswith("/") for e in entries)
