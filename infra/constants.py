@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from snapledger import emr_release
+
 SERVICE_NAME = "snapledger"
 STACK_NAME = "Snapledger"
 METRICS_NAMESPACE = "Snapledger"
 
-# EMR Serverless release the app deploys; tests check the local pyspark pin agrees.
-EMR_RELEASE_LABEL = "emr-spark-8.0.0"
-EMR_SPARK_VERSION = "4.0"
+# The EMR Serverless release the app deploys, its Spark and the jobs' interpreter: defined
+# beside the launcher that ships them (function code cannot import infra), named here too.
+EMR_RELEASE_LABEL = emr_release.EMR_RELEASE_LABEL
+EMR_SPARK_VERSION = emr_release.EMR_SPARK_VERSION
+JOB_PYTHON = emr_release.JOB_PYTHON
 
 # Lambda functions: name -> handler ("functions/{name}.py" defines ``handler``).
 FUNCTION_NAMES = ("register", "track_changelog", "launch", "job_state", "query", "gc")

@@ -5,14 +5,25 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import re
+import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from infra import names
-from infra.constants import EMR_RELEASE_LABEL, EMR_SPARK_VERSION, FUNCTION_NAMES
+from infra.constants import EMR_RELEASE_LABEL, EMR_SPARK_VERSION, FUNCTION_NAMES, JOB_PYTHON
+from jobs.entrypoint import REQUIRED_PYTHON
 from snapledger.adapters.table_definition import TTL_ATTRIBUTE, create_table_request
 from tests.infra.conftest import Synthesized
+
+# What each release ships, from AWS's release notes: Spark (major.minor) and the Pythons.
+# emr-spark-8.0.0: https://docs.amazonaws.cn/en_us/emr/latest/ReleaseGuide/emr-spark800-release.html
+EMR_RELEASES = {
+    "emr-spark-8.0.0": ("4.0", ("3.11", "3.12", "3.13")),
+}
 
 
 def _table(synth: Synthesized) -> dict[str, Any]:
@@ -50,12 +61,26 @@ def test_release_label_is_emr_spark_8(synth: Synthesized) -> None:
     assert application["Properties"]["ReleaseLabel"] == EMR_RELEASE_LABEL
 
 
-def test_local_pyspark_matches_the_release_spark_version() -> None:
-    try:
-        installed = importlib.metadata.version("pyspark")
-    except importlib.metadata.PackageNotFoundError:
-        pytest.skip("pyspark is not installed in this environment")
-    assert ".".join(installed.split(".")[:2]) == EMR_SPARK_VERSION
+def test_release_label_pyspark_pin_and_job_python_agree() -> None:
+    # Given what the release ships (AWS's release notes, EMR_RELEASES above)
+    assert EMR_RELEASE_LABEL in EMR_RELEASES, "record the release's facts before deploying it"
+    spark, pythons = EMR_RELEASES[EMR_RELEASE_LABEL]
+    # Then the jobs are built for its Spark: the pin in pyproject, the lock, what is installed
+    assert spark == EMR_SPARK_VERSION
+    project = tomllib.loads((names.REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    lock = tomllib.loads((names.REPO_ROOT / "uv.lock").read_text(encoding="utf-8"))
+    (locked,) = [p["version"] for p in lock["package"] if p["name"] == "pyspark"]
+    assert project["dependency-groups"]["jobs"] == [f"pyspark=={locked}"]
+    assert importlib.metadata.version("pyspark") == locked
+    assert ".".join(locked.split(".")[:2]) == spark
+    # And they run on a Python the release ships, that pyspark, the project and the job's
+    # own entry-point check accept, at the path its version names
+    minor = Path(JOB_PYTHON).name.removeprefix("python")
+    assert f"/usr/bin/python{minor}" == JOB_PYTHON
+    assert minor in pythons
+    assert Version(minor) in SpecifierSet(importlib.metadata.metadata("pyspark")["Requires-Python"])
+    assert Version(minor) in SpecifierSet(project["project"]["requires-python"])
+    assert tuple(int(part) for part in minor.split(".")) >= REQUIRED_PYTHON
 
 
 def test_powertools_layer_version_matches_the_pinned_package() -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
+import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -165,3 +168,29 @@ def check_descriptor_files(root: Path, prefix: str, descriptor_name: str) -> dic
 def check_manifest(root: Path, prefix: str) -> ManifestV1:
     check_descriptor_files(root, prefix, "_manifest.json")
     return ManifestV1.model_validate_json((root / prefix / "_manifest.json").read_text())
+
+
+def pythons_older_than(version: tuple[int, int]) -> dict[str, str]:
+    """Pythons 3.7+ on this machine older than ``version`` (a 3.x): "3.9" -> its path.
+
+    Looks on PATH and in pyenv's versions (whose shims answer only for the selected one),
+    and keeps each one that runs and says it is that version.
+    """
+    assert version[0] == 3
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found: dict[str, str] = {}
+    for minor in range(7, version[1]):
+        name = f"3.{minor}"
+        places = [shutil.which(f"python{name}")]
+        places += [str(p) for p in sorted(pyenv.glob(f"{name}.*/bin/python{name}"))]
+        for place in filter(None, places):
+            said = subprocess.run(
+                [place, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if said.returncode == 0 and said.stdout.strip() == name:
+                found[name] = place
+                break
+    return found

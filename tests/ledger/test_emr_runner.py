@@ -1,4 +1,4 @@
-"""The EMR Serverless runner against moto: client token, arguments, status, errors."""
+"""The EMR Serverless runner against moto: client token, arguments, Python, status, errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from snapledger.adapters.emr_serverless import EmrServerlessRunner
+from snapledger.adapters.emr_serverless import EmrServerlessRunner, spark_submit_parameters
+from snapledger.emr_release import JOB_PYTHON
 from snapledger.errors import JobStartError, StoreUnavailableError
 from snapledger.models.jobs import PartitionPlan
 from snapledger.ports import JobRunSpec
@@ -44,11 +45,31 @@ def test_start_passes_the_job_id_as_client_token_and_the_plan_as_arguments():
         args = sent[0]["jobDriver"]["sparkSubmit"]["entryPointArguments"]
         assert args[args.index("--partitions") + 1] == "3"
         assert args[args.index("--target-lsn") + 1] == "99"
-        assert (
-            sent[0]["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
-            == "--py-files s3://b/jobs.zip"
+        assert sent[0]["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"] == (
+            "--py-files s3://b/jobs.zip"
+            " --conf spark.pyspark.driver.python=/usr/bin/python3.11"
+            " --conf spark.pyspark.python=/usr/bin/python3.11"
+            " --conf spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON=/usr/bin/python3.11"
+            " --conf spark.emr-serverless.driverEnv.PYSPARK_PYTHON=/usr/bin/python3.11"
+            " --conf spark.executorEnv.PYSPARK_PYTHON=/usr/bin/python3.11"
         )
         assert runner.status(run_id).state in {"SUCCESS", "RUNNING", "SUBMITTED"}
+
+
+def test_the_python_is_named_even_without_a_package():
+    # The release's default python3 is never trusted, whatever else is shipped
+    assert spark_submit_parameters("").split() == [
+        "--conf",
+        f"spark.pyspark.driver.python={JOB_PYTHON}",
+        "--conf",
+        f"spark.pyspark.python={JOB_PYTHON}",
+        "--conf",
+        f"spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON={JOB_PYTHON}",
+        "--conf",
+        f"spark.emr-serverless.driverEnv.PYSPARK_PYTHON={JOB_PYTHON}",
+        "--conf",
+        f"spark.executorEnv.PYSPARK_PYTHON={JOB_PYTHON}",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.exceptions import ClientError
 
+from snapledger.emr_release import JOB_PYTHON
 from snapledger.errors import JobStartError, StoreUnavailableError
 from snapledger.job_arguments import job_arguments
 from snapledger.ports import JobRunSpec, JobRunStatus
@@ -15,6 +16,25 @@ if TYPE_CHECKING:
     from mypy_boto3_emr_serverless import EMRServerlessClient
 
 TRANSIENT = {"ThrottlingException", "InternalServerException", "ServiceQuotaExceededException"}
+# Every place the job's interpreter is chosen, each set to the same Python. Spark's own
+# settings come first: the driver runs the entry point under spark.pyspark.driver.python,
+# else spark.pyspark.python, before any environment variable, and hands the latter to its
+# workers as PYSPARK_PYTHON. The environment variables are AWS's documented way on EMR
+# Serverless, and cover whatever reads them rather than Spark's settings.
+PYTHON_SETTINGS = (
+    "spark.pyspark.driver.python",
+    "spark.pyspark.python",
+    "spark.emr-serverless.driverEnv.PYSPARK_DRIVER_PYTHON",
+    "spark.emr-serverless.driverEnv.PYSPARK_PYTHON",
+    "spark.executorEnv.PYSPARK_PYTHON",
+)
+
+
+def spark_submit_parameters(py_files: str) -> str:
+    """``sparkSubmitParameters``: the job's package (when there is one) and its Python."""
+    parameters = [f"--py-files {py_files}"] if py_files else []
+    parameters += [f"--conf {setting}={JOB_PYTHON}" for setting in PYTHON_SETTINGS]
+    return " ".join(parameters)
 
 
 class EmrServerlessRunner:
@@ -38,9 +58,8 @@ class EmrServerlessRunner:
         driver: dict[str, Any] = {
             "entryPoint": self.entrypoint,
             "entryPointArguments": job_arguments(spec),
+            "sparkSubmitParameters": spark_submit_parameters(self.py_files),
         }
-        if self.py_files:
-            driver["sparkSubmitParameters"] = f"--py-files {self.py_files}"
         try:
             response = self.client.start_job_run(
                 applicationId=self.application_id,

@@ -12,11 +12,12 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote_plus
 
+from snapledger.emr_release import EMR_RELEASE_LABEL
+
 LOCAL_BUCKET = "snapledger-local"
 LOCAL_REGION = "us-east-1"
 LOCAL_ACCOUNT = "000000000000"
 LOCAL_APPLICATION_ID = "local-spark"
-EMR_RELEASE_LABEL = "emr-spark-8.0.0"
 
 
 def _now() -> str:
