@@ -214,9 +214,11 @@ def _bad_images() -> dict[str, tuple[dict[str, Any], str]]:
     unknown = {**good, names.EVENT_TYPE_ATTRIBUTE: {"S": "SnapshotTeleported"}}
     missing = {k: v for k, v in good.items() if k != "command_id"}
     not_dynamodb_json = {**good, "seq": {"N": "twelve"}}
+    good_type = good[names.EVENT_TYPE_ATTRIBUTE]["S"]
     return {
-        "unknown type": (unknown, "unknown event type 'SnapshotTeleported'"),
-        "missing field": (missing, "command_id: required"),
+        # The reasons docs/events.md quotes
+        "unknown type": (unknown, "unknown event type 'SnapshotTeleported': "),
+        "missing field": (missing, f"the {good_type} item is malformed: command_id: required"),
         "not DynamoDB JSON": (not_dynamodb_json, "seq"),
     }
 
@@ -361,3 +363,17 @@ def test_the_schema_registry_holds_every_published_schema(synth: Synthesized) ->
         assert schema["Content"] == path.read_text(encoding="utf-8")
     output = synth.template_json["Outputs"][names.OUTPUT_EVENT_SCHEMA_REGISTRY]
     assert output["Value"] == {"Fn::GetAtt": [synth.logical_id(registry), "RegistryName"]}
+
+
+def test_the_pipe_batches_retries_and_leaves_the_bus_time_to_eventbridge(
+    synth: Synthesized,
+) -> None:
+    # docs/events.md: batches of up to 10 records, 10 retries before the failure queue, and
+    # the envelope's ``time`` is when the event was put (no Time parameter: ``detail.at``
+    # is the ledger's time)
+    (resource,) = synth.resources("AWS::Pipes::Pipe").values()
+    props = resource["Properties"]
+    stream = props["SourceParameters"]["DynamoDBStreamParameters"]
+    assert (stream["BatchSize"], stream["MaximumRetryAttempts"]) == (10, 10)
+    target = props["TargetParameters"]["EventBridgeEventBusParameters"]
+    assert set(target) == {"Source", "DetailType"}
