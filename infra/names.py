@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from infra.constants import OUTPUT_FUNCTION_PREFIX
+from snapledger.adapters import dynamodb_codec
 from snapledger.layout import CHANGELOG, MANIFEST_NAME, RESTORES, SNAPSHOTS
+from snapledger.models import bus_events
 
 # --- Source tree: what the app packages -------------------------------------------------
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -65,10 +67,15 @@ POWERTOOLS_LAYER_SSM_PARAMETER = (
 EMR_STATE_CHANGE_SOURCE = "aws.emr-serverless"
 EMR_STATE_CHANGE_DETAIL_TYPE = "EMR Serverless Job Run State Change"
 # Ledger events the Pipe forwards: their own source, so they can never match the launch rule.
-LEDGER_EVENT_SOURCE = "snapledger.ledger"
-EVENT_ITEM_PREFIX = "EV#"
+# Source, item prefix and type attribute come from the code that writes and reads the items.
+LEDGER_EVENT_SOURCE = bus_events.LEDGER_EVENT_SOURCE
+EVENT_ITEM_PREFIX = dynamodb_codec.EVENT_PREFIX
 # Attribute of an ``EV#`` item naming its event type (``SnapshotRegistered``, ...).
-EVENT_TYPE_ATTRIBUTE = "type"
+EVENT_TYPE_ATTRIBUTE = bus_events.EVENT_TYPE_ATTRIBUTE
+# The Pipe's enrichment function (``functions/ledger_events.py``): not one of FUNCTION_NAMES,
+# which have data access, failure queues and console outputs; it has none of those.
+ENRICHMENT_FUNCTION = "ledger_events"
+OUTPUT_EVENT_SCHEMA_REGISTRY = "EventSchemaRegistryName"
 GC_SCHEDULE_HOURS = 6
 
 # --- Metrics -----------------------------------------------------------------------------

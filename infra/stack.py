@@ -21,8 +21,8 @@ from infra.constants import (
 )
 from infra.constructs.console_events import ConsoleTestEvents
 from infra.constructs.emr import SparkJobs
-from infra.constructs.events import EventRouting, LedgerEventBus
-from infra.constructs.functions import FunctionInputs, LedgerFunctions
+from infra.constructs.events import EnrichmentCode, EventRouting, LedgerEventBus
+from infra.constructs.functions import RUNTIME, FunctionInputs, LedgerFunctions
 from infra.constructs.guardrails import deny_history_rewrites
 from infra.constructs.ledger_table import LedgerTable
 from infra.constructs.observability import Observability
@@ -87,6 +87,14 @@ class SnapledgerStack(Stack):
             config=config,
         )
         fns = self.functions.functions
+        self.enrichment = enrichment = self.events.publish_ledger_events(
+            EnrichmentCode(
+                code=self.functions.code,
+                layer=self.functions.powertools,
+                runtime=RUNTIME,
+                log_retention=self.functions.log_retention,
+            )
+        )
         self.storage.route_object_created(
             register=fns["register"], track_changelog=fns["track_changelog"]
         )
@@ -101,7 +109,7 @@ class SnapledgerStack(Stack):
         self.observability = Observability(
             self,
             "Observability",
-            functions=fns,
+            functions={**fns, names.ENRICHMENT_FUNCTION: enrichment},
             queues={
                 **self.functions.dead_letter_queues,
                 "pipe": self.events.pipe_dead_letter_queue,
@@ -126,7 +134,7 @@ class SnapledgerStack(Stack):
     def own_roles(self) -> list[iam.IRole]:
         """Every role snapledger's own code or services run as (not CDK's deploy helpers)."""
         roles: list[iam.IRole] = [self.spark.job_role, self.events.pipe_role]
-        for function in self.functions.functions.values():
+        for function in (*self.functions.functions.values(), self.enrichment):
             if function.role is not None:
                 roles.append(function.role)
         return roles
@@ -152,6 +160,12 @@ class SnapledgerStack(Stack):
             OUTPUT_EMR_APPLICATION,
             value=self.spark.application_id,
             description="EMR Serverless application",
+        )
+        CfnOutput(
+            self,
+            names.OUTPUT_EVENT_SCHEMA_REGISTRY,
+            value=self.events.schema_registry.attr_registry_name,
+            description="Schema registry of the ledger events on the bus (docs/events.md)",
         )
         for name in FUNCTION_NAMES:
             CfnOutput(

@@ -3,43 +3,94 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_eventschemas as eventschemas
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_pipes as pipes
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra import names
-from infra.constants import EVENT_SOURCE, LAUNCH_DETAIL_TYPES
+from infra.constants import EVENT_SOURCE, LAUNCH_DETAIL_TYPES, SERVICE_NAME
 from infra.nag import acknowledge, iam5
+from snapledger.models.bus_events import LedgerEventUndecodable, event_type_name
+from snapledger.models.event_schema import event_schema_documents
 
 PIPE_BATCH_SIZE = 10
 PIPE_MAX_RETRIES = 10
 TARGET_RETRY_ATTEMPTS = 4
 TARGET_MAX_EVENT_AGE = Duration.hours(6)
+# The enrichment only translates a batch of at most PIPE_BATCH_SIZE small records.
+ENRICHMENT_MEMORY_MB = 256
+ENRICHMENT_TIMEOUT = Duration.seconds(30)
+# EventBridge's schema type for JSON Schema documents (the other is "OpenApi3").
+SCHEMA_TYPE = "JSONSchemaDraft4"
+
+
+@dataclass(frozen=True, slots=True)
+class EnrichmentCode:
+    """What the enrichment function runs: the functions' code asset and layer."""
+
+    code: lambda_.Code
+    layer: lambda_.ILayerVersion
+    runtime: lambda_.Runtime
+    log_retention: logs.RetentionDays
 
 
 class LedgerEventBus(Construct):
-    """A custom bus, fed by a Pipe with the ledger's ``EV#`` items as they are appended.
+    """A custom bus: the ledger's events as domain events, and launch requests.
 
-    Subscribers match ``source = snapledger.ledger`` and the event type as ``detail-type``
-    (``SnapshotRegistered``, ``LatestAdvanced``, ``TrimPointAdvanced``, ...); ``detail`` is
-    the DynamoDB stream record, the item under ``dynamodb.NewImage``. Launch requests use the
-    same bus with ``source = snapledger``.
+    A Pipe reads the ledger table's stream (INSERTs of ``EV#`` items with a ``type``), hands
+    each batch to the ``ledger_events`` enrichment function and puts what it returns on the
+    bus. Subscribers match ``source = snapledger.ledger`` and the event type as
+    ``detail-type`` (``SnapshotRegistered``, ``LatestAdvanced``, ``TrimPointAdvanced``, ...);
+    ``detail`` is the event in plain JSON, its model's ``model_dump(mode="json")``: ``type``,
+    ``seq``, ``at``, ``stream``, ``partition``, ``command_id`` and the type's own fields. Each
+    type's JSON Schema (``docs/events/``) is in the schema registry
+    ``{stack name}-ledger-events``. A record the enrichment cannot decode is published as
+    ``LedgerEventUndecodable`` (naming its key) and also lands in the Pipe's failure queue,
+    whose alarm fires. Launch requests use the same bus with ``source = snapledger``.
+
+    Built in two steps, because the enrichment runs the functions' code asset and the
+    functions need the bus first: the constructor makes the bus, the Pipe's role and
+    failure queue and the schema registry; ``publish_ledger_events`` adds the enrichment
+    and the Pipe.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.ITable) -> None:
         super().__init__(scope, construct_id)
+        self._table = table
         self.bus = events.EventBus(self, "Bus", description="snapledger ledger events and requests")
         self.pipe_dead_letter_queue = self._build_dead_letter_queue()
         self.pipe_name = f"{Stack.of(self).stack_name}-ledger-events"
         self.pipe_role = self._build_pipe_role(table)
-        self.pipe = self._build_pipe(table)
+        self.schema_registry, self.schemas = self._build_schema_registry()
+        self.undecodable_rule = self._build_undecodable_rule()
+        self.enrichment: lambda_.Function | None = None
+        self.pipe: pipes.CfnPipe | None = None
+
+    def publish_ledger_events(self, enrichment_code: EnrichmentCode) -> lambda_.Function:
+        """Add the enrichment function and the Pipe (stream → enrichment → bus); returns the
+        enrichment function."""
+        if self.pipe is not None:
+            raise ValueError("the ledger events are already published")
+        self.enrichment = self._build_enrichment(enrichment_code)
+        self.pipe_role.add_to_policy(
+            iam.PolicyStatement(
+                sid="InvokeTheEnrichment",
+                actions=["lambda:InvokeFunction"],
+                resources=[self.enrichment.function_arn],
+            )
+        )
+        self.pipe = self._build_pipe(self._table, self.enrichment)
+        return self.enrichment
 
     def _build_dead_letter_queue(self) -> sqs.Queue:
         queue = sqs.Queue(
@@ -52,7 +103,8 @@ class LedgerEventBus(Construct):
         acknowledge(
             queue,
             "This queue is itself the Pipe's dead-letter queue for stream records it could not "
-            "deliver; it has nothing further to forward to.",
+            "deliver (and the target of LedgerEventUndecodable events); it has nothing further "
+            "to forward to.",
             "AwsSolutions-SQS3",
         )
         return queue
@@ -86,10 +138,86 @@ class LedgerEventBus(Construct):
         )
         return role
 
-    def _build_pipe(self, table: dynamodb.ITable) -> pipes.CfnPipe:
+    def _build_schema_registry(
+        self,
+    ) -> tuple[eventschemas.CfnRegistry, list[eventschemas.CfnSchema]]:
+        registry = eventschemas.CfnRegistry(
+            self,
+            "Schemas",
+            registry_name=self.pipe_name,
+            description="JSON Schemas of the snapledger ledger events on the bus (docs/events/)",
+        )
+        schemas = [
+            eventschemas.CfnSchema(
+                self,
+                f"{event_type}Schema",
+                registry_name=registry.attr_registry_name,
+                schema_name=f"{names.LEDGER_EVENT_SOURCE}@{event_type}",
+                type=SCHEMA_TYPE,
+                content=document,
+                description=f"snapledger {event_type}: docs/events/{event_type}.schema.json",
+            )
+            for event_type, document in event_schema_documents().items()
+        ]
+        return registry, schemas
+
+    def _build_undecodable_rule(self) -> events.Rule:
+        # Into the Pipe's failure queue, whose depth alarm then fires: an operator looks.
+        return events.Rule(
+            self,
+            "UndecodableLedgerEvents",
+            description="Ledger stream records the enrichment could not decode -> Pipe failures",
+            event_bus=self.bus,
+            event_pattern=events.EventPattern(
+                source=[names.LEDGER_EVENT_SOURCE],
+                detail_type=[event_type_name(LedgerEventUndecodable)],
+            ),
+            targets=[targets.SqsQueue(self.pipe_dead_letter_queue)],
+        )
+
+    def _build_enrichment(self, code: EnrichmentCode) -> lambda_.Function:
+        construct_id = names.function_construct_id(names.ENRICHMENT_FUNCTION)
+        log_group = logs.LogGroup(
+            self,
+            f"{construct_id}Logs",
+            retention=code.log_retention,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        # No data access: it translates the records it is given. Its role writes its logs.
+        role = iam.Role(
+            self,
+            f"{construct_id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"snapledger {names.ENRICHMENT_FUNCTION} function (Pipe enrichment)",
+        )
+        log_group.grant_write(role)
+        function = lambda_.Function(
+            self,
+            construct_id,
+            description="Events Pipe enrichment: ledger stream records -> domain events",
+            runtime=code.runtime,
+            architecture=lambda_.Architecture.ARM_64,
+            handler=f"functions.{names.ENRICHMENT_FUNCTION}.handler",
+            code=code.code,
+            layers=[code.layer],
+            memory_size=ENRICHMENT_MEMORY_MB,
+            timeout=ENRICHMENT_TIMEOUT,
+            role=role,
+            log_group=log_group,
+            environment={"POWERTOOLS_SERVICE_NAME": SERVICE_NAME},
+        )
+        acknowledge(
+            function,
+            "Same runtime as the other snapledger functions, deliberately: it runs their code "
+            "asset with the official Powertools v3 layer published per Python version "
+            "(python3.12); runtime and layer move together.",
+            "AwsSolutions-L1",
+        )
+        return function
+
+    def _build_pipe(self, table: dynamodb.ITable, enrichment: lambda_.IFunction) -> pipes.CfnPipe:
         if table.table_stream_arn is None:  # pragma: no cover - the table always has a stream
             raise ValueError("the ledger table needs a stream for the events Pipe")
-        type_path = f"$.dynamodb.NewImage.{names.EVENT_TYPE_ATTRIBUTE}.S"
         only_event_items = {
             "eventName": ["INSERT"],
             "dynamodb": {
@@ -101,7 +229,7 @@ class LedgerEventBus(Construct):
             self,
             "Pipe",
             name=self.pipe_name,
-            description="Forwards ledger events (EV# items) to the snapledger bus",
+            description="Ledger events (EV# items) -> domain events on the snapledger bus",
             role_arn=self.pipe_role.role_arn,
             source=table.table_stream_arn,
             source_parameters=pipes.CfnPipe.PipeSourceParametersProperty(
@@ -117,10 +245,13 @@ class LedgerEventBus(Construct):
                     filters=[pipes.CfnPipe.FilterProperty(pattern=json.dumps(only_event_items))]
                 ),
             ),
+            # The enrichment returns one domain event per record; each becomes one event.
+            enrichment=enrichment.function_arn,
             target=self.bus.event_bus_arn,
             target_parameters=pipes.CfnPipe.PipeTargetParametersProperty(
                 event_bridge_event_bus_parameters=pipes.CfnPipe.PipeTargetEventBridgeEventBusParametersProperty(
-                    source=names.LEDGER_EVENT_SOURCE, detail_type=type_path
+                    source=names.LEDGER_EVENT_SOURCE,
+                    detail_type=f"$.{names.EVENT_TYPE_ATTRIBUTE}",
                 )
             ),
         )

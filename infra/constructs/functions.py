@@ -152,6 +152,8 @@ class LedgerFunctions(Construct):
             )
         )
         self.powertools = self._build_powertools_layer()
+        # For functions built elsewhere from the same code (the events Pipe's enrichment).
+        self.log_retention = _retention(config.log_retention_days)
         self.functions: dict[str, lambda_.Function] = {}
         self.dead_letter_queues: dict[str, sqs.Queue] = {}
         for name in FUNCTION_NAMES:

@@ -159,7 +159,8 @@ def test_every_snapledger_role_is_denied_rewriting_the_buckets_history(
             {"Fn::Join": ["", [bucket_arn, "/*"]]},
         ]
     names_of_roles = {r.node.path for r in synth.stack.own_roles()}
-    assert len(names_of_roles) == len(FUNCTION_NAMES) + 2  # functions, the job, the Pipe
+    # the functions, the ledger-events enrichment, the job, the Pipe
+    assert len(names_of_roles) == len(FUNCTION_NAMES) + 3
 
 
 def test_query_is_read_only(synth: Synthesized) -> None:

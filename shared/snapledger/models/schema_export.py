@@ -1,23 +1,46 @@
-"""Write docs/manifest-v1.schema.json from the model: ``make schema``."""
+"""Write the published schemas from the models: ``make schema``.
+
+- ``docs/manifest-v1.schema.json``: the manifest format;
+- ``docs/events/{type}.schema.json``: one per event type on the bus (a file for a type that
+  no longer exists is removed).
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from snapledger.models.event_schema import SCHEMA_SUFFIX, event_schema_documents
 from snapledger.models.manifest import manifest_json_schema
 
 SCHEMA_PATH = Path("docs/manifest-v1.schema.json")
+EVENT_SCHEMA_DIR = Path("docs/events")
 
 
 def render() -> str:
     return json.dumps(manifest_json_schema(), indent=2, sort_keys=True) + "\n"
 
 
+def event_schema_files() -> dict[Path, str]:
+    """``{path: text}`` of every event schema, relative to the repository root."""
+    return {
+        EVENT_SCHEMA_DIR / f"{name}{SCHEMA_SUFFIX}": text
+        for name, text in event_schema_documents().items()
+    }
+
+
 def main() -> None:
     SCHEMA_PATH.parent.mkdir(parents=True, exist_ok=True)
     SCHEMA_PATH.write_text(render())
     print(f"wrote {SCHEMA_PATH}")
+    files = event_schema_files()
+    EVENT_SCHEMA_DIR.mkdir(parents=True, exist_ok=True)
+    for stale in sorted(set(EVENT_SCHEMA_DIR.glob(f"*{SCHEMA_SUFFIX}")) - set(files)):
+        stale.unlink()
+        print(f"removed {stale}")
+    for path, text in files.items():
+        path.write_text(text)
+    print(f"wrote {len(files)} event schemas to {EVENT_SCHEMA_DIR}/")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,30 @@
+"""ledger_events: the events Pipe's enrichment, ledger stream records → domain events.
+
+The Pipe invokes it with a batch of the ledger table's DynamoDB Streams records (new
+``EV#`` items) and publishes each element of the answer to the snapledger bus as one event
+(``detail-type`` = its ``type``). It reads nothing and writes nothing: no data access. A
+record it cannot decode is published as ``LedgerEventUndecodable`` and logged as an error
+(docs/events.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from snapledger.entrypoints.ledger_events import publish_records
+
+logger = Logger()
+
+
+@logger.inject_lambda_context
+def handler(event: list[dict[str, Any]], context: LambdaContext) -> list[dict[str, Any]]:
+    published = publish_records(event)
+    for undecodable in published.undecodable:
+        logger.error(
+            "a ledger stream record could not be decoded: published as LedgerEventUndecodable",
+            extra=undecodable.model_dump(mode="json"),
+        )
+    return published.events

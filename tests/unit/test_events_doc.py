@@ -1,0 +1,100 @@
+"""docs/events.md says what subscribers receive: its example, patterns and tables hold."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from snapledger.models.bus_events import (
+    LEDGER_EVENT_SOURCE,
+    LedgerEventUndecodable,
+    event_type_name,
+    ledger_event_models,
+    published_event_models,
+)
+from snapledger.models.events import EVENT_ADAPTER, TrimPointAdvanced
+from snapledger.models.schema_export import EVENT_SCHEMA_DIR
+from tests.bus_events_support import (
+    REPO,
+    bus_event,
+    example_event,
+    matches,
+    published_schema,
+    validator,
+)
+
+DOC = (REPO / "docs" / "events.md").read_text(encoding="utf-8")
+
+
+def _section(title: str) -> str:
+    start = DOC.index(f"{title}\n")
+    level = title.split(" ", 1)[0]
+    rest = DOC[start + len(title) + 1 :]
+    end = re.search(rf"^{level} ", rest, flags=re.MULTILINE)
+    return rest[: end.start()] if end else rest
+
+
+def _json_blocks(text: str) -> list[Any]:
+    return [json.loads(block) for block in re.findall(r"```json\n(.*?)```", text, re.DOTALL)]
+
+
+def _published(event: Any) -> dict[str, Any]:
+    name = event.type
+    return bus_event(event.model_dump(mode="json"), detail_type=name, source=LEDGER_EVENT_SOURCE)
+
+
+def test_the_example_is_a_valid_event_exactly_as_the_model_writes_it() -> None:
+    (example,) = _json_blocks(_section("### Example"))
+    errors = list(validator(published_schema(example["detail-type"])).iter_errors(example))
+    assert errors == []
+    event = EVENT_ADAPTER.validate_python(example["detail"])
+    assert event.model_dump(mode="json") == example["detail"]
+    assert example["source"] == LEDGER_EVENT_SOURCE
+
+
+def test_every_detail_has_the_common_fields_the_doc_lists() -> None:
+    table = _section("## What a subscriber receives").split("### Example")[0]
+    listed = set(re.findall(r"^\| `([a-z_]+)`(?:, `([a-z_]+)`)? \|", table, re.MULTILINE))
+    common = {name for pair in listed for name in pair if name} - {"source", "time"}
+    common -= {"detail-type", "detail"}
+    assert common == {"type", "stream", "partition", "seq", "at", "command_id"}
+    for model in ledger_event_models():
+        detail = published_schema(event_type_name(model))["definitions"][event_type_name(model)]
+        assert common <= set(detail["required"]), event_type_name(model)
+
+
+def test_the_subscription_patterns_match_what_they_say() -> None:
+    section = _section("## Subscribing")
+    trim_points, everything = _json_blocks(section)
+    orders = example_event(TrimPointAdvanced)
+    assert orders.stream == "orders"
+    payments = orders.model_copy(update={"stream": "payments"})
+    assert matches(trim_points, _published(orders))
+    assert not matches(trim_points, _published(payments))
+    others = [example_event(m) for m in ledger_event_models() if m is not TrimPointAdvanced]
+    assert not any(matches(trim_points, _published(e)) for e in others)
+    assert all(matches(everything, _published(e)) for e in [orders, *others])
+    # The CLI example creates the first rule
+    (cli_pattern,) = re.findall(r"--event-pattern '(.*?)'", section)
+    assert json.loads(cli_pattern) == trim_points
+
+
+@pytest.mark.parametrize("model", published_event_models(), ids=event_type_name)
+def test_the_schema_table_links_every_type(model: type) -> None:
+    name = event_type_name(model)
+    row = f"| `{name}` | [{name}.schema.json](events/{name}.schema.json) |"
+    assert row in DOC
+    assert (REPO / EVENT_SCHEMA_DIR / f"{name}.schema.json").is_file()
+
+
+def test_the_undecodable_fields_table_is_the_model() -> None:
+    table = _section("### A record that cannot be decoded")
+    listed = {
+        n
+        for row in re.findall(r"^\| (`.*?`) \|", table, re.MULTILINE)
+        for n in re.findall(r"`([a-z_]+)`", row)
+    }
+    assert listed == set(LedgerEventUndecodable.model_fields) - {"type"}
