@@ -1,10 +1,10 @@
-"""Commands: what a caller asks of a lineage. ``decide`` turns one into events."""
+"""Commands: what a caller asks of a lineage or a stream. ``decide`` turns one into events."""
 
 from __future__ import annotations
 
 import hashlib
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -224,3 +224,42 @@ class ReleaseHold(Frozen):
     @property
     def command_id(self) -> str:
         return f"release:{self.request_id}"
+
+
+# --- commands on a stream's own log ------------------------------------------------------
+
+
+class SetPolicy(Frozen):
+    """Change the fields in ``changes`` of the stream's retention policy.
+
+    ``default`` is the configured default, the base when the stream has no policy of its
+    own; ``expected_version`` (None: any) refuses the change if the policy's version is
+    not that (0: the stream uses the default).
+    """
+
+    kind: Literal["SetPolicy"] = "SetPolicy"
+    stream: str
+    changes: dict[str, Any]
+    default: RetentionPolicy
+    expected_version: int | None = Field(default=None, ge=0)
+    by: str = Field(default="", max_length=256)
+    request_id: str = Field(min_length=1, description="The same request is applied once")
+
+    @property
+    def command_id(self) -> str:
+        return f"policy-set:{self.request_id}"
+
+
+class ResetPolicy(Frozen):
+    """Remove the stream's own retention policy: the configured ``default`` applies again."""
+
+    kind: Literal["ResetPolicy"] = "ResetPolicy"
+    stream: str
+    default: RetentionPolicy
+    expected_version: int | None = Field(default=None, ge=0)
+    by: str = Field(default="", max_length=256)
+    request_id: str = Field(min_length=1, description="The same request is applied once")
+
+    @property
+    def command_id(self) -> str:
+        return f"policy-reset:{self.request_id}"
