@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from infra import names
 from snapledger.adapters import dynamodb_codec as codec
 from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
 from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
@@ -154,7 +155,8 @@ def test_a_set_writes_the_policy_its_event_and_the_head_together(streams, clock)
     assert sorted(items) == ["EV#000000000001", "HEAD", "POLICY"]
     # the event item is what the Pipe forwards: an EV# key and a type attribute
     event_item = items["EV#000000000001"]
-    assert event_item["type"] == {"S": "PolicySet"}
+    assert event_item["sk"]["S"].startswith(names.EVENT_ITEM_PREFIX)
+    assert event_item[names.EVENT_TYPE_ATTRIBUTE] == {"S": "PolicySet"}
     assert event_item["policy"]["M"]["min_age_hours"] == {"N": "1.5"}
     assert "partition" not in event_item and "kind" not in items["HEAD"]
     # and it reads back as the event the service answered, hours and all
