@@ -134,11 +134,12 @@ class DynamoLedger(DynamoLogTable):
         self, lineage: LineageId, *, after_seq: int = 0, limit: int = 100, cursor: str | None = None
     ) -> Page[LedgerEvent]:
         """The lineage's events in order, from ``after_seq + 1``, one page at a time."""
-        items, next_cursor = self._event_items(
-            codec.lineage_pk(lineage),
+        pk = codec.lineage_pk(lineage)
+        return self._events(
+            pk,
+            codec.event_from_item,
+            known=codec.KNOWN_EVENT_TYPES,
             after_seq=after_seq,
             limit=limit,
             cursor=cursor,
-            known=codec.KNOWN_EVENT_TYPES,
         )
-        return Page([codec.event_from_item(i) for i in items], next_cursor)

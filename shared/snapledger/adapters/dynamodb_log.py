@@ -16,7 +16,8 @@ throttle or lost response is transient (``TransientStoreError``).
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import boto3
 from botocore.exceptions import (
@@ -34,6 +35,7 @@ from snapledger.errors import (
     StoreUnavailableError,
     TransientStoreError,
 )
+from snapledger.ports import Page
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -55,6 +57,7 @@ TRANSIENT_ERRORS = {
 LOST_RESPONSE = (ReadTimeoutError, ConnectionClosedError, EndpointConnectionError)
 MAX_PAGE = 1000
 MAX_TRANSACTION_ITEMS = 100
+EventT = TypeVar("EventT")
 
 
 class DynamoLogTable:
@@ -149,10 +152,17 @@ class DynamoLogTable:
         last = response.get("LastEvaluatedKey")
         return list(response.get("Items", [])), codec.encode_cursor(last) if last else None
 
-    def _event_items(
-        self, pk: str, *, after_seq: int, limit: int, cursor: str | None, known: frozenset[str]
-    ) -> tuple[list[dict[str, Any]], str | None]:
-        """The log's event items in order, from ``after_seq + 1``, of the ``known`` types."""
+    def _events(
+        self,
+        pk: str,
+        decode: Callable[[dict[str, Any]], EventT],
+        *,
+        known: frozenset[str],
+        after_seq: int,
+        limit: int,
+        cursor: str | None,
+    ) -> Page[EventT]:
+        """The log's events in order, from ``after_seq + 1``, of the ``known`` types."""
         items, next_cursor = self._query(
             pk,
             "#pk = :pk AND #sk BETWEEN :lo AND :hi",
@@ -165,7 +175,8 @@ class DynamoLogTable:
             forward=True,
         )
         # Readers skip event types a newer version added (docs/ledger.md: wire names).
-        return [i for i in items if i.get("type", {}).get("S") in known], next_cursor
+        known_items = [i for i in items if i.get("type", {}).get("S") in known]
+        return Page([decode(i) for i in known_items], next_cursor)
 
     def _batch_get(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []

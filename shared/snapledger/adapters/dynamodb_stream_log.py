@@ -89,11 +89,9 @@ class DynamoStreamLog(DynamoLogTable):
         self, stream: str, *, after_seq: int = 0, limit: int = 100, cursor: str | None = None
     ) -> Page[StreamEvent]:
         """The stream's events in order, from ``after_seq + 1``, one page at a time."""
-        items, next_cursor = self._event_items(
-            codec.stream_pk(stream),
-            after_seq=after_seq,
-            limit=limit,
-            cursor=cursor,
-            known=codec.KNOWN_STREAM_EVENT_TYPES,
+        pk = codec.stream_pk(stream)
+        decode = codec.stream_event_from_item
+        known = codec.KNOWN_STREAM_EVENT_TYPES
+        return self._events(
+            pk, decode, known=known, after_seq=after_seq, limit=limit, cursor=cursor
         )
-        return Page([codec.stream_event_from_item(i) for i in items], next_cursor)

@@ -229,36 +229,36 @@ class ReleaseHold(Frozen):
 # --- commands on a stream's own log ------------------------------------------------------
 
 
-class SetPolicy(Frozen):
-    """Change the fields in ``changes`` of the stream's retention policy.
+class PolicyCommand(Frozen):
+    """What a change of a stream's retention policy carries, whichever it is.
 
-    ``default`` is the configured default, the base when the stream has no policy of its
-    own; ``expected_version`` (None: any) refuses the change if the policy's version is
-    not that (0: the stream uses the default).
+    ``default`` is the configured default (the base of a stream that has no policy of its
+    own, and what applies after a reset); ``expected_version`` (None: any) refuses the
+    change unless the policy is at that version (0: the stream uses the default).
     """
 
-    kind: Literal["SetPolicy"] = "SetPolicy"
     stream: str
-    changes: dict[str, Any]
     default: RetentionPolicy
     expected_version: int | None = Field(default=None, ge=0)
     by: str = Field(default="", max_length=256)
     request_id: str = Field(min_length=1, description="The same request is applied once")
+
+
+class SetPolicy(PolicyCommand):
+    """Change the fields in ``changes`` of the stream's retention policy."""
+
+    kind: Literal["SetPolicy"] = "SetPolicy"
+    changes: dict[str, Any]
 
     @property
     def command_id(self) -> str:
         return f"policy-set:{self.request_id}"
 
 
-class ResetPolicy(Frozen):
+class ResetPolicy(PolicyCommand):
     """Remove the stream's own retention policy: the configured ``default`` applies again."""
 
     kind: Literal["ResetPolicy"] = "ResetPolicy"
-    stream: str
-    default: RetentionPolicy
-    expected_version: int | None = Field(default=None, ge=0)
-    by: str = Field(default="", max_length=256)
-    request_id: str = Field(min_length=1, description="The same request is applied once")
 
     @property
     def command_id(self) -> str:

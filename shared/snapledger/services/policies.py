@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from snapledger.clock import Clock
-from snapledger.core.stream import StreamState
 from snapledger.errors import InvalidRequestError
 from snapledger.ids import new_ulid
 from snapledger.layout import check_stream_name
@@ -31,7 +30,7 @@ from snapledger.models.commands import ResetPolicy, SetPolicy
 from snapledger.models.events import StreamEvent
 from snapledger.models.policy import RetentionPolicy, StoredPolicy
 from snapledger.ports import StreamLogStore
-from snapledger.services.commands import StreamCommandResult, execute_on_stream
+from snapledger.services.commands import execute_on_stream
 from snapledger.services.gc_deps import PolicyStore
 
 POLICY_FIELDS = frozenset(RetentionPolicy.model_fields)
@@ -107,8 +106,7 @@ def set_policy(
         by=by,
         request_id=request_id or new_ulid(),
     )
-    result = execute_on_stream(streams, command, clock.now())
-    return _change(result, command.command_id, default, done="set")
+    return _apply(streams, command, clock)
 
 
 def reset_policy(
@@ -130,18 +128,17 @@ def reset_policy(
         by=by,
         request_id=request_id or new_ulid(),
     )
+    return _apply(streams, command, clock)
+
+
+def _apply(streams: StreamLogStore, command: SetPolicy | ResetPolicy, clock: Clock) -> PolicyChange:
     result = execute_on_stream(streams, command, clock.now())
-    return _change(result, command.command_id, default, done="reset")
-
-
-def _change(
-    result: StreamCommandResult, command_id: str, default: RetentionPolicy, *, done: str
-) -> PolicyChange:
-    state: StreamState = result.state
-    effective = _effective(state.head.stream, state.policy, default)
+    state = result.state
+    effective = _effective(command.stream, state.policy, command.default)
     if result.events:
+        done = "set" if isinstance(command, SetPolicy) else "reset"
         return PolicyChange(outcome=done, effective=effective, event=result.events[-1])
-    outcome = "duplicate" if state.is_duplicate(command_id) else "unchanged"
+    outcome = "duplicate" if state.is_duplicate(command.command_id) else "unchanged"
     return PolicyChange(outcome=outcome, effective=effective)
 
 
