@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from snapledger.core.stream import StreamState, decide_stream, evolve_stream_all
 from snapledger.errors import InvalidRequestError, StaleVersionError
 from snapledger.models.commands import ResetPolicy, SetPolicy
-from snapledger.models.events import PolicyReset, PolicySet
+from snapledger.models.events import PolicyReset, PolicySet, StreamEventBase
 from snapledger.models.ledger import RECENT_COMMANDS_KEPT
 from snapledger.models.policy import RetentionPolicy, StoredPolicy
 
@@ -166,3 +167,11 @@ def test_any_sequence_of_changes_is_a_gapless_log_that_replays_to_the_state(sequ
     # a policy's versions only grow, and a reset never hands its version out again
     versions = [e.version for e in events if isinstance(e, PolicySet)]
     assert versions == sorted(set(versions))
+
+
+@pytest.mark.parametrize("model", [PolicySet, PolicyReset])
+def test_docs_ledger_lists_every_field_of_the_stream_events(model):
+    text = (Path(__file__).resolve().parents[2] / "docs" / "ledger.md").read_text()
+    [row] = [line for line in text.splitlines() if line.startswith(f"| `{model.__name__}` |")]
+    own = set(model.model_fields) - set(StreamEventBase.model_fields) - {"type"}
+    assert {name for name in own if f"`{name}`" not in row} == set()
