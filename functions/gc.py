@@ -35,4 +35,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> Answer:
         runtime(),
         metrics,
         remaining_seconds=lambda: context.get_remaining_time_in_millis() / 1000,
+        request_id=context.aws_request_id,
     )

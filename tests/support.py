@@ -121,6 +121,7 @@ def make_runtime(ledger: DynamoLedger, store: ObjectStore, clock: Any, runner: A
     from snapledger.adapters.dynamodb_jobs import DynamoJobStore
     from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
     from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
+    from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
     from snapledger.core.compaction_trigger import CompactionConfig
     from snapledger.gc_settings import GcConfig
     from snapledger.runtime import Runtime
@@ -135,5 +136,6 @@ def make_runtime(ledger: DynamoLedger, store: ObjectStore, clock: Any, runner: A
         thresholds=CompactionConfig(),
         lineages=DynamoLineageIndex(ledger.table_name, client=ledger.client),
         policies=DynamoPolicyStore(ledger.table_name, client=ledger.client),
+        streams=DynamoStreamLog(ledger.table_name, client=ledger.client),
         gc=GcConfig(),
     )

@@ -31,6 +31,10 @@ class ConcurrencyError(SnapledgerError):
     """A conditional write lost a race more times than the retry budget allows."""
 
 
+class StaleVersionError(ConcurrencyError):
+    """A change named the version it was based on, and the thing is no longer at it."""
+
+
 class ObjectExistsError(SnapledgerError):
     """A conditional create found the object already there."""
 

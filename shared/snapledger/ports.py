@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from snapledger.core.lineage import LineageState
-    from snapledger.models.events import LedgerEvent
+    from snapledger.core.stream import StreamState
+    from snapledger.models.events import LedgerEvent, StreamEvent
     from snapledger.models.jobs import JobRecord, PartitionPlan
     from snapledger.models.ledger import Head, LineageId, SnapshotRecord
 
@@ -167,6 +168,39 @@ class LedgerReader(Protocol):
     def list_events(
         self, lineage: LineageId, *, after_seq: int = 0, limit: int = 100, cursor: str | None = None
     ) -> Page[LedgerEvent]:
+        """Events in sequence order, one page at a time."""
+        ...
+
+
+class StreamLogStore(Protocol):
+    """A stream's own log (its retention policy's changes): load, commit, read it back."""
+
+    def load(self, stream: str) -> StreamState:
+        """The stream's HEAD and stored policy, read consistently in one request."""
+        ...
+
+    def commit(
+        self,
+        before: StreamState,
+        events: Sequence[StreamEvent],
+        after: StreamState,
+        *,
+        request_token: str,
+    ) -> None:
+        """Write the decision atomically, conditioned on ``before``'s versions.
+
+        Raises LostRaceError when the stream changed, TransientStoreError when a retry of
+        the same write may succeed.
+        """
+        ...
+
+    def get_event(self, stream: str, seq: int) -> StreamEvent | None:
+        """One event by sequence number (consistent read)."""
+        ...
+
+    def list_events(
+        self, stream: str, *, after_seq: int = 0, limit: int = 100, cursor: str | None = None
+    ) -> Page[StreamEvent]:
         """Events in sequence order, one page at a time."""
         ...
 

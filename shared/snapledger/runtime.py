@@ -26,6 +26,7 @@ from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
 from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
+from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
 from snapledger.adapters.emr_serverless import EmrServerlessRunner
 from snapledger.adapters.object_store import open_object_store
 from snapledger.clock import Clock, SystemClock
@@ -40,6 +41,7 @@ from snapledger.ports import (
     LedgerReader,
     LedgerStore,
     ObjectStore,
+    StreamLogStore,
 )
 from snapledger.services.changelog_tracking import SegmentStore
 from snapledger.services.gc_deps import LineageIndex, PolicyStore
@@ -78,6 +80,7 @@ class Runtime:
     lineages: LineageIndex
     policies: PolicyStore
     gc: GcConfig
+    streams: StreamLogStore
 
 
 class NoJobRunner:
@@ -132,6 +135,7 @@ def build_runtime(settings: LedgerSettings) -> Runtime:
         thresholds=compaction_config(settings),
         lineages=DynamoLineageIndex(settings.table, client=dynamodb),
         policies=DynamoPolicyStore(settings.table, client=dynamodb),
+        streams=DynamoStreamLog(settings.table, client=dynamodb),
         gc=settings_from_env(GcConfig),
     )
 

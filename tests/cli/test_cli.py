@@ -152,6 +152,48 @@ def test_a_refusal_exits_1_with_the_reason(seeded, capsys):
     assert status == 1 and "not_found" in out
 
 
+def test_policy_reset_and_the_streams_history(seeded, capsys):
+    # Given a policy set by ann, then reset by bob
+    status, out, _ = run(capsys, "policy", "set", "orders", "--min-count", "4", "--by", "ann")
+    assert status == 0 and "outcome: set" in out
+    status, out, _ = run(capsys, "--json", "policy", "reset", "orders", "--by", "bob")
+    answer = json.loads(out)
+    assert status == 0 and (answer["outcome"], answer["source"]) == ("reset", "default")
+    # When the stream's history is asked (no partition)
+    status, out, _ = run(capsys, "history", "orders")
+    # Then both changes are listed in order, with who made them and what changed
+    lines = [line.split() for line in out.splitlines()]
+    assert status == 0 and lines[:2] == [
+        ["action:", "history"],
+        ["events:"],
+    ], out
+    assert lines[2] == ["seq", "type", "at", "version", "changed", "by"]
+    assert (lines[3][:2], lines[3][-2:]) == (["1", "PolicySet"], ["min_count", "ann"])
+    assert (lines[4][:2], lines[4][-1]) == (["2", "PolicyReset"], "bob")
+    # and a reset on the default changes nothing
+    status, out, _ = run(capsys, "policy", "reset", "orders")
+    assert status == 0 and "outcome: unchanged" in out
+
+
+def test_a_retried_policy_command_applies_once(seeded, capsys):
+    argv = ("--json", "policy", "set", "orders", "--min-count", "4", "--request-id", "cli-1")
+    first = json.loads(run(capsys, *argv)[1])
+    again = json.loads(run(capsys, *argv)[1])
+    assert (first["outcome"], again["outcome"]) == ("set", "duplicate")
+    # and without --request-id the CLI names each command (a ULID), not the invocation
+    status, out, _ = run(capsys, "--json", "policy", "set", "orders", "--min-count", "5")
+    kind, _, request_id = json.loads(out)["event"]["command_id"].partition(":")
+    assert status == 0 and kind == "policy-set" and len(request_id) == 26
+
+
+def test_a_policy_change_on_a_stale_version_exits_1(seeded, capsys):
+    run(capsys, "policy", "set", "orders", "--min-count", "4")
+    status, out, _ = run(capsys, "policy", "reset", "orders", "--expected-version", "0")
+    assert status == 1 and "error (conflict)" in out and "version 1, not 0" in out
+    status, out, _ = run(capsys, "--json", "policy", "get", "orders")
+    assert json.loads(out)["source"] == "stream"
+
+
 def test_an_invalid_policy_is_refused(seeded, capsys):
     status, out, _ = run(capsys, "policy", "set", "orders", "--min-count", "0")
     assert status == 1 and "min_count" in out
@@ -169,6 +211,9 @@ def test_an_invalid_policy_is_refused(seeded, capsys):
             "not allowed with argument",
         ),
         (["frobnicate"], "invalid choice"),
+        (["policy", "reset"], "the following arguments are required: stream"),
+        (["policy", "reset", "orders", "--expected-version", "-1"], "is negative"),
+        (["history", "orders", "-1"], "is negative"),
     ],
 )
 def test_bad_arguments_exit_2_with_a_message(argv, message, capsys):

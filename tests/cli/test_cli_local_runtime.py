@@ -22,6 +22,10 @@ def test_state_persists_between_cli_invocations(tmp_path, capsys):
     assert status == 0
     assert json.loads(capsys.readouterr().out)["policy"]["min_count"] == 7
     assert (tmp_path / "home" / "dynamodb").is_dir()
+    # and the change is the stream's history, on the local runtime as in AWS
+    assert cli.main(["--local", "--home", home, "--json", "history", "orders"]) == 0
+    [event] = json.loads(capsys.readouterr().out)["events"]
+    assert (event["seq"], event["type"], event["policy"]["min_count"]) == (1, "PolicySet", 7)
 
 
 def test_a_lineage_with_no_history_is_not_found(tmp_path, capsys):

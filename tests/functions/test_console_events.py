@@ -11,6 +11,7 @@ import pytest
 from snapledger.entrypoints.query import actions
 from snapledger.models.requests import LaunchRequest
 from snapledger.services.launch import LaunchDeps, launch
+from snapledger.services.policies import set_policy
 from snapledger.services.registration import register_manifest
 from tests.support import write_segments, write_snapshot
 
@@ -23,7 +24,8 @@ DOCUMENTED_ID = "01JW8Z3K9Q7N4M2P6R8T0V2X4Y"
 @pytest.fixture
 def seeded(rt):
     """orders/3 as the docs describe it: snapshots at LSN 100 (DOCUMENTED_ID), 200 and 300,
-    and the restore docs/console.md launches with request id ``example-restore-1``."""
+    the restore docs/console.md launches with request id ``example-restore-1``, and a
+    retention policy set on the stream (its history)."""
     for lsn in (100, 200, 300):
         sid = DOCUMENTED_ID if lsn == 100 else None
         key = write_snapshot(rt.store, "orders", 3, lsn, snapshot_id=sid)
@@ -37,6 +39,8 @@ def seeded(rt):
         ledger=rt.ledger, jobs=rt.jobs, runner=rt.runner, store=rt.store, clock=rt.clock
     )
     launch(request, request_id="example-restore-1", deps=deps)
+    default = rt.gc.default_policy()
+    set_policy(rt.streams, "orders", {"min_count": 5}, default=default, clock=rt.clock)
 
 
 def test_there_is_a_payload_for_every_query_action():

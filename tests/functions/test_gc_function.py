@@ -84,6 +84,54 @@ def test_policy_set_then_get(rt, gc_handler, context):
     assert answer["ok"] and "5" in json.dumps(answer)
 
 
+def stream_history(rt):
+    return [(e.seq, e.type) for e in rt.streams.list_events("orders").items]
+
+
+def test_policy_set_and_reset_answer_the_event_they_appended(rt, gc_handler, context):
+    # When the console sets a policy, then resets it
+    set_answer = gc_handler(
+        {"action": "policy_set", "stream": "orders", "min_count": 5, "by": "ann"}, context
+    )
+    reset_answer = gc_handler(
+        {"action": "policy_reset", "stream": "orders", "by": "bob", "request_id": "reset-1"},
+        context,
+    )
+    # Then each answer is the policy in force and the event appended, as JSON
+    assert set_answer["ok"] and set_answer["outcome"] == "set", set_answer
+    assert (set_answer["source"], set_answer["version"]) == ("stream", 1)
+    assert set_answer["event"]["type"] == "PolicySet" and set_answer["event"]["by"] == "ann"
+    assert reset_answer["ok"] and reset_answer["outcome"] == "reset", reset_answer
+    assert reset_answer["source"] == "default" and reset_answer["policy"]["min_count"] == 3
+    assert reset_answer["event"]["previous_policy"]["min_count"] == 5
+    assert json.loads(json.dumps(reset_answer)) == reset_answer
+    assert stream_history(rt) == [(1, "PolicySet"), (2, "PolicyReset")]
+
+
+def test_a_retried_invocation_changes_the_policy_once(rt, gc_handler, context):
+    # Given an asynchronous invocation that Lambda retries (same request id, same payload)
+    payload = {"action": "policy_set", "stream": "orders", "min_count": 5}
+    first = gc_handler(payload, context)
+    gc_handler({**payload, "min_count": 6, "request_id": "someone-else"}, context)
+    # When the retry arrives after another change
+    retried = gc_handler(payload, context)
+    # Then it is recognised: no second event, the later change stands
+    assert (first["outcome"], retried["outcome"]) == ("set", "duplicate")
+    assert retried["policy"]["min_count"] == 6 and retried["event"] is None
+    assert stream_history(rt) == [(1, "PolicySet"), (2, "PolicySet")]
+
+
+def test_a_change_on_a_stale_version_is_refused_as_a_conflict(rt, gc_handler, context):
+    gc_handler({"action": "policy_set", "stream": "orders", "min_count": 5}, context)
+    answer = gc_handler(
+        {"action": "policy_reset", "stream": "orders", "expected_version": 0, "request_id": "r"},
+        context,
+    )
+    assert answer["ok"] is False and answer["error"] == "conflict", answer
+    assert "version 1, not 0" in answer["message"] and "read it again" in answer["message"]
+    assert stream_history(rt) == [(1, "PolicySet")]
+
+
 @pytest.mark.parametrize(
     ("payload", "field"),
     [
@@ -91,6 +139,12 @@ def test_policy_set_then_get(rt, gc_handler, context):
         ({"action": "purge"}, "action"),
         ({"action": "hold", "stream": "orders", "partition": 3}, "snapshot_id"),
         ({"action": "policy_set", "stream": "orders", "min_count": 0}, "min_count"),
+        ({"action": "policy_reset", "stream": "orders", "min_count": 4}, "min_count"),
+        ({"action": "policy_reset"}, "stream"),
+        (
+            {"action": "policy_reset", "stream": "orders", "expected_version": -1},
+            "expected_version",
+        ),
         ({"dry_run": True, "strem": "orders"}, "strem"),
     ],
 )

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 
+from snapledger.services.policies import reset_policy, set_policy
 from snapledger.services.registration import register_manifest
 from tests.functions.support import emitted_metrics, item_count
 from tests.support import write_snapshot
@@ -72,6 +73,36 @@ def test_history_answers_the_events_in_order(seeded, query_handler, context):
     assert answer["events"][0]["type"] == "SnapshotRegistered"
     assert answer["events"][-1]["type"] == "SnapshotRejected"
     assert answer["cursor"] is None
+
+
+def test_history_without_a_partition_answers_the_streams_policy_changes(
+    seeded, rt, query_handler, context
+):
+    # Given a policy set, changed and reset on the stream
+    default = rt.gc.default_policy()
+    for changes in ({"min_count": 5}, {"max_count": 9}):
+        set_policy(rt.streams, "orders", changes, default=default, clock=rt.clock, by="ann")
+    reset_policy(rt.streams, "orders", default=default, clock=rt.clock, by="bob")
+    # When the console asks for the stream's history (no partition)
+    answer = ask(query_handler, context, action="history", stream="orders")
+    # Then it gets the three changes in order, each with who and what
+    assert answer["ok"] is True and answer["cursor"] is None
+    events = answer["events"]
+    assert [(e["seq"], e["type"], e["by"]) for e in events] == [
+        (1, "PolicySet", "ann"),
+        (2, "PolicySet", "ann"),
+        (3, "PolicyReset", "bob"),
+    ]
+    assert events[1]["changed"] == ["max_count"] and events[1]["policy"]["max_count"] == 9
+    assert events[2]["previous_policy"]["min_count"] == 5 and "partition" not in events[0]
+    # and paging works as for a lineage
+    later = ask(query_handler, context, action="history", stream="orders", after_seq=2)
+    assert [e["seq"] for e in later["events"]] == [3]
+    # and the lineage's own history has none of them (the policy is the stream's)
+    lineage = ask(query_handler, context, action="history", **LINEAGE)
+    assert not {e["type"] for e in lineage["events"]} & {"PolicySet", "PolicyReset"}
+    # and a stream that never changed its policy has an empty history
+    assert ask(query_handler, context, action="history", stream="payments")["events"] == []
 
 
 def test_as_of_an_lsn_and_as_of_a_time(seeded, query_handler, context):
@@ -142,6 +173,12 @@ def test_a_cursor_it_never_gave_is_an_invalid_request(seeded, query_handler, con
         pytest.param({"action": "list", "limit": 0, **LINEAGE}, {"limit"}, id="limit-zero"),
         pytest.param({"action": "list", "limit": 5000, **LINEAGE}, {"limit"}, id="limit-huge"),
         pytest.param({"action": "history", "after_seq": -2, **LINEAGE}, {"after_seq"}, id="seq"),
+        pytest.param({"action": "history", "partition": 3}, {"stream"}, id="history-no-stream"),
+        pytest.param(
+            {"action": "history", "stream": "orders", "partition": -1},
+            {"partition"},
+            id="history-negative",
+        ),
         pytest.param({"action": "as_of", **LINEAGE}, {"lsn", "as_of_time"}, id="as-of-nothing"),
         pytest.param(
             {"action": "as_of", "lsn": 1, "as_of_time": "2026-05-01T12:00:00Z", **LINEAGE},

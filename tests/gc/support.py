@@ -8,6 +8,7 @@ from datetime import datetime
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
 from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
+from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
 from snapledger.layout import lineage_snapshots_prefix, snapshot_prefix
 from snapledger.models.ledger import LineageId, SnapshotRecord, SnapshotStatus
 from snapledger.services.gc_deps import GcDeps
@@ -26,6 +27,11 @@ def gc_deps(ledger, store, clock, runner=None) -> GcDeps:
         jobs=DynamoJobStore(ledger.table_name, client=ledger.client),
         runner=runner,
     )
+
+
+def stream_log(ledger) -> DynamoStreamLog:
+    """The streams' own logs (where policies are set) on the ledger's table."""
+    return DynamoStreamLog(ledger.table_name, client=ledger.client)
 
 
 def register(ledger, store, clock, lsn: int, *, stream="orders", partition=3, files=2, **kw) -> str:

@@ -23,6 +23,7 @@ from tests.gc.support import (
     records,
     register,
     statuses,
+    stream_log,
 )
 from tests.support import write_segments, write_snapshot
 
@@ -111,7 +112,11 @@ def test_a_streams_policy_is_applied_and_the_default_elsewhere(deps, ledger, sto
         register(ledger, store, clock, lsn, stream="payments", partition=0)
     six_old_snapshots(ledger, store, clock)
     set_policy(
-        deps.policies, "payments", {"min_count": 5}, default=CONFIG.default_policy(), clock=clock
+        stream_log(ledger),
+        "payments",
+        {"min_count": 5},
+        default=CONFIG.default_policy(),
+        clock=clock,
     )
     # When GC runs
     run_gc(deps, config=CONFIG)
@@ -189,7 +194,7 @@ def test_changelog_below_the_trim_point_is_deleted_only_when_the_policy_says_so(
     run_gc(deps, config=CONFIG)
     assert len(listing(store, prefix)) == 4  # off by default
     set_policy(
-        deps.policies,
+        stream_log(ledger),
         "orders",
         {"delete_changelog_below_trim": True},
         default=CONFIG.default_policy(),

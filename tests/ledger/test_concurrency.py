@@ -1,4 +1,4 @@
-"""Many writers on one lineage, on the real engine (DynamoDB Local)."""
+"""Many writers on one lineage, or on one stream's log, on the real engine (DynamoDB Local)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
+from snapledger.core.stream import StreamState, evolve_stream_all
 from snapledger.models.events import SnapshotRegistered
-from snapledger.models.ledger import LineageId, SnapshotStatus
+from snapledger.models.ledger import RECENT_COMMANDS_KEPT, LineageId, SnapshotStatus
+from snapledger.models.policy import RetentionPolicy
+from snapledger.services.policies import reset_policy, set_policy
 from snapledger.services.registration import Outcome, register_manifest
 from tests.support import create_ledger, local_client, write_snapshot
 
@@ -62,3 +66,59 @@ def test_sixteen_threads_registering_two_hundred_snapshots(dynamodb_local, store
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert head.version == len(events)
     assert sum(isinstance(e, SnapshotRegistered) for e in events) == SNAPSHOTS
+
+
+def test_eight_operators_changing_one_streams_policy_at_once(dynamodb_local, clock):
+    # Given one stream and eight operators, each making ten changes (sets and resets)
+    ledger = create_ledger(local_client(dynamodb_local.endpoint_url))
+    streams = DynamoStreamLog(ledger.table_name, client=ledger.client)
+    default = RetentionPolicy()
+    rng = random.Random(13)
+    plan = [
+        (f"op{op}-{n}", rng.choice([None, *range(1, 8)]))  # None: a reset
+        for op in range(8)
+        for n in range(10)
+    ]
+
+    def change(step):
+        request_id, min_count = step
+        if min_count is None:
+            return reset_policy(
+                streams, "orders", default=default, clock=clock, request_id=request_id
+            )
+        return set_policy(
+            streams,
+            "orders",
+            {"min_count": min_count},
+            default=default,
+            clock=clock,
+            request_id=request_id,
+        )
+
+    # When they all run at once
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(change, plan))  # any exception fails the test
+
+    # Then the stream's log is 1..N in order with no gap, one event per change made
+    events = all_pages(lambda c: streams.list_events("orders", cursor=c, limit=16))
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    # (a write whose answer was lost and which DynamoDB then refused to repeat is answered
+    # "duplicate": this request was applied, once, by the earlier attempt)
+    applied = [
+        step
+        for step, result in zip(plan, results, strict=True)
+        if result.outcome in ("set", "reset", "duplicate")
+    ]
+    assert sorted(e.command_id for e in events) == sorted(
+        f"policy-{'set' if min_count else 'reset'}:{request_id}"
+        for request_id, min_count in applied
+    )
+    # and replaying the log gives exactly what is stored: HEAD and the policy GC reads
+    assert evolve_stream_all(StreamState.empty("orders"), events) == streams.load("orders")
+    # and the changes HEAD remembers, delivered again, append nothing
+    remembered = {e.command_id.partition(":")[2] for e in events[-RECENT_COMMANDS_KEPT:]}
+    recent = [step for step in applied if step[0] in remembered]
+    with ThreadPoolExecutor(8) as pool:
+        redelivered = list(pool.map(change, recent))
+    assert {r.outcome for r in redelivered} == {"duplicate"}
+    assert all_pages(lambda c: streams.list_events("orders", cursor=c, limit=16)) == events

@@ -1,9 +1,15 @@
-"""Item shapes of the ledger table: models to DynamoDB items and back."""
+"""Item shapes of the ledger table: models to DynamoDB items and back.
+
+Numbers are DynamoDB numbers both ways: a float field (a policy's hours) is written as a
+number (boto3's serializer takes only ``Decimal``) and read back as an ``int`` when whole,
+else a ``float``, so strict integer fields validate what they wrote.
+"""
 
 from __future__ import annotations
 
 import base64
 import json
+from decimal import Decimal
 from typing import Any, get_args
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
@@ -11,10 +17,17 @@ from pydantic import BaseModel
 
 from snapledger.adapters.table_definition import KIND_ATTRIBUTE, PARTITION_KEY, SORT_KEY
 from snapledger.errors import InvalidRequestError
-from snapledger.models.events import EVENT_ADAPTER, LedgerEvent
-from snapledger.models.ledger import Head, LineageId, SnapshotRecord
+from snapledger.models.events import (
+    EVENT_ADAPTER,
+    STREAM_EVENT_ADAPTER,
+    LedgerEvent,
+    StreamEvent,
+)
+from snapledger.models.ledger import Head, LineageId, SnapshotRecord, StreamHead
+from snapledger.models.policy import StoredPolicy
 
 HEAD_SK = "HEAD"
+POLICY_SK = "POLICY"
 SNAP_PREFIX = "SNAP#"
 EVENT_PREFIX = "EV#"
 SEQ_WIDTH = 12
@@ -22,9 +35,13 @@ UNPLACEABLE_PK = "REJECTED"
 UNPLACEABLE_PREFIX = "KEY#"
 _KEY_ATTRIBUTES = (PARTITION_KEY, SORT_KEY, KIND_ATTRIBUTE)
 
-KNOWN_EVENT_TYPES = frozenset(
-    model.model_fields["type"].default for model in get_args(get_args(LedgerEvent)[0])
-)
+
+def _event_types(union: object) -> frozenset[str]:
+    return frozenset(model.model_fields["type"].default for model in get_args(get_args(union)[0]))
+
+
+KNOWN_EVENT_TYPES = _event_types(LedgerEvent)
+KNOWN_STREAM_EVENT_TYPES = _event_types(StreamEvent)
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -34,6 +51,11 @@ Item = dict[str, Any]
 
 def lineage_pk(lineage: LineageId) -> str:
     return f"LIN#{lineage.stream}#{lineage.partition}"
+
+
+def stream_pk(stream: str) -> str:
+    """The partition of a stream's own items: its HEAD, its log and its POLICY."""
+    return f"STREAM#{stream}"
 
 
 def event_sk(seq: int) -> str:
@@ -46,7 +68,9 @@ def key(pk: str, sk: str) -> Item:
 
 def to_item(pk: str, sk: str, model: BaseModel, *, kind: str | None = None) -> Item:
     """A low-level DynamoDB item holding ``model``'s fields beside the keys."""
-    body = model.model_dump(mode="json", exclude_none=True)
+    body = json.loads(
+        json.dumps(model.model_dump(mode="json", exclude_none=True)), parse_float=Decimal
+    )
     item = {name: _serializer.serialize(value) for name, value in body.items()}
     item.update(key(pk, sk))
     if kind is not None:
@@ -56,10 +80,20 @@ def to_item(pk: str, sk: str, model: BaseModel, *, kind: str | None = None) -> I
 
 def plain(item: Item) -> dict[str, Any]:
     return {
-        name: _deserializer.deserialize(value)
+        name: _json_numbers(_deserializer.deserialize(value))
         for name, value in item.items()
         if name not in _KEY_ATTRIBUTES
     }
+
+
+def _json_numbers(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _json_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_numbers(v) for v in value]
+    return value
 
 
 def head_item(head: Head) -> Item:
@@ -74,6 +108,37 @@ def snapshot_item(record: SnapshotRecord) -> Item:
 def event_item(event: LedgerEvent) -> Item:
     pk = lineage_pk(LineageId(stream=event.stream, partition=event.partition))
     return to_item(pk, event_sk(event.seq), event)
+
+
+def stream_head_item(head: StreamHead) -> Item:
+    # No ``kind``: the by_kind index pages lineage HEADs only (GC's walk).
+    return to_item(stream_pk(head.stream), HEAD_SK, head)
+
+
+def stream_event_item(event: StreamEvent) -> Item:
+    return to_item(stream_pk(event.stream), event_sk(event.seq), event)
+
+
+def policy_item(stored: StoredPolicy) -> Item:
+    # One JSON string: the item's shape since before the stream's log existed (readers of
+    # either age read it); ``version`` beside it for the write conditions.
+    return {
+        **key(stream_pk(stored.stream), POLICY_SK),
+        "document": {"S": json.dumps(stored.model_dump(mode="json"), sort_keys=True)},
+        "version": {"N": str(stored.version)},
+    }
+
+
+def policy_from_item(item: Item) -> StoredPolicy:
+    return StoredPolicy.model_validate_json(item["document"]["S"])
+
+
+def stream_head_from_item(item: Item) -> StreamHead:
+    return StreamHead.model_validate(plain(item))
+
+
+def stream_event_from_item(item: Item) -> StreamEvent:
+    return STREAM_EVENT_ADAPTER.validate_python(plain(item))
 
 
 def head_from_item(item: Item) -> Head:

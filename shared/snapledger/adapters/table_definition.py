@@ -9,6 +9,8 @@ Items (see docs/ledger.md):
 | ``LIN#{stream}#{part}``   | ``EV#{seq:012d}``                | one event of the ledger     |
 | ``LIN#{stream}#{part}``   | ``SEG#{first:020d}-{last:020d}`` | one changelog segment seen  |
 | ``JOB#{job_id}``          | ``JOB``                          | one job                     |
+| ``STREAM#{stream}``       | ``HEAD``                         | the stream's own log's head |
+| ``STREAM#{stream}``       | ``EV#{seq:012d}``                | one event of the stream     |
 | ``STREAM#{stream}``       | ``POLICY``                       | the stream's retention etc. |
 | ``REJECTED``              | ``KEY#{object key}``             | a manifest at a bad key     |
 

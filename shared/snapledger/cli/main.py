@@ -16,6 +16,7 @@ from typing import Any
 from snapledger.cli.render import render
 from snapledger.cli.transport import STACK_NAME, AwsTransport, Transport
 from snapledger.errors import SnapledgerError
+from snapledger.ids import new_ulid
 
 Payload = tuple[str, dict[str, Any]]  # (function, payload)
 
@@ -39,6 +40,7 @@ def cmd_list(args: argparse.Namespace) -> Payload:
 
 
 def cmd_history(args: argparse.Namespace) -> Payload:
+    # Without a partition: the stream's own log (its policy changes).
     return "query", _drop_none(
         {
             "action": "history",
@@ -121,10 +123,19 @@ def cmd_release(args: argparse.Namespace) -> Payload:
 def cmd_policy(args: argparse.Namespace) -> Payload:
     if args.policy_command == "get":
         return "gc", {"action": "policy_get", "stream": args.stream}
+    change = {
+        "stream": args.stream,
+        "by": args.by,
+        "expected_version": args.expected_version,
+        # One id per command, so a retried invocation (a lost answer) applies it once.
+        "request_id": args.request_id or new_ulid(),
+    }
+    if args.policy_command == "reset":
+        return "gc", _drop_none({"action": "policy_reset", **change})
     return "gc", _drop_none(
         {
             "action": "policy_set",
-            "stream": args.stream,
+            **change,
             "min_count": args.min_count,
             "min_age_hours": args.min_age_hours,
             "max_count": args.max_count,
@@ -191,7 +202,11 @@ def _add_query_commands(commands: Subparsers) -> None:
     sub = _lineage_command(commands, "list", cmd_list, "a partition's snapshots, newest first")
     sub.add_argument("--limit", type=int)
     sub.add_argument("--cursor")
-    sub = _lineage_command(commands, "history", cmd_history, "a partition's events, in order")
+    text = "a partition's events in order; without a partition, the stream's (policy changes)"
+    sub = commands.add_parser("history", help=text, description=text)
+    sub.add_argument("stream")
+    sub.add_argument("partition", type=_non_negative, nargs="?")
+    sub.set_defaults(build=cmd_history)
     sub.add_argument("--after-seq", type=_non_negative)
     sub.add_argument("--limit", type=int)
     sub.add_argument("--cursor")
@@ -237,12 +252,21 @@ def _add_retention_commands(commands: Subparsers) -> None:
     policy = sub.add_subparsers(dest="policy_command", required=True)
     get = policy.add_parser("get")
     get.add_argument("stream")
-    put = policy.add_parser("set")
-    put.add_argument("stream")
+    put = policy.add_parser("set", help="change the given fields of the stream's own policy")
     put.add_argument("--min-count", type=int)
     put.add_argument("--min-age-hours", type=float)
     put.add_argument("--max-count", type=int)
     put.add_argument("--max-age-hours", type=float)
+    reset = policy.add_parser("reset", help="remove the stream's own policy: the default applies")
+    for change in (put, reset):
+        change.add_argument("stream")
+        change.add_argument("--by", help="who makes the change (recorded in its event)")
+        change.add_argument(
+            "--expected-version",
+            type=_non_negative,
+            help="refuse unless the policy is at this version (from policy get; 0: the default)",
+        )
+        change.add_argument("--request-id", help="repeat it to make the change idempotent")
     sub.set_defaults(build=cmd_policy)
 
 

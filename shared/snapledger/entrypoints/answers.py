@@ -9,7 +9,12 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from snapledger.errors import InvalidRequestError, NotFoundError, SnapledgerError
+from snapledger.errors import (
+    InvalidRequestError,
+    NotFoundError,
+    SnapledgerError,
+    StaleVersionError,
+)
 
 Answer = dict[str, Any]
 # The field name a problem with the payload as a whole is reported under.
@@ -51,6 +56,8 @@ def answer_for_error(exc: SnapledgerError) -> Answer | None:
         return refusal("not_found", str(exc))
     if isinstance(exc, InvalidRequestError):
         return refusal("invalid_request", str(exc))
+    if isinstance(exc, StaleVersionError):
+        return refusal("conflict", str(exc))
     return None
 
 

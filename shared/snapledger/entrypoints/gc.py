@@ -4,7 +4,10 @@
   schedule sends ``{"dry_run": false}``; an EventBridge ``Scheduled Event`` is a run too);
 - ``{"action": "hold", "stream", "partition", "snapshot_id", "expires_at"?, "reason"?, "by"?}``;
 - ``{"action": "release", "stream", "partition", "snapshot_id", "hold_id"?}``;
-- ``{"action": "policy_get", "stream"}`` and ``{"action": "policy_set", "stream", ...fields}``.
+- ``{"action": "policy_get", "stream"}``, ``{"action": "policy_set", "stream", ...fields}``
+  and ``{"action": "policy_reset", "stream"}``; a set or reset takes ``by``,
+  ``expected_version`` and ``request_id`` (default: the Lambda request id, the same across
+  Lambda's own retries of an asynchronous invocation).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from snapledger.runtime import Runtime
 from snapledger.services.gc import run_gc
 from snapledger.services.gc_deps import GcDeps
 from snapledger.services.holds import hold_snapshot, release_hold
-from snapledger.services.policies import get_policy, set_policy
+from snapledger.services.policies import get_policy, reset_policy, set_policy
 
 SUBJECT = "gc request"
 INVALID_METRIC = "Gc_invalid"
@@ -58,28 +61,46 @@ class ReleaseRequest(LineagePayload):
     by: str = Field(default="", max_length=128)
 
 
-class PolicyGet(ConsolePayload):
+class PolicyGetRequest(ConsolePayload):
     action: Literal["policy_get"]
     stream: str = Field(pattern=f"^{STREAM_PATTERN}$")
 
 
-class PolicySet(ConsolePayload):
-    action: Literal["policy_set"]
+class PolicyChangeRequest(ConsolePayload):
+    """What a set and a reset share: who, on which version, and the request's identity."""
+
     stream: str = Field(pattern=f"^{STREAM_PATTERN}$")
+    by: str = Field(default="", max_length=128)
+    expected_version: int | None = Field(
+        default=None, ge=0, description="Refuse unless the policy is at this version (0: default)"
+    )
+    request_id: str | None = Field(
+        default=None, min_length=1, max_length=128, description="The same request applies once"
+    )
+
+
+class PolicySetRequest(PolicyChangeRequest):
+    action: Literal["policy_set"]
     min_count: int | None = Field(default=None, ge=1)
     min_age_hours: float | None = Field(default=None, ge=0, strict=False)
     max_count: int | None = Field(default=None, ge=1)
     max_age_hours: float | None = Field(default=None, gt=0, strict=False)
     delete_changelog_below_trim: bool | None = None
-    by: str = Field(default="", max_length=128)
 
 
-GcRequest = GcRun | HoldRequest | ReleaseRequest | PolicyGet | PolicySet
+class PolicyResetRequest(PolicyChangeRequest):
+    action: Literal["policy_reset"]
+
+
+GcRequest = (
+    GcRun | HoldRequest | ReleaseRequest | PolicyGetRequest | PolicySetRequest | PolicyResetRequest
+)
 _ACTIONS: dict[str, type[ConsolePayload]] = {
     "hold": HoldRequest,
     "release": ReleaseRequest,
-    "policy_get": PolicyGet,
-    "policy_set": PolicySet,
+    "policy_get": PolicyGetRequest,
+    "policy_set": PolicySetRequest,
+    "policy_reset": PolicyResetRequest,
 }
 
 
@@ -105,9 +126,12 @@ def answer_gc(
     rt: Runtime,
     metrics: MetricSink,
     remaining_seconds: Callable[[], float] | None = None,
+    request_id: str | None = None,
 ) -> Answer:
+    """Answer ``request``; ``request_id`` (the invocation's) identifies a policy change that
+    names none, so a retried invocation applies it once."""
     try:
-        body = _answer(request, rt, metrics, remaining_seconds)
+        body = _answer(request, rt, metrics, remaining_seconds, request_id)
     except SnapledgerError as exc:
         answer = answer_for_error(exc)
         if answer is None:
@@ -123,6 +147,7 @@ def _answer(
     rt: Runtime,
     metrics: MetricSink,
     remaining_seconds: Callable[[], float] | None,
+    request_id: str | None,
 ) -> dict[str, Any]:
     default = rt.gc.default_policy()
     if isinstance(request, GcRun):
@@ -169,13 +194,23 @@ def _answer(
             by=request.by,
         )
         return {"action": "release", **released.to_dict()}
-    if isinstance(request, PolicyGet):
+    if isinstance(request, PolicyGetRequest):
         return {
             "action": "policy_get",
             **get_policy(rt.policies, request.stream, default).to_dict(),
         }
-    changes = request.model_dump(exclude={"action", "stream", "by"}, exclude_none=True)
-    policy = set_policy(
-        rt.policies, request.stream, changes, default=default, clock=rt.clock, by=request.by
+    change: dict[str, Any] = {
+        "default": default,
+        "clock": rt.clock,
+        "by": request.by,
+        "expected_version": request.expected_version,
+        "request_id": request.request_id or request_id,
+    }
+    if isinstance(request, PolicyResetRequest):
+        reset = reset_policy(rt.streams, request.stream, **change)
+        return {"action": "policy_reset", **reset.to_dict()}
+    fields = request.model_dump(
+        exclude={"action", "stream", "by", "expected_version", "request_id"}, exclude_none=True
     )
-    return {"action": "policy_set", **policy.to_dict()}
+    changed = set_policy(rt.streams, request.stream, fields, **change)
+    return {"action": "policy_set", **changed.to_dict()}

@@ -26,6 +26,10 @@ from snapledger.entrypoints.answers import (
 )
 from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, SnapshotId
 from snapledger.errors import NotFoundError, SnapledgerError
+from snapledger.layout import STREAM_PATTERN
+from snapledger.models.events import LedgerEvent, StreamEvent
+from snapledger.models.ledger import LineageId
+from snapledger.ports import Page
 from snapledger.runtime import Runtime
 from snapledger.services import queries
 
@@ -60,10 +64,15 @@ class ListQuery(LineageQuery):
     cursor: str | None = Field(default=None, min_length=1, description="From the last answer")
 
 
-class HistoryQuery(LineageQuery):
-    """The lineage's events in order, after ``after_seq``, a page at a time."""
+class HistoryQuery(QueryPayload):
+    """A log's events in order, after ``after_seq``, a page at a time: the lineage's, or
+    with no ``partition`` the stream's own (its policy changes)."""
 
     action: Literal["history"]
+    stream: str = Field(pattern=f"^{STREAM_PATTERN}$", description="Stream name, e.g. orders")
+    partition: int | None = Field(
+        default=None, ge=0, description="Omit it for the stream's own log (policy changes)"
+    )
     after_seq: int = Field(default=0, ge=0)
     limit: int = Field(default=100, ge=1, le=MAX_PAGE)
     cursor: str | None = Field(default=None, min_length=1, description="From the last answer")
@@ -177,13 +186,15 @@ def answer_list(request: ListQuery, rt: Runtime) -> dict[str, Any]:
 
 @query_action(HistoryQuery)
 def answer_history(request: HistoryQuery, rt: Runtime) -> dict[str, Any]:
-    page = queries.history(
-        rt.ledger,
-        request.lineage,
-        after_seq=request.after_seq,
-        limit=request.limit,
-        cursor=request.cursor,
-    )
+    after, limit, cursor = request.after_seq, request.limit, request.cursor
+    page: Page[LedgerEvent] | Page[StreamEvent]
+    if request.partition is None:
+        page = queries.stream_history(
+            rt.streams, request.stream, after_seq=after, limit=limit, cursor=cursor
+        )
+    else:
+        lineage = LineageId(stream=request.stream, partition=request.partition)
+        page = queries.history(rt.ledger, lineage, after_seq=after, limit=limit, cursor=cursor)
     return {"events": [e.model_dump(mode="json") for e in page.items], "cursor": page.cursor}
 
 

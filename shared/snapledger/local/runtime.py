@@ -24,6 +24,7 @@ from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
 from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
+from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.adapters.table_definition import DEFAULT_TABLE_NAME, create_table_request
 from snapledger.clock import SystemClock
@@ -127,6 +128,7 @@ class LocalRuntime:
             thresholds=self.thresholds,
             lineages=DynamoLineageIndex(self.table, client=client),
             policies=DynamoPolicyStore(self.table, client=client),
+            streams=DynamoStreamLog(self.table, client=client),
             gc=self.gc,
         )
         use_runtime(self.runtime)

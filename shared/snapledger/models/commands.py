@@ -1,10 +1,10 @@
-"""Commands: what a caller asks of a lineage. ``decide`` turns one into events."""
+"""Commands: what a caller asks of a lineage or a stream. ``decide`` turns one into events."""
 
 from __future__ import annotations
 
 import hashlib
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -224,3 +224,42 @@ class ReleaseHold(Frozen):
     @property
     def command_id(self) -> str:
         return f"release:{self.request_id}"
+
+
+# --- commands on a stream's own log ------------------------------------------------------
+
+
+class PolicyCommand(Frozen):
+    """What a change of a stream's retention policy carries, whichever it is.
+
+    ``default`` is the configured default (the base of a stream that has no policy of its
+    own, and what applies after a reset); ``expected_version`` (None: any) refuses the
+    change unless the policy is at that version (0: the stream uses the default).
+    """
+
+    stream: str
+    default: RetentionPolicy
+    expected_version: int | None = Field(default=None, ge=0)
+    by: str = Field(default="", max_length=256)
+    request_id: str = Field(min_length=1, description="The same request is applied once")
+
+
+class SetPolicy(PolicyCommand):
+    """Change the fields in ``changes`` of the stream's retention policy."""
+
+    kind: Literal["SetPolicy"] = "SetPolicy"
+    changes: dict[str, Any]
+
+    @property
+    def command_id(self) -> str:
+        return f"policy-set:{self.request_id}"
+
+
+class ResetPolicy(PolicyCommand):
+    """Remove the stream's own retention policy: the configured ``default`` applies again."""
+
+    kind: Literal["ResetPolicy"] = "ResetPolicy"
+
+    @property
+    def command_id(self) -> str:
+        return f"policy-reset:{self.request_id}"

@@ -1,7 +1,15 @@
 """The ledger's events: the append-only ``EV#{seq}`` items, one type per fact.
 
-Wire names are stable: ``type`` is the discriminator, fields are snake_case. New event
-types are added, never renamed; readers skip types they do not know.
+Two logs hold them (docs/ledger.md):
+
+- a **lineage's** log (``LIN#{stream}#{partition}``): ``LedgerEvent``, every event with its
+  ``stream`` and ``partition``;
+- a **stream's** log (``STREAM#{stream}``): ``StreamEvent``, facts about the stream as a
+  whole (its retention policy), with a ``stream`` and no ``partition``.
+
+Each log numbers its events from 1 with no gap. Wire names are stable: ``type`` is the
+discriminator (unique across both logs), fields are snake_case. New event types are
+added, never renamed; readers skip types they do not know.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from typing import Annotated, Literal
 from pydantic import Field, TypeAdapter
 
 from snapledger.models.base import Frozen
+from snapledger.models.policy import RetentionPolicy
 
 
 class EventBase(Frozen):
@@ -195,3 +204,51 @@ LedgerEvent = Annotated[
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[LedgerEvent] = TypeAdapter(LedgerEvent)
+
+
+# --- the stream's log ------------------------------------------------------------------
+
+
+class StreamEventBase(Frozen):
+    """What every event of a stream's own log carries: no partition, it is about them all."""
+
+    seq: int = Field(ge=1, description="Gapless per stream, starting at 1")
+    at: datetime = Field(description="Registry time (server clock)")
+    stream: str
+    command_id: str = Field(description="The command that produced it (for idempotency)")
+
+
+class PolicySet(StreamEventBase):
+    """The stream's retention policy was set: ``policy`` is the whole policy now in force.
+
+    ``changed`` names the fields whose value differs from ``previous_policy``, the policy in
+    force before (the configured default when ``previous_version`` is None: the stream had
+    none of its own). ``version`` is the policy's new version (what ``policy get`` answers).
+    """
+
+    type: Literal["PolicySet"] = "PolicySet"
+    policy: RetentionPolicy
+    changed: tuple[str, ...] = ()
+    previous_policy: RetentionPolicy
+    previous_version: int | None = None
+    version: int = Field(ge=1)
+    by: str = ""
+
+
+class PolicyReset(StreamEventBase):
+    """The stream's own policy was removed: the configured default applies again.
+
+    ``policy`` is that default as configured when the reset was recorded (the default is
+    configuration: it may change later without an event); ``previous_policy`` and
+    ``previous_version`` are the stream's policy that was removed.
+    """
+
+    type: Literal["PolicyReset"] = "PolicyReset"
+    policy: RetentionPolicy
+    previous_policy: RetentionPolicy
+    previous_version: int = Field(ge=1)
+    by: str = ""
+
+
+StreamEvent = Annotated[PolicySet | PolicyReset, Field(discriminator="type")]
+STREAM_EVENT_ADAPTER: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)

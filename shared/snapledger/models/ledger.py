@@ -124,3 +124,25 @@ class Head(Stored):
 
 def snapshot_sort_key(lsn: int, snapshot_id: str) -> str:
     return f"SNAP#{lsn:0{LSN_WIDTH}d}#{snapshot_id}"
+
+
+#: How many command ids a stream's HEAD remembers, so a redelivered command is recognised.
+RECENT_COMMANDS_KEPT = 32
+
+
+class StreamHead(Stored):
+    """A stream's projection (``STREAM#{stream}`` / ``HEAD``): the head of its own log.
+
+    The stream's log holds facts about the stream as a whole (its retention policy);
+    every command on it is conditioned on ``version``, as a lineage's are on its HEAD's.
+    """
+
+    stream: str
+    version: int = Field(default=0, ge=0, description="Sequence number of the last event")
+    policy_version: int = Field(
+        default=0, ge=0, description="The highest policy version stored (never reused)"
+    )
+    recent_commands: tuple[str, ...] = Field(
+        default=(), description=f"The last {RECENT_COMMANDS_KEPT} command ids applied"
+    )
+    updated_at: datetime | None = None

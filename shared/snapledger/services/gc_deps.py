@@ -37,13 +37,9 @@ class LineageIndex(Protocol):
 
 
 class PolicyStore(Protocol):
-    """Per-stream retention policies, each write conditioned on the version read."""
+    """Per-stream retention policies, as GC reads them (the stream's log writes them)."""
 
     def get(self, stream: str) -> StoredPolicy | None: ...
-
-    def put(self, policy: StoredPolicy) -> bool:
-        """Store it if the stored version is ``policy.version - 1``; False if not."""
-        ...
 
 
 @dataclass(frozen=True)

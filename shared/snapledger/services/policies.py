@@ -1,9 +1,15 @@
-"""Get and set a stream's retention policy (the console and the CLI call these).
+"""Get, set and reset a stream's retention policy (the console and the CLI call these).
 
-A stream without a stored policy uses the configured default. ``set_policy`` changes only
-the fields given (``None`` clears a cap), validates the whole result, and writes it on the
-version read, so a concurrent edit is never overwritten unseen: pass ``expected_version``
-(from ``get_policy``) to refuse if anyone changed it since.
+A stream without a stored policy uses the configured default. Every change is an event
+of the stream's own log (``PolicySet``, ``PolicyReset``), written in the same transaction
+as the policy (docs/retention.md, *Policies*):
+
+- ``set_policy`` changes only the fields given (``None`` clears a cap) and validates the
+  whole result; ``reset_policy`` removes the stream's own policy, so the default applies;
+- pass ``expected_version`` (from ``get_policy``; 0 for a stream on the default) to refuse
+  the change if anyone changed the policy since;
+- ``request_id`` makes a command idempotent: the same request delivered again (a retry,
+  a redelivery) appends no second event and answers ``duplicate``.
 
 A new policy applies to every lineage GC plans after it is stored; a run already planning
 a lineage finishes that lineage with the policy it read. Use a hold to protect a
@@ -17,12 +23,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from snapledger.clock import Clock
-from snapledger.errors import ConcurrencyError, InvalidRequestError
+from snapledger.errors import InvalidRequestError
+from snapledger.ids import new_ulid
 from snapledger.layout import check_stream_name
-from snapledger.models.policy import RetentionPolicy, StoredPolicy, parse_policy
+from snapledger.models.commands import ResetPolicy, SetPolicy
+from snapledger.models.events import StreamEvent
+from snapledger.models.policy import RetentionPolicy, StoredPolicy
+from snapledger.ports import StreamLogStore
+from snapledger.services.commands import execute_on_stream
 from snapledger.services.gc_deps import PolicyStore
 
-MAX_WRITE_ATTEMPTS = 5
 POLICY_FIELDS = frozenset(RetentionPolicy.model_fields)
 
 
@@ -48,17 +58,32 @@ class EffectivePolicy:
         }
 
 
+@dataclass(frozen=True)
+class PolicyChange:
+    """What a set or reset did: ``outcome`` and the event, and the policy now in force.
+
+    ``outcome``: ``set`` / ``reset`` (an event was appended), ``unchanged`` (nothing to
+    change: the same values, or a reset of a stream on the default) or ``duplicate`` (this
+    request was already applied).
+    """
+
+    outcome: str
+    effective: EffectivePolicy
+    event: StreamEvent | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        event = None if self.event is None else self.event.model_dump(mode="json")
+        return {"outcome": self.outcome, **self.effective.to_dict(), "event": event}
+
+
 def get_policy(store: PolicyStore, stream: str, default: RetentionPolicy) -> EffectivePolicy:
     """The stream's policy: its own if stored, else the configured default."""
     check_stream_name(stream)
-    stored = store.get(stream)
-    if stored is None:
-        return EffectivePolicy(stream=stream, policy=default, source="default")
-    return _effective(stored)
+    return _effective(stream, store.get(stream), default)
 
 
 def set_policy(
-    store: PolicyStore,
+    streams: StreamLogStore,
     stream: str,
     changes: Mapping[str, object],
     *,
@@ -66,34 +91,55 @@ def set_policy(
     clock: Clock,
     by: str = "",
     expected_version: int | None = None,
-) -> EffectivePolicy:
+    request_id: str | None = None,
+) -> PolicyChange:
     """Change the fields in ``changes`` of the stream's policy; refused with reasons if invalid."""
     check_stream_name(stream)
     unknown = sorted(set(changes) - POLICY_FIELDS)
     if unknown:
         raise InvalidRequestError(f"unknown policy fields {unknown}: use {sorted(POLICY_FIELDS)}")
-    for _ in range(MAX_WRITE_ATTEMPTS):
-        current = store.get(stream)
-        version = 0 if current is None else current.version
-        if expected_version is not None and expected_version != version:
-            raise ConcurrencyError(
-                f"the policy of {stream} is at version {version}, not {expected_version}: "
-                "someone changed it since you read it; read it again and re-apply your change"
-            )
-        base = default if current is None else current.policy
-        policy = parse_policy({**base.model_dump(), **changes})
-        stored = StoredPolicy(
-            stream=stream,
-            policy=policy,
-            version=version + 1,
-            updated_at=clock.now(),
-            updated_by=by,
-        )
-        if store.put(stored):
-            return _effective(stored)
-    raise ConcurrencyError(
-        f"the policy of {stream} kept changing while it was being set: retry later"
+    command = SetPolicy(
+        stream=stream,
+        changes=dict(changes),
+        default=default,
+        expected_version=expected_version,
+        by=by,
+        request_id=request_id or new_ulid(),
     )
+    return _apply(streams, command, clock)
+
+
+def reset_policy(
+    streams: StreamLogStore,
+    stream: str,
+    *,
+    default: RetentionPolicy,
+    clock: Clock,
+    by: str = "",
+    expected_version: int | None = None,
+    request_id: str | None = None,
+) -> PolicyChange:
+    """Remove the stream's own policy: the configured default applies again."""
+    check_stream_name(stream)
+    command = ResetPolicy(
+        stream=stream,
+        default=default,
+        expected_version=expected_version,
+        by=by,
+        request_id=request_id or new_ulid(),
+    )
+    return _apply(streams, command, clock)
+
+
+def _apply(streams: StreamLogStore, command: SetPolicy | ResetPolicy, clock: Clock) -> PolicyChange:
+    result = execute_on_stream(streams, command, clock.now())
+    state = result.state
+    effective = _effective(command.stream, state.policy, command.default)
+    if result.events:
+        done = "set" if isinstance(command, SetPolicy) else "reset"
+        return PolicyChange(outcome=done, effective=effective, event=result.events[-1])
+    outcome = "duplicate" if state.is_duplicate(command.command_id) else "unchanged"
+    return PolicyChange(outcome=outcome, effective=effective)
 
 
 class PolicyCache:
@@ -111,7 +157,11 @@ class PolicyCache:
         return self._cache[stream]
 
 
-def _effective(stored: StoredPolicy) -> EffectivePolicy:
+def _effective(
+    stream: str, stored: StoredPolicy | None, default: RetentionPolicy
+) -> EffectivePolicy:
+    if stored is None:
+        return EffectivePolicy(stream=stream, policy=default, source="default")
     return EffectivePolicy(
         stream=stored.stream,
         policy=stored.policy,

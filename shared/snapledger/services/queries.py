@@ -1,4 +1,4 @@
-"""Answers about a lineage: latest, list, history, and point-in-time look-ups."""
+"""Answers about a lineage (latest, list, history, point-in-time look-ups) and a stream."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from datetime import datetime
 
 from snapledger.errors import InvalidRequestError, NotFoundError
-from snapledger.layout import LSN_WIDTH
-from snapledger.models.events import LedgerEvent
+from snapledger.layout import LSN_WIDTH, check_stream_name
+from snapledger.models.events import LedgerEvent, StreamEvent
 from snapledger.models.ledger import Head, LineageId, SnapshotRecord, SnapshotStatus
-from snapledger.ports import LedgerReader, Page
+from snapledger.ports import LedgerReader, Page, StreamLogStore
 
 SCAN_PAGE = 100
 
@@ -45,6 +45,19 @@ def history(
     cursor: str | None = None,
 ) -> Page[LedgerEvent]:
     return ledger.list_events(lineage, after_seq=after_seq, limit=limit, cursor=cursor)
+
+
+def stream_history(
+    streams: StreamLogStore,
+    stream: str,
+    *,
+    after_seq: int = 0,
+    limit: int = 100,
+    cursor: str | None = None,
+) -> Page[StreamEvent]:
+    """The stream's own events (policy changes) in order; empty for a stream with none."""
+    check_stream_name(stream)
+    return streams.list_events(stream, after_seq=after_seq, limit=limit, cursor=cursor)
 
 
 def iter_snapshots(

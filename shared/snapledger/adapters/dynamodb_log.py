@@ -1,0 +1,256 @@
+"""What every event log on the ledger table shares: one transaction per command, the reads.
+
+A log (a lineage's, a stream's) lives in one DynamoDB partition: a HEAD, the items it
+projects, and ``EV#{seq:012d}`` events. A command's write is ONE ``TransactWriteItems``:
+
+    HEAD, projected items   Put (or Delete) if version = :expected  (attribute_not_exists if new)
+    EV#n                    Put if attribute_not_exists(sk)         (each new event, n gapless)
+
+so two writers that read the same HEAD cannot both win, and an event sequence number
+can never be written twice. Failures are translated: a failed condition is a lost race
+(``LostRaceError``, with the command id of the event already there so the caller can
+tell "someone else won" from "our own earlier attempt did"), a transaction conflict,
+throttle or lost response is transient (``TransientStoreError``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import boto3
+from botocore.exceptions import (
+    ClientError,
+    ConnectionClosedError,
+    EndpointConnectionError,
+    ReadTimeoutError,
+)
+
+from snapledger.adapters import dynamodb_codec as codec
+from snapledger.adapters.table_definition import PARTITION_KEY, SORT_KEY
+from snapledger.errors import (
+    InvalidRequestError,
+    LostRaceError,
+    StoreUnavailableError,
+    TransientStoreError,
+)
+from snapledger.ports import Page
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+TRANSIENT_CODES = {
+    "TransactionConflict",
+    "ThrottlingError",
+    "ProvisionedThroughputExceeded",
+    "RequestLimitExceeded",
+}
+TRANSIENT_ERRORS = {
+    "TransactionInProgressException",
+    "ThrottlingException",
+    "ProvisionedThroughputExceededException",
+    "RequestLimitExceeded",
+    "InternalServerError",
+    "ServiceUnavailable",
+}
+LOST_RESPONSE = (ReadTimeoutError, ConnectionClosedError, EndpointConnectionError)
+MAX_PAGE = 1000
+MAX_TRANSACTION_ITEMS = 100
+EventT = TypeVar("EventT")
+
+
+class DynamoLogTable:
+    """The ledger table (``client`` injectable for DynamoDB Local), as event logs use it."""
+
+    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
+        self.table_name = table_name
+        self.client: DynamoDBClient = client or boto3.client("dynamodb")
+
+    # --- writes -----------------------------------------------------------------------
+
+    def _transact(self, items: list[dict[str, Any]], *, request_token: str, what: str) -> None:
+        """Write ``items`` in one transaction; ``what`` names the log in errors.
+
+        ``request_token`` is the ClientRequestToken: an SDK retry of a transaction that had
+        in fact succeeded is answered as a success by DynamoDB instead of a failure.
+        """
+        if len(items) > MAX_TRANSACTION_ITEMS:
+            raise InvalidRequestError(
+                f"one command produced {len(items)} writes; DynamoDB allows "
+                f"{MAX_TRANSACTION_ITEMS} per transaction"
+            )
+        try:
+            self.client.transact_write_items(
+                TransactItems=items,  # type: ignore[arg-type]
+                # Tokens are account-wide: scope ours to this table.
+                ClientRequestToken=hashlib.sha256(
+                    f"{self.table_name}|{request_token}".encode()
+                ).hexdigest()[:32],
+            )
+        except ClientError as exc:
+            raise _translate_transaction_error(exc, items, what) from exc
+        except LOST_RESPONSE as exc:
+            raise TransientStoreError(
+                f"no answer from DynamoDB for the write to {what}: {exc}"
+            ) from exc
+
+    def _put_if_version(self, item: dict[str, Any], expected: int | None) -> dict[str, Any]:
+        """A transaction Put of ``item`` if the stored one is at ``expected`` (None: absent)."""
+        return {"Put": {"TableName": self.table_name, "Item": item, **_if_version(expected)}}
+
+    def _delete_if_version(self, key: dict[str, Any], expected: int) -> dict[str, Any]:
+        """A transaction Delete of the item at ``key`` if it is still at ``expected``."""
+        return {"Delete": {"TableName": self.table_name, "Key": key, **_if_version(expected)}}
+
+    def _event_put(self, item: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "Put": {
+                "TableName": self.table_name,
+                "Item": item,
+                **_if_version(None),
+                # A failed condition returns the event already there: whose was it?
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    # --- reads ------------------------------------------------------------------------
+
+    def _get(self, pk: str, sk: str, *, consistent: bool) -> dict[str, Any] | None:
+        response = self._call(
+            self.client.get_item,
+            TableName=self.table_name,
+            Key=codec.key(pk, sk),
+            ConsistentRead=consistent,
+        )
+        item: dict[str, Any] | None = response.get("Item")
+        return item
+
+    def _query(
+        self,
+        pk: str,
+        condition: str,
+        values: dict[str, Any],
+        *,
+        limit: int,
+        cursor: str | None,
+        forward: bool,
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidRequestError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
+        request: dict[str, Any] = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
+            "ExpressionAttributeValues": {":pk": {"S": pk}, **values},
+            "Limit": limit,
+            "ScanIndexForward": forward,
+        }
+        if cursor:
+            request["ExclusiveStartKey"] = codec.decode_cursor(cursor)
+        response = self._call(self.client.query, **request)
+        last = response.get("LastEvaluatedKey")
+        return list(response.get("Items", [])), codec.encode_cursor(last) if last else None
+
+    def _events(
+        self,
+        pk: str,
+        decode: Callable[[dict[str, Any]], EventT],
+        *,
+        known: frozenset[str],
+        after_seq: int,
+        limit: int,
+        cursor: str | None,
+    ) -> Page[EventT]:
+        """The log's events in order, from ``after_seq + 1``, of the ``known`` types."""
+        items, next_cursor = self._query(
+            pk,
+            "#pk = :pk AND #sk BETWEEN :lo AND :hi",
+            {
+                ":lo": {"S": codec.event_sk(after_seq + 1)},
+                ":hi": {"S": codec.EVENT_PREFIX + "\uffff"},
+            },
+            limit=limit,
+            cursor=cursor,
+            forward=True,
+        )
+        # Readers skip event types a newer version added (docs/ledger.md: wire names).
+        known_items = [i for i in items if i.get("type", {}).get("S") in known]
+        return Page([decode(i) for i in known_items], next_cursor)
+
+    def _batch_get(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        pending: dict[str, Any] = {self.table_name: {"Keys": keys, "ConsistentRead": True}}
+        for _ in range(10):
+            response = self._call(self.client.batch_get_item, RequestItems=pending)
+            found += response.get("Responses", {}).get(self.table_name, [])
+            pending = dict(response.get("UnprocessedKeys") or {})
+            if not pending:
+                return found
+        raise TransientStoreError("DynamoDB kept throttling the read: retry later")
+
+    def _call(self, operation: Any, **kwargs: Any) -> Any:
+        try:
+            return operation(**kwargs)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code == "ResourceNotFoundException":
+                raise StoreUnavailableError(
+                    f"the ledger table {self.table_name!r} does not exist: deploy the stack or "
+                    "check SNAPLEDGER_TABLE"
+                ) from exc
+            if code in TRANSIENT_ERRORS:
+                raise TransientStoreError(f"DynamoDB is busy ({code}): retry later") from exc
+            raise StoreUnavailableError(f"DynamoDB refused the request ({code}): {exc}") from exc
+        except LOST_RESPONSE as exc:
+            raise TransientStoreError(f"no answer from DynamoDB: {exc}") from exc
+
+
+def _if_version(expected: int | None) -> dict[str, Any]:
+    if expected is None:
+        return {
+            "ConditionExpression": "attribute_not_exists(#sk)",
+            "ExpressionAttributeNames": {"#sk": SORT_KEY},
+        }
+    return {
+        "ConditionExpression": "#version = :expected",
+        "ExpressionAttributeNames": {"#version": "version"},
+        "ExpressionAttributeValues": {":expected": {"N": str(expected)}},
+    }
+
+
+def _translate_transaction_error(
+    exc: ClientError, items: list[dict[str, Any]], what: str
+) -> Exception:
+    code = exc.response.get("Error", {}).get("Code", "")
+    if code == "TransactionCanceledException":
+        reasons: list[Any] = list(exc.response.get("CancellationReasons", []))
+        codes = [r.get("Code", "None") for r in reasons]
+        if "ConditionalCheckFailed" in codes:
+            return LostRaceError(
+                f"{what} changed since it was read",
+                committed_command_id=_command_id_of_existing_event(reasons, items),
+            )
+        if any(c in TRANSIENT_CODES for c in codes):
+            return TransientStoreError(f"transaction cancelled ({', '.join(codes)}): retry")
+        return StoreUnavailableError(
+            f"DynamoDB cancelled the transaction ({', '.join(codes)}): {exc}"
+        )
+    if code in TRANSIENT_ERRORS:
+        return TransientStoreError(f"DynamoDB is busy ({code}): retry later")
+    if code == "IdempotentParameterMismatchException":
+        return StoreUnavailableError(
+            "a retried transaction differed from the first attempt; this is a bug: report it"
+        )
+    return StoreUnavailableError(f"DynamoDB refused the write ({code}): {exc}")
+
+
+def _command_id_of_existing_event(reasons: list[Any], items: list[dict[str, Any]]) -> str | None:
+    """The command id of an event that was already at the sequence we tried to write."""
+    for reason, item in zip(reasons, items, strict=False):
+        old = reason.get("Item")
+        put = item.get("Put")
+        is_event = put is not None and put["Item"][SORT_KEY]["S"].startswith(codec.EVENT_PREFIX)
+        if old and is_event and "command_id" in old:
+            return str(old["command_id"]["S"])
+    return None
