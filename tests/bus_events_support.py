@@ -16,10 +16,14 @@ from typing import Any
 from jsonschema import Draft4Validator, FormatChecker
 from pydantic import BaseModel, ValidationError
 
-from snapledger.adapters.dynamodb_codec import event_item
+from snapledger.adapters.dynamodb_codec import (
+    KNOWN_STREAM_EVENT_TYPES,
+    event_item,
+    stream_event_item,
+)
 from snapledger.adapters.table_definition import PARTITION_KEY, SORT_KEY
 from snapledger.models.event_schema import SCHEMA_SUFFIX, event_json_schema
-from snapledger.models.events import EVENT_ADAPTER
+from snapledger.models.events import EVENT_ADAPTER, STREAM_EVENT_ADAPTER
 from snapledger.models.schema_export import EVENT_SCHEMA_DIR
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,7 +57,8 @@ def example_event(model: type[BaseModel], seq: int = 7) -> Any:
         body = _example(schema["definitions"][name], schema["definitions"], name, defaults)
         body |= {key: value for key, value in lineage.items() if key in body}
         try:
-            return EVENT_ADAPTER.validate_python(body)
+            adapter = STREAM_EVENT_ADAPTER if name in KNOWN_STREAM_EVENT_TYPES else EVENT_ADAPTER
+            return adapter.validate_python(body)
         except ValidationError as exc:
             refused = exc
     raise AssertionError(f"no example of {name}: teach tests/bus_events_support.py\n{refused}")
@@ -117,7 +122,8 @@ def stream_record(image: dict[str, Any], *, view_type: str, event_name: str = "I
 
 def event_record(event: Any, *, view_type: str) -> Any:
     """The stream record of an event the ledger appended, its item written by the real codec."""
-    return stream_record(event_item(event), view_type=view_type)
+    item = stream_event_item(event) if event.type in KNOWN_STREAM_EVENT_TYPES else event_item(event)
+    return stream_record(item, view_type=view_type)
 
 
 # --- EventBridge: patterns, paths, the envelope ------------------------------------------------

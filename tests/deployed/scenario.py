@@ -151,5 +151,7 @@ def run_scenario(app: EmulatedDeployment) -> Scenario:
     # A run out of time saves where the next one resumes; the next one finishes and clears it.
     answers["gc.stopped"] = app.invoke("gc", {"dry_run": False}, clock=later, remaining_ms=1_000)
     answers["gc.run"] = app.invoke("gc", sample_event("eventbridge-scheduled.json"), clock=later)
+    answers["gc.policy_reset"] = app.invoke("gc", {"action": "policy_reset", "stream": STREAM})
+    answers["query.stream_history"] = app.invoke("query", {"action": "history", "stream": STREAM})
     done.answers["objects_after_gc"] = sorted(info.key for info in store.list(""))
     return done

@@ -102,7 +102,9 @@ def test_job_state_records_success_and_a_failure_whose_cause_it_asked_for(
 
 def test_every_query_answers(deployed: Deployed) -> None:
     paths = [p for p in deployed.scenario.answers if p.startswith("query.")]
-    assert len(paths) == 8
+    assert len(paths) == 9
+    events = deployed.scenario["query.stream_history"]["events"]
+    assert [e["type"] for e in events] == ["PolicySet", "PolicyReset"]
     for path in paths:
         assert deployed.scenario[path]["ok"], (path, deployed.scenario[path])
 
@@ -111,6 +113,7 @@ def test_gc_expires_sweeps_trims_the_changelog_and_reconciles_stuck_jobs(
     deployed: Deployed,
 ) -> None:
     assert deployed.scenario["gc.dry_run"]["report"]["counts"]["objects_deleted"] == 0
+    assert deployed.scenario["gc.policy_reset"]["ok"]
     stopped = deployed.scenario["gc.stopped"]["report"]
     assert not stopped["complete"] and stopped["resume_after"]
     report = deployed.scenario["gc.run"]["report"]

@@ -153,6 +153,14 @@ def event_from_item(item: Item) -> LedgerEvent:
     return EVENT_ADAPTER.validate_python(plain(item))
 
 
+def any_event_from_item(item: Item) -> LedgerEvent | StreamEvent:
+    """The event of an ``EV#`` item of either log, told apart by its ``type``."""
+    event_type = item.get("type", {}).get("S") if isinstance(item.get("type"), dict) else None
+    if event_type in KNOWN_STREAM_EVENT_TYPES:
+        return stream_event_from_item(item)
+    return event_from_item(item)
+
+
 def encode_cursor(key: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(key, sort_keys=True).encode()).decode()
 

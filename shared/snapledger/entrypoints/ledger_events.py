@@ -19,7 +19,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from snapledger.adapters.dynamodb_codec import KNOWN_EVENT_TYPES, event_from_item, plain
+from snapledger.adapters.dynamodb_codec import (
+    KNOWN_EVENT_TYPES,
+    KNOWN_STREAM_EVENT_TYPES,
+    any_event_from_item,
+    plain,
+)
 from snapledger.adapters.table_definition import PARTITION_KEY, SORT_KEY
 from snapledger.entrypoints.answers import field_problems
 from snapledger.models.bus_events import EVENT_TYPE_ATTRIBUTE, LedgerEventUndecodable
@@ -69,7 +74,7 @@ def domain_event(record: Any) -> dict[str, Any]:
             "images (StreamViewType NEW_IMAGE or NEW_AND_OLD_IMAGES)",
         )
     try:
-        event = event_from_item(dict(image))
+        event = any_event_from_item(dict(image))
     except ValidationError as exc:
         raise _undecodable(record, _validation_reason(image, exc)) from exc
     except _NOT_DYNAMODB_JSON as exc:
@@ -91,10 +96,11 @@ def _not_dynamodb_json_reason(image: Mapping[str, Any]) -> str:
 
 def _validation_reason(image: Mapping[str, Any], exc: ValidationError) -> str:
     event_type = _string_attribute(image, EVENT_TYPE_ATTRIBUTE)
-    if event_type not in KNOWN_EVENT_TYPES:
+    known = KNOWN_EVENT_TYPES | KNOWN_STREAM_EVENT_TYPES
+    if event_type not in known:
         return (
             f"unknown event type {event_type!r}: this code publishes "
-            f"{', '.join(sorted(KNOWN_EVENT_TYPES))}. Deploy the version of snapledger that "
+            f"{', '.join(sorted(known))}. Deploy the version of snapledger that "
             "writes it (the enrichment runs the same code as the functions)"
         )
     problems = "; ".join(

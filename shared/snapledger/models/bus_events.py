@@ -2,10 +2,11 @@
 
 Each event has ``source = snapledger.ledger``, ``detail-type`` = the event's ``type`` and
 ``detail`` = the event model's JSON, exactly ``model_dump(mode="json")``: ``type``,
-``seq``, ``at``, ``stream``, ``partition``, ``command_id`` and the type's own fields. The
-types are the members of the ``LedgerEvent`` union, read from it here, so a type added to
-the union is published (and gets a schema) with no change in this module; plus
-``LedgerEventUndecodable``, for a stream record the enrichment could not decode.
+``seq``, ``at``, ``stream``, ``partition`` (a lineage's events only), ``command_id`` and the
+type's own fields. The types are the members of the ``LedgerEvent`` union (a lineage's log)
+and of the ``StreamEvent`` union (a stream's own log), read from them here, so a type
+added to either union is published (and gets a schema) with no change in this module;
+plus ``LedgerEventUndecodable``, for a stream record the enrichment could not decode.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, Field
 
 from snapledger.models.base import Frozen
-from snapledger.models.events import LedgerEvent
+from snapledger.models.events import LedgerEvent, StreamEvent
 
 LEDGER_EVENT_SOURCE = "snapledger.ledger"
 # The item attribute (and event field) naming the type: the union's discriminator.
@@ -42,10 +43,14 @@ class LedgerEventUndecodable(Frozen):
     event_source_arn: str | None = Field(description="The table stream the record came from")
 
 
-def ledger_event_models() -> tuple[type[BaseModel], ...]:
-    """Every member of the ``LedgerEvent`` union, in its order."""
-    union = get_args(LedgerEvent)[0]  # Annotated[Union[...], Field(discriminator="type")]
+def _members(annotated_union: object) -> tuple[type[BaseModel], ...]:
+    union = get_args(annotated_union)[0]  # Annotated[Union[...], Field(discriminator="type")]
     return tuple(get_args(union))
+
+
+def ledger_event_models() -> tuple[type[BaseModel], ...]:
+    """Every event type of both logs: the ``LedgerEvent`` union, then ``StreamEvent``."""
+    return (*_members(LedgerEvent), *_members(StreamEvent))
 
 
 def published_event_models() -> tuple[type[BaseModel], ...]:
