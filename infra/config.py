@@ -17,9 +17,11 @@ class StackConfig:
     # short-lived test stacks that must tear down cleanly.
     deletion_protection: bool = True
     # Reserved concurrency caps the functions that write the ledger, so an S3 burst queues
-    # up in Lambda's async queue instead of throttling the table. Off for accounts whose
-    # concurrency quota is too small to reserve from (new accounts start at 10).
-    reserved_concurrency: bool = True
+    # up in Lambda's async queue instead of throttling the table. Off by default: Lambda
+    # keeps 100 executions unreserved, so reserving needs an account concurrency quota of
+    # at least functions.REQUIRED_ACCOUNT_CONCURRENCY (new accounts start at 10 or 50, and
+    # the deploy would fail).
+    reserved_concurrency: bool = False
     # SNS topic every alarm notifies; none by default (alarms still show on the dashboard).
     alarm_topic_arn: str | None = None
     # Explicit Powertools layer ARN, overriding the public SSM parameter.

@@ -129,7 +129,15 @@ class LedgerEventBus(Construct):
         )
         table.grant_stream_read(role)
         self.bus.grant_put_events_to(role)
-        self.pipe_dead_letter_queue.grant_send_messages(role)
+        # Pipes delivers a record it gave up on with SendMessage alone (grant_send_messages
+        # would add GetQueueAttributes and GetQueueUrl, which it never calls).
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="DeliverUndeliverableRecords",
+                actions=["sqs:SendMessage"],
+                resources=[self.pipe_dead_letter_queue.queue_arn],
+            )
+        )
         acknowledge(
             role,
             "dynamodb:ListStreams has no resource-level permissions (it only lists stream "

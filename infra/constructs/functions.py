@@ -90,6 +90,11 @@ SPECS: dict[str, FunctionSpec] = {
         ),
     )
 }
+# Lambda refuses a reservation that leaves fewer than this many executions unreserved.
+UNRESERVED_MINIMUM = 100
+RESERVED_TOTAL = sum(spec.reserved or 0 for spec in SPECS.values())
+# The account concurrency quota -c reservedConcurrency=true needs (docs/deploy.md).
+REQUIRED_ACCOUNT_CONCURRENCY = RESERVED_TOTAL + UNRESERVED_MINIMUM
 if set(SPECS) != set(FUNCTION_NAMES):  # pragma: no cover - a programming error
     raise RuntimeError("infra FunctionSpec names must match constants.FUNCTION_NAMES")
 

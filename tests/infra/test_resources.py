@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+import pytest
 from aws_cdk.assertions import Match
 
 from infra import names
+from infra.app import build_app
 from infra.constants import (
     EMR_RELEASE_LABEL,
     EVENT_SOURCE,
@@ -20,6 +23,7 @@ from infra.constants import (
     OUTPUT_TABLE,
     SERVICE_NAME,
 )
+from infra.constructs.functions import REQUIRED_ACCOUNT_CONCURRENCY, SPECS
 from snapledger import settings
 from snapledger.adapters.table_definition import TTL_ATTRIBUTE
 from tests.infra.conftest import Synthesized
@@ -207,20 +211,28 @@ def test_function_environment_names_come_from_settings(synth: Synthesized) -> No
             assert not job_vars & set(env)
 
 
-def test_reserved_concurrency_caps_the_table_writers(synth: Synthesized) -> None:
-    for name, function in synth.stack.functions.functions.items():
-        props = synth.template_json["Resources"][synth.logical_id(function)]["Properties"]
-        if name == "query":
-            assert "ReservedConcurrentExecutions" not in props
-        else:
-            assert props["ReservedConcurrentExecutions"] >= 1
-    gc = synth.stack.functions.functions["gc"]
-    assert (
-        synth.template_json["Resources"][synth.logical_id(gc)]["Properties"][
-            "ReservedConcurrentExecutions"
-        ]
-        == 1
-    )
+def test_no_function_reserves_concurrency_by_default(synth: Synthesized) -> None:
+    # A new account (quota 10 or 50) can deploy: nothing is reserved from its pool
+    for resource in synth.resources("AWS::Lambda::Function").values():
+        assert "ReservedConcurrentExecutions" not in resource["Properties"]
+
+
+@pytest.mark.slow
+def test_reserved_concurrency_opt_in_caps_the_table_writers(tmp_path: Path) -> None:
+    # Given -c reservedConcurrency=true
+    app, stack = build_app(context={names.CTX_RESERVED_CONCURRENCY: "true"}, outdir=str(tmp_path))
+    template = app.synth().get_stack_by_name(stack.stack_name).template
+    reserved = {}
+    for name, function in stack.functions.functions.items():
+        props = template["Resources"][stack.get_logical_id(function.node.default_child)]
+        reserved[name] = props["Properties"].get("ReservedConcurrentExecutions")
+    # Then the ledger writers are capped (gc runs alone) and query is not
+    assert reserved == {name: SPECS[name].reserved for name in reserved}
+    assert reserved["gc"] == 1 and reserved["query"] is None
+    # and the quota docs/deploy.md states is what Lambda needs for that reservation
+    assert sum(r or 0 for r in reserved.values()) + 100 == REQUIRED_ACCOUNT_CONCURRENCY
+    deploy_doc = (names.REPO_ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    assert f"at least {REQUIRED_ACCOUNT_CONCURRENCY}" in deploy_doc
 
 
 def test_async_functions_fail_into_encrypted_tls_only_queues(synth: Synthesized) -> None:

@@ -1,0 +1,93 @@
+"""docs/deploy.md tells the truth about the synthesized stack: its permissions table and
+what a failed first deploy leaves behind."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from aws_cdk import aws_iam as iam
+
+from infra import names
+from tests.deployed.deployment import role_statements
+from tests.infra.conftest import Synthesized
+
+DEPLOY_DOC = names.REPO_ROOT / "docs" / "deploy.md"
+# Called with the role by Lambda and the X-Ray daemon; the doc lists them once, in prose.
+PLATFORM_ACTIONS = {
+    "logs:CreateLogStream",
+    "logs:PutLogEvents",
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+}
+
+
+def _section(title: str) -> str:
+    text = DEPLOY_DOC.read_text(encoding="utf-8")
+    start = text.index(f"## {title}")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else None]
+
+
+def _allowed(synth: Synthesized, role: iam.IRole) -> set[str]:
+    actions: set[str] = set()
+    for statement in role_statements(synth, synth.logical_id(role)):
+        if statement["Effect"] == "Allow":
+            value: Any = statement["Action"]
+            actions |= set(value if isinstance(value, list) else [value])
+    return actions
+
+
+def _documented_roles() -> dict[str, set[str]]:
+    rows = re.findall(r"^\| ([^|`]+?) \| ([^|]+) \|$", _section("Permissions"), re.MULTILINE)
+    return {
+        role.strip(): set(re.findall(r"`([a-z0-9-]+:[A-Za-z]+)`", actions))
+        for role, actions in rows
+        if role.strip() != "role"
+    }
+
+
+def test_the_permissions_table_lists_each_roles_allowed_actions(synth: Synthesized) -> None:
+    stack = synth.stack
+    roles: dict[str, iam.IRole] = {
+        name: function.role
+        for name, function in stack.functions.functions.items()
+        if function.role is not None
+    }
+    assert stack.enrichment.role is not None
+    roles["ledger_events (the Pipe's enrichment)"] = stack.enrichment.role
+    roles["Spark job"] = stack.spark.job_role
+    roles["events Pipe"] = stack.events.pipe_role
+    documented = _documented_roles()
+    assert set(documented) == set(roles)
+    for name, role in roles.items():
+        actions = _allowed(synth, role) - PLATFORM_ACTIONS
+        if name in names.ASYNC_FUNCTIONS:
+            actions.discard("sqs:SendMessage")  # its failure queue, in the doc's prose
+        assert documented[name] == actions, name
+
+
+def test_a_failed_first_deploy_keeps_only_the_table_and_the_buckets(synth: Synthesized) -> None:
+    # Given the default configuration (deletion protection on)
+    retained = {
+        logical_id: resource
+        for logical_id, resource in synth.template_json["Resources"].items()
+        if resource.get("DeletionPolicy") == "Retain"
+    }
+    # Then what a rollback keeps is the ledger table and the two buckets, as the doc says,
+    # under generated names that start as it shows
+    assert {r["Type"] for r in retained.values()} == {"AWS::DynamoDB::Table", "AWS::S3::Bucket"}
+    assert len(retained) == 3
+    for logical_id, resource in retained.items():
+        assert "TableName" not in resource["Properties"]
+        assert "BucketName" not in resource["Properties"]
+        assert logical_id.startswith(("Ledger", "StorageSnapshots", "StorageAccessLogs"))
+    table = synth.template_json["Resources"][synth.logical_id(synth.stack.ledger.table)]
+    assert table["Properties"]["DeletionProtectionEnabled"] is True
+    section = _section("If the first deploy fails")
+    for shown in (
+        "Snapledger-Ledger",
+        "snapledger-storagesnapshots",
+        "snapledger-storageaccesslogs",
+    ):
+        assert shown in section
