@@ -58,3 +58,21 @@ class TransientStoreError(StoreUnavailableError):
 
 class JobStartError(SnapledgerError):
     """The job runner refused to start the job (not a transient failure)."""
+
+
+class AccessDeniedError(SnapledgerError):
+    """IAM refused a call: the role lacks ``action`` on ``resource`` (a deployment problem).
+
+    Retrying cannot help; the message names what to grant, or what to look for (an explicit
+    deny, a bucket or key policy) if the role already allows it.
+    """
+
+    def __init__(self, action: str, resource: str, detail: str = "") -> None:
+        self.action = action
+        self.resource = resource
+        super().__init__(
+            f"access denied: this function's role may not call {action} on {resource}"
+            + (f" ({detail})" if detail else "")
+            + ". Grant it to the role (infra/constructs/functions.py), or remove the deny "
+            "or resource policy that refuses it"
+        )

@@ -1,6 +1,7 @@
 """What a function runs on: the ledger, the object store and the clock, built once.
 
-Every handler asks ``runtime()`` for its collaborators. The first call of a cold start
+Every handler asks ``runtime()`` for its collaborators. Every AWS client reports an
+AccessDenied as ``AccessDeniedError`` naming the action and the resource. The first call of a cold start
 reads the settings (``SNAPLEDGER_*``), builds the boto3 clients and the adapters, and
 keeps them for the warm invocations that follow (connections are reused). This is the
 only place the functions' boto3 clients are built.
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 import boto3
 from botocore.config import Config
 
+from snapledger.adapters.access_denied import report_access_denied
 from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
@@ -123,7 +125,7 @@ def build_runtime(settings: LedgerSettings) -> Runtime:
             settings.emr_job_role_arn,
             settings.job_entrypoint,
             settings.job_py_files,
-            client=boto3.client("emr-serverless", config=CLIENT_CONFIG),
+            client=report_access_denied(boto3.client("emr-serverless", config=CLIENT_CONFIG)),
         )
     return Runtime(
         ledger=DynamoLedger(settings.table, client=dynamodb),
@@ -180,7 +182,7 @@ def _from_environment() -> Runtime:
 
 def _dynamodb_client(endpoint: str | None) -> DynamoDBClient:
     if endpoint is None:
-        return boto3.client("dynamodb", config=CLIENT_CONFIG)
+        return report_access_denied(boto3.client("dynamodb", config=CLIENT_CONFIG))
     # DynamoDB Local accepts any credentials; fixed ones keep a workstation without an
     # AWS profile working, and the region only has to be set.
     return boto3.client(
@@ -194,4 +196,4 @@ def _dynamodb_client(endpoint: str | None) -> DynamoDBClient:
 
 
 def _s3_client() -> S3Client:
-    return boto3.client("s3", config=CLIENT_CONFIG)
+    return report_access_denied(boto3.client("s3", config=CLIENT_CONFIG))

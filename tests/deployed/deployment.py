@@ -193,6 +193,25 @@ class EmulatedDeployment:
             }
         return self._credentials[name]
 
+    def withdraw(self, name: str, action: str) -> None:
+        """Take ``action`` out of the function's role (a deployment mistake, for tests)."""
+        self.credentials(name)  # the role exists
+        statements = []
+        for statement in self.role_statements(name):
+            actions = (
+                statement["Action"]
+                if isinstance(statement["Action"], list)
+                else [statement["Action"]]
+            )
+            kept = [a for a in actions if a != action]
+            if kept:
+                statements.append({**statement, "Action": kept})
+        self.admin.client("iam").put_role_policy(
+            RoleName=f"snapledger-{name}",
+            PolicyName="synthesized",
+            PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": statements}),
+        )
+
     def client_as(self, name: str, service: str) -> Any:
         """A boto3 client with the credentials of the function's role."""
         creds = self.credentials(name)

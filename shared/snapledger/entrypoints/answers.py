@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from snapledger.errors import (
+    AccessDeniedError,
     InvalidRequestError,
     NotFoundError,
     SnapledgerError,
@@ -58,6 +59,9 @@ def answer_for_error(exc: SnapledgerError) -> Answer | None:
         return refusal("invalid_request", str(exc))
     if isinstance(exc, StaleVersionError):
         return refusal("conflict", str(exc))
+    if isinstance(exc, AccessDeniedError):
+        _log.error("%s", exc, extra={"action": exc.action, "resource": exc.resource})
+        return refusal("access_denied", str(exc), action=exc.action, resource=exc.resource)
     return None
 
 

@@ -1,0 +1,78 @@
+"""AccessDenied from any AWS call, raised as ``AccessDeniedError`` naming action and resource.
+
+``report_access_denied(client)`` hooks a boto3 client: when IAM refuses a call, the client
+raises ``AccessDeniedError`` instead of a ``ClientError``, with the IAM action
+(``dynamodb:Query``) and the resource: the one AWS names in its message where it does
+("... not authorized to perform: X on resource: Y"), else the one the request names (the
+table, the bucket and key, the application and job run). Answers and logs then say what to
+grant, instead of a stack trace from deep inside an adapter.
+
+Only a refusal is translated: a 403 without an AccessDenied code (S3 HEAD on a missing key
+without ListBucket) stays a ClientError for its adapter, which knows what it means.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from snapledger.errors import AccessDeniedError
+
+ACCESS_DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException"})
+_REQUEST_KEY = "snapledger_request"
+_ON_RESOURCE = re.compile(r"on resource:?\s+(\S+)")
+
+
+def report_access_denied(client: Any) -> Any:
+    """Hook ``client`` (any boto3 client) so an AccessDenied raises ``AccessDeniedError``."""
+    client.meta.events.register("before-parameter-build.*.*", _remember_request)
+    client.meta.events.register("after-call.*.*", _raise_if_denied)
+    return client
+
+
+def _remember_request(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+    context[_REQUEST_KEY] = params
+
+
+def _raise_if_denied(
+    http_response: Any, parsed: dict[str, Any], model: Any, context: dict[str, Any], **_: Any
+) -> None:
+    error = parsed.get("Error") or {}
+    code = str(error.get("Code", ""))
+    message = str(error.get("Message", ""))
+    denied = code in ACCESS_DENIED_CODES or (
+        getattr(http_response, "status_code", None) == 403 and "AccessDenied" in message
+    )
+    if not denied:
+        return
+    action = f"{model.service_model.signing_name}:{model.name}"
+    named = _ON_RESOURCE.search(message)
+    resource = (
+        named.group(1).rstrip(".,")
+        if named
+        else requested_resource(context.get(_REQUEST_KEY) or {})
+    )
+    raise AccessDeniedError(action, resource, detail=code or "HTTP 403")
+
+
+def requested_resource(params: dict[str, Any]) -> str:
+    """The resource a request names: an object, a table (or several), a job run."""
+    if "Bucket" in params:
+        return f"arn:aws:s3:::{params['Bucket']}/{params.get('Key', '')}".rstrip("/")
+    tables = sorted({params["TableName"]} if "TableName" in params else _transaction_tables(params))
+    if tables:
+        return ", ".join(f"table {name}" for name in tables)
+    if "applicationId" in params:
+        run = params.get("jobRunId")
+        return f"EMR Serverless application {params['applicationId']}" + (
+            f", job run {run}" if run else ""
+        )
+    return "(the request names no resource)"
+
+
+def _transaction_tables(params: dict[str, Any]) -> set[str]:
+    tables = set(params.get("RequestItems", {}))
+    for item in params.get("TransactItems", []):
+        for request in item.values():
+            tables.add(request.get("TableName", ""))
+    return tables - {""}
