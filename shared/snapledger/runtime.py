@@ -1,10 +1,10 @@
 """What a function runs on: the ledger, the object store and the clock, built once.
 
-Every handler asks ``runtime()`` for its collaborators. Every AWS client reports an
-AccessDenied as ``AccessDeniedError`` naming the action and the resource. The first call of a cold start
+Every handler asks ``runtime()`` for its collaborators. The first call of a cold start
 reads the settings (``SNAPLEDGER_*``), builds the boto3 clients and the adapters, and
 keeps them for the warm invocations that follow (connections are reused). This is the
-only place the functions' boto3 clients are built.
+only place the functions' boto3 clients are built, and each reports an AccessDenied as
+``AccessDeniedError`` naming the action and the resource.
 
 Tests and the local runtime hand in their own with ``use_runtime(rt)`` (or the
 ``runtime_override`` context manager) and drop it again with ``reset_runtime()``.
