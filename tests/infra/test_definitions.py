@@ -83,11 +83,18 @@ def test_release_label_pyspark_pin_and_job_python_agree() -> None:
     assert tuple(int(part) for part in minor.split(".")) >= REQUIRED_PYTHON
 
 
-def test_powertools_layer_version_matches_the_pinned_package() -> None:
-    # The Lambda layer and the package the tests run against must be the same release.
+def test_powertools_layer_version_matches_the_pinned_package(synth: Synthesized) -> None:
+    # The Lambda layer and the package the tests run against must be the same release:
+    # the lock, what is installed, and the versioned SSM parameter the template resolves.
+    lock = tomllib.loads((names.REPO_ROOT / "uv.lock").read_text(encoding="utf-8"))
+    (locked,) = [p["version"] for p in lock["package"] if p["name"] == "aws-lambda-powertools"]
+    assert locked == names.POWERTOOLS_VERSION
     assert importlib.metadata.version("aws-lambda-powertools") == names.POWERTOOLS_VERSION
-    assert names.POWERTOOLS_VERSION in names.POWERTOOLS_LAYER_SSM_PARAMETER
-    assert "/arm64/python3.12/" in names.POWERTOOLS_LAYER_SSM_PARAMETER
+    assert names.POWERTOOLS_LAYER_SSM_PARAMETER == (
+        f"/aws/service/powertools/python/arm64/python3.12/{names.POWERTOOLS_VERSION}"
+    )
+    defaults = [p.get("Default") for p in synth.template_json.get("Parameters", {}).values()]
+    assert names.POWERTOOLS_LAYER_SSM_PARAMETER in defaults
 
 
 def test_powertools_layer_brings_pydantic() -> None:
