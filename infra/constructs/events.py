@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -19,6 +19,7 @@ from constructs import Construct
 
 from infra import names
 from infra.constants import EVENT_SOURCE, LAUNCH_DETAIL_TYPES, SERVICE_NAME
+from infra.constructs.function_parts import log_group_and_role
 from infra.nag import acknowledge, iam5
 from snapledger.models.bus_events import LedgerEventUndecodable, event_type_name
 from snapledger.models.event_schema import event_schema_documents
@@ -185,20 +186,13 @@ class LedgerEventBus(Construct):
 
     def _build_enrichment(self, code: EnrichmentCode) -> lambda_.Function:
         construct_id = names.function_construct_id(names.ENRICHMENT_FUNCTION)
-        log_group = logs.LogGroup(
-            self,
-            f"{construct_id}Logs",
-            retention=code.log_retention,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
         # No data access: it translates the records it is given. Its role writes its logs.
-        role = iam.Role(
+        log_group, role = log_group_and_role(
             self,
-            f"{construct_id}Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            construct_id,
+            retention=code.log_retention,
             description=f"snapledger {names.ENRICHMENT_FUNCTION} function (Pipe enrichment)",
         )
-        log_group.grant_write(role)
         function = lambda_.Function(
             self,
             construct_id,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jsii
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -20,6 +20,7 @@ from infra import names
 from infra.config import StackConfig
 from infra.constants import FUNCTION_NAMES, METRICS_NAMESPACE, SERVICE_NAME
 from infra.constructs.emr import EMR_SERVICE_PRINCIPAL, SparkJobs
+from infra.constructs.function_parts import log_group_and_role
 from infra.nag import acknowledge, arn_of, iam5
 from infra.packaging import stage_function_code
 from snapledger import settings
@@ -209,19 +210,12 @@ class LedgerFunctions(Construct):
 
     def _build_function(self, spec: FunctionSpec) -> lambda_.Function:
         construct_id = names.function_construct_id(spec.name)
-        log_group = logs.LogGroup(
+        log_group, role = log_group_and_role(
             self,
-            f"{construct_id}Logs",
+            construct_id,
             retention=_retention(self._config.log_retention_days),
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-        role = iam.Role(
-            self,
-            f"{construct_id}Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description=f"snapledger {spec.name} function",
         )
-        log_group.grant_write(role)
         on_failure: FailureQueue | None = None
         if spec.name in names.ASYNC_FUNCTIONS:
             queue = self._build_dead_letter_queue(construct_id)
@@ -271,14 +265,14 @@ class LedgerFunctions(Construct):
 
         # register: reads the manifest, lists the snapshot's files; never deletes objects.
         self._grant_ledger("register")
-        self._grant_objects(fn["register"], "s3:GetObject", snapshots, "reads manifests")
+        self._grant_objects(fn["register"], "s3:GetObject", (snapshots,), "reads manifests")
         self._grant_listing(fn["register"])
 
         # track_changelog: heads segment objects, records counts, starts compactions (which
         # lists the changelog for coverage).
         self._grant_ledger("track_changelog")
         self._grant_objects(
-            fn["track_changelog"], "s3:GetObject", changelog, "reads a segment's size (HEAD)"
+            fn["track_changelog"], "s3:GetObject", (changelog,), "reads a segment's size (HEAD)"
         )
         self._grant_listing(fn["track_changelog"])
 
@@ -301,9 +295,8 @@ class LedgerFunctions(Construct):
         self._grant_objects(
             fn["gc"],
             "s3:DeleteObject",
-            snapshots,
+            (snapshots, changelog),
             "deletes expired and orphaned snapshots and segments below the trim point",
-            changelog,
         )
 
         for name in names.JOB_STARTING_FUNCTIONS:
@@ -340,15 +333,9 @@ class LedgerFunctions(Construct):
         )
 
     def _grant_objects(
-        self,
-        function: lambda_.Function,
-        action: str,
-        prefix: str,
-        what: str,
-        *more_prefixes: str,
+        self, function: lambda_.Function, action: str, prefixes: tuple[str, ...], what: str
     ) -> None:
         bucket = self._inputs.bucket
-        prefixes = (prefix, *more_prefixes)
         function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=[action],

@@ -108,13 +108,6 @@ class Resolver:
 
 
 @dataclass
-class Invocation:
-    """What one handler call answered."""
-
-    answer: dict[str, Any]
-
-
-@dataclass
 class EmulatedDeployment:
     synth: Synthesized
     admin: boto3.Session

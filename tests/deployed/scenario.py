@@ -19,9 +19,9 @@ from tests.support import manifest_document, write_segments, write_snapshot
 
 STREAM = "orders"
 PARTITION = 3
-# Above the default compaction threshold (1,000,000 records): the segment's key says how
-# many records it holds, so one segment crosses it.
-THRESHOLD_SPAN = (2_001, 1_200_000)
+# Above the default compaction threshold (1,000,000 records): a segment's key says how
+# many records it holds, so one segment ending here crosses it.
+THRESHOLD_LAST_LSN = 1_200_000
 
 
 @dataclass
@@ -85,7 +85,7 @@ def run_scenario(app: EmulatedDeployment) -> Scenario:
     small = segment_key(STREAM, PARTITION, 2_001, 2_000 + 10)
     store.put(small, b"segment")
     answers["track_changelog.segment"] = app.invoke("track_changelog", _s3_event(small))
-    big = segment_key(STREAM, PARTITION, 2_011, THRESHOLD_SPAN[1])
+    big = segment_key(STREAM, PARTITION, 2_011, THRESHOLD_LAST_LSN)
     store.put(big, b"segment")
     answers["track_changelog.threshold"] = app.invoke("track_changelog", _s3_event(big))
 

@@ -90,9 +90,9 @@ def test_powertools_layer_version_matches_the_pinned_package(synth: Synthesized)
     (locked,) = [p["version"] for p in lock["package"] if p["name"] == "aws-lambda-powertools"]
     assert locked == names.POWERTOOLS_VERSION
     assert importlib.metadata.version("aws-lambda-powertools") == names.POWERTOOLS_VERSION
-    assert names.POWERTOOLS_LAYER_SSM_PARAMETER == (
+    assert (
         f"/aws/service/powertools/python/arm64/python3.12/{names.POWERTOOLS_VERSION}"
-    )
+    ) == names.POWERTOOLS_LAYER_SSM_PARAMETER
     defaults = [p.get("Default") for p in synth.template_json.get("Parameters", {}).values()]
     assert names.POWERTOOLS_LAYER_SSM_PARAMETER in defaults
 
