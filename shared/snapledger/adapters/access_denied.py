@@ -14,7 +14,7 @@ without ListBucket) stays a ClientError for its adapter, which knows what it mea
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 from snapledger.errors import AccessDeniedError
 
@@ -23,10 +23,14 @@ _REQUEST_KEY = "snapledger_request"
 _ON_RESOURCE = re.compile(r"on resource:?\s+(\S+)")
 
 
-def report_access_denied(client: Any) -> Any:
+ClientT = TypeVar("ClientT")
+
+
+def report_access_denied(client: ClientT) -> ClientT:
     """Hook ``client`` (any boto3 client) so an AccessDenied raises ``AccessDeniedError``."""
-    client.meta.events.register("before-parameter-build.*.*", _remember_request)
-    client.meta.events.register("after-call.*.*", _raise_if_denied)
+    events = client.meta.events  # type: ignore[attr-defined]  # every boto3 client has it
+    events.register("before-parameter-build.*.*", _remember_request)
+    events.register("after-call.*.*", _raise_if_denied)
     return client
 
 
