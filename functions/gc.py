@@ -14,7 +14,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
 from snapledger.entrypoints.answers import Answer, invalid_payload
-from snapledger.entrypoints.gc import INVALID_METRIC, SUBJECT, answer_gc, parse_gc
+from snapledger.entrypoints.gc import (
+    INVALID_METRIC,
+    SUBJECT,
+    answer_gc,
+    is_scheduled_run,
+    parse_gc,
+)
 from snapledger.runtime import runtime
 
 logger = Logger()
@@ -36,4 +42,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> Answer:
         metrics,
         remaining_seconds=lambda: context.get_remaining_time_in_millis() / 1000,
         request_id=context.aws_request_id,
+        console=not is_scheduled_run(event),
     )

@@ -306,8 +306,9 @@ class EventRouting(Construct):
             "GcSchedule",
             description="Runs retention GC",
             schedule=events.Schedule.rate(Duration.hours(names.GC_SCHEDULE_HOURS)),
-            # The same shape as the console's "gc dry run" event, with the dry run off.
-            targets=[self._target("gc", events.RuleTargetInput.from_object({"dry_run": False}))],
+            # The schedule's own Scheduled Event: gc runs in full, and tells it from a console
+            # payload (an access denial fails the invocation instead of being answered).
+            targets=[self._target("gc")],
         )
 
     def _build_job_state_rule(self, emr_application_id: str) -> events.Rule:

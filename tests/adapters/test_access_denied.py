@@ -55,10 +55,15 @@ def test_a_transaction_names_its_tables_and_emr_its_job_run() -> None:
     dynamodb = _client("dynamodb")
     with Stubber(dynamodb) as stub:
         stub.add_client_error("transact_write_items", service_error_code="AccessDeniedException")
-        with pytest.raises(AccessDeniedError, match="table ledger"):
+        with pytest.raises(AccessDeniedError, match="table ledger") as raised:
             dynamodb.transact_write_items(
-                TransactItems=[{"Put": {"TableName": "ledger", "Item": {"pk": {"S": "x"}}}}]
+                TransactItems=[
+                    {"Put": {"TableName": "ledger", "Item": {"pk": {"S": "x"}}}},
+                    {"Delete": {"TableName": "ledger", "Key": {"pk": {"S": "y"}}}},
+                ]
             )
+    # IAM has no TransactWriteItems action: it checks each item's own
+    assert raised.value.action == "dynamodb:DeleteItem or dynamodb:PutItem"
     emr = _client("emr-serverless")
     with Stubber(emr) as stub:
         stub.add_client_error("get_job_run", service_error_code="AccessDeniedException")
@@ -66,6 +71,27 @@ def test_a_transaction_names_its_tables_and_emr_its_job_run() -> None:
             emr.get_job_run(applicationId="app1", jobRunId="run1")
     assert raised.value.action == "emr-serverless:GetJobRun"
     assert raised.value.resource == "EMR Serverless application app1, job run run1"
+
+
+def test_the_iam_action_is_named_not_the_api_name_and_quotes_are_dropped() -> None:
+    client = _client("s3")
+    with Stubber(client) as stub:
+        stub.add_client_error("head_object", service_error_code="AccessDenied")
+        stub.add_client_error(
+            "list_objects_v2",
+            service_error_code="AccessDenied",
+            service_message=(
+                "User: arn:aws:sts::1:assumed-role/r/s is not authorized to perform: "
+                's3:ListBucket on resource: "arn:aws:s3:::bkt" because no identity-based '
+                "policy allows the s3:ListBucket action"
+            ),
+        )
+        with pytest.raises(AccessDeniedError) as head:
+            client.head_object(Bucket="bkt", Key="k")
+        with pytest.raises(AccessDeniedError) as listing:
+            client.list_objects_v2(Bucket="bkt", Prefix="snapshots/")
+    assert head.value.action == "s3:GetObject"
+    assert (listing.value.action, listing.value.resource) == ("s3:ListBucket", "arn:aws:s3:::bkt")
 
 
 def test_other_errors_stay_client_errors() -> None:

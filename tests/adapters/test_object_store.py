@@ -33,6 +33,7 @@ from snapledger.adapters.object_store import ACCEPTED_FORMS, open_object_store
 from snapledger.adapters.object_store_file import TEMP_PREFIX, FileObjectStore
 from snapledger.adapters.object_store_s3 import S3ObjectStore
 from snapledger.errors import (
+    AccessDeniedError,
     InvalidKeyError,
     InvalidRequestError,
     ManifestTooLargeError,
@@ -339,13 +340,18 @@ def test_delete_many_prunes_only_empty_folders_on_the_file_store(tmp_path: Path)
 
 
 def test_delete_many_reports_per_key_failures_on_s3() -> None:
-    # Given S3 answering a DeleteObjects with one per-key error (moto never does)
+    # Given S3 answering a DeleteObjects with per-key errors (moto never does)
     client = boto3.client("s3", region_name="us-east-1")
     store = S3ObjectStore(BUCKET, "pre/fix", client=client)
     with Stubber(client) as stub:
         stub.add_response(
             "delete_objects",
-            {"Errors": [{"Key": "pre/fix/b", "Code": "AccessDenied", "Message": "Access Denied"}]},
+            {
+                "Errors": [
+                    {"Key": "pre/fix/b", "Code": "AccessDenied", "Message": "Access Denied"},
+                    {"Key": "pre/fix/c", "Code": "InternalError", "Message": "try again"},
+                ]
+            },
             {
                 "Bucket": BUCKET,
                 "Delete": {
@@ -358,11 +364,14 @@ def test_delete_many_reports_per_key_failures_on_s3() -> None:
         # When three keys are deleted
         result = store.delete_many(["a", "b", "c"])
 
-        # Then the failed key is reported with its reason, relative to the prefix
+        # Then each failed key is reported with its reason, relative to the prefix; a
+        # denial names the IAM action and the object, as an AccessDeniedError says it
         stub.assert_no_pending_responses()
-    assert result == DeleteResult(
-        deleted=("a", "c"), failed=(("b", "AccessDenied: Access Denied"),)
-    )
+    assert result.deleted == ("a",)
+    reasons = dict(result.failed)
+    denied = AccessDeniedError("s3:DeleteObject", f"arn:aws:s3:::{BUCKET}/pre/fix/b")
+    assert reasons["b"] == str(denied)
+    assert reasons["c"] == "InternalError: try again"
 
 
 def test_delete_many_reports_per_key_failures_on_the_file_store(

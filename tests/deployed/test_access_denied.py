@@ -8,9 +8,11 @@ import logging
 import pytest
 
 from snapledger.errors import AccessDeniedError
+from snapledger.models.ledger import LineageId
 from tests.deployed.conftest import Deployed
 from tests.deployed.deployment import BUCKET, TABLE
 from tests.deployed.scenario import STREAM, _s3_event
+from tests.functions.support import sample_event
 from tests.support import write_snapshot
 
 pytestmark = pytest.mark.slow
@@ -53,3 +55,46 @@ def test_an_event_the_role_cannot_process_fails_naming_the_object(deployed: Depl
     cause = raised.value.__cause__ or raised.value
     assert isinstance(cause, AccessDeniedError)
     assert cause.resource == f"arn:aws:s3:::{BUCKET}/{key}"
+
+
+def test_a_refused_job_start_fails_the_job_naming_the_action_and_releases_its_pins(
+    deployed: Deployed,
+) -> None:
+    # Given launch's role without emr-serverless:StartJobRun
+    deployed.app.withdraw("launch", "emr-serverless:StartJobRun")
+    mark = len(deployed.iam.decisions)
+    try:
+        # When an operator restores the latest snapshot
+        answer = deployed.app.invoke(
+            "launch", {"action": "restore", "stream": STREAM, "partition": 3, "from": "latest"}
+        )
+    finally:
+        del deployed.iam.decisions[mark:]
+    # Then the job is recorded FAILED with the refused action in its reason, and the
+    # snapshot it pinned is free again for GC
+    assert answer["state"] == "FAILED", answer
+    assert "emr-serverless:StartJobRun" in answer["failure_reason"]
+    (partition,) = answer["partitions"]
+    snapshots = deployed.app.ledger.list_snapshots(
+        LineageId(stream=STREAM, partition=3), limit=100
+    ).items
+    pinned_by_it = [s for s in snapshots for pin in s.pins if pin.job_id == answer["job_id"]]
+    assert partition["base_snapshot_id"] and pinned_by_it == []
+
+
+def test_the_gc_schedule_fails_its_invocation_and_the_console_gets_an_answer(
+    deployed: Deployed,
+) -> None:
+    # Given gc's role without dynamodb:Query (it lists lineages and jobs with it)
+    deployed.app.withdraw("gc", "dynamodb:Query")
+    mark = len(deployed.iam.decisions)
+    try:
+        # When the schedule runs gc, Then the invocation fails (retried, then kept in gc's
+        # failure queue; the Errors alarm fires), naming the action
+        with pytest.raises(AccessDeniedError, match="dynamodb:Query"):
+            deployed.app.invoke("gc", sample_event("eventbridge-scheduled.json"))
+        # and an operator's dry run from the console is answered with it
+        answer = deployed.app.invoke("gc", {"dry_run": True})
+    finally:
+        del deployed.iam.decisions[mark:]
+    assert answer["error"] == "access_denied" and answer["action"] == "dynamodb:Query"

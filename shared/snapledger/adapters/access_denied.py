@@ -21,6 +21,21 @@ from snapledger.errors import AccessDeniedError
 ACCESS_DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException"})
 _REQUEST_KEY = "snapledger_request"
 _ON_RESOURCE = re.compile(r"on resource:?\s+(\S+)")
+_PERFORM = re.compile(r"not authorized to perform:?\s+([\w-]+:\w+)")
+# IAM's action where it is not the API's name. IAM has no TransactWriteItems action: it
+# checks each item's own (iam_action).
+_IAM_ACTIONS = {
+    "s3:HeadObject": "s3:GetObject",
+    "s3:ListObjectsV2": "s3:ListBucket",
+    "s3:DeleteObjects": "s3:DeleteObject",
+    "dynamodb:TransactGetItems": "dynamodb:GetItem",
+}
+_TRANSACTION_ITEM_ACTIONS = {
+    "Put": "dynamodb:PutItem",
+    "Update": "dynamodb:UpdateItem",
+    "Delete": "dynamodb:DeleteItem",
+    "ConditionCheck": "dynamodb:ConditionCheckItem",
+}
 
 
 ClientT = TypeVar("ClientT")
@@ -49,14 +64,26 @@ def _raise_if_denied(
     )
     if not denied:
         return
-    action = f"{model.service_model.signing_name}:{model.name}"
+    params = context.get(_REQUEST_KEY) or {}
+    performed = _PERFORM.search(message)
+    if performed:
+        action = performed.group(1)
+    else:
+        action = iam_action(f"{model.service_model.signing_name}:{model.name}", params)
     named = _ON_RESOURCE.search(message)
-    resource = (
-        named.group(1).rstrip(".,")
-        if named
-        else requested_resource(context.get(_REQUEST_KEY) or {})
-    )
+    resource = named.group(1).strip("\"'.,") if named else requested_resource(params)
     raise AccessDeniedError(action, resource, detail=code or "HTTP 403")
+
+
+def iam_action(api_action: str, params: dict[str, Any]) -> str:
+    """The IAM action (or actions) IAM checks for one API call."""
+    if api_action == "dynamodb:TransactWriteItems":
+        kinds = {kind for item in params.get("TransactItems", []) for kind in item}
+        checked = sorted(
+            _TRANSACTION_ITEM_ACTIONS[k] for k in kinds & _TRANSACTION_ITEM_ACTIONS.keys()
+        )
+        return " or ".join(checked) or api_action
+    return _IAM_ACTIONS.get(api_action, api_action)
 
 
 def requested_resource(params: dict[str, Any]) -> str:

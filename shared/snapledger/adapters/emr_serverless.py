@@ -8,7 +8,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from snapledger.emr_release import JOB_PYTHON
-from snapledger.errors import JobStartError, StoreUnavailableError
+from snapledger.errors import AccessDeniedError, JobStartError, StoreUnavailableError
 from snapledger.job_arguments import job_arguments
 from snapledger.ports import JobRunSpec, JobRunStatus
 
@@ -71,6 +71,10 @@ class EmrServerlessRunner:
             )
         except ClientError as exc:
             raise _translate(exc, f"start job {spec.job_id}") from exc
+        except AccessDeniedError as exc:
+            # A refused start is a job that cannot start: launch records it FAILED with
+            # this reason (naming the action and resource) and releases its pins.
+            raise JobStartError(f"EMR Serverless could not start job {spec.job_id}: {exc}") from exc
         return response["jobRunId"]
 
     def status(self, run_id: str) -> JobRunStatus:
@@ -80,6 +84,8 @@ class EmrServerlessRunner:
             ]
         except ClientError as exc:
             raise _translate(exc, f"read job run {run_id}") from exc
+        except AccessDeniedError as exc:
+            raise JobStartError(f"EMR Serverless could not read job run {run_id}: {exc}") from exc
         return JobRunStatus(state=run["state"], reason=run.get("stateDetails") or None)
 
 

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
+from snapledger.adapters.access_denied import ACCESS_DENIED_CODES
 from snapledger.adapters.object_store_file import check_key, check_prefix
 from snapledger.errors import (
+    AccessDeniedError,
     InvalidRequestError,
     ManifestTooLargeError,
     NotFoundError,
@@ -167,6 +169,14 @@ class S3ObjectStore:
                 if error.get("Code") in _NOT_FOUND:
                     continue  # absent counts as deleted
                 key = error.get("Key", "").removeprefix(self._prefix)
+                if error.get("Code") in ACCESS_DENIED_CODES:
+                    # (a 200 with per-key errors: the client's AccessDenied hook never sees it)
+                    errors[key] = str(
+                        AccessDeniedError(
+                            "s3:DeleteObject", f"arn:aws:s3:::{self._bucket}/{error.get('Key', '')}"
+                        )
+                    )
+                    continue
                 errors[key] = f"{error.get('Code', 'Error')}: {error.get('Message', '')}"
             failed.extend(errors.items())
             deleted.extend(key for key in batch if key not in errors)

@@ -51,8 +51,14 @@ def refusal(error: str, message: str, **fields: Any) -> Answer:
     return {"ok": False, "error": error, "message": message, **fields}
 
 
-def answer_for_error(exc: SnapledgerError) -> Answer | None:
-    """The answer for an expected error of a request, or None if it is unexpected."""
+def answer_for_error(exc: SnapledgerError, *, console: bool = True) -> Answer | None:
+    """The answer for an expected error of a request, or None if it must raise.
+
+    ``console``: someone reads the answer (a console or CLI invocation). An access denial
+    is answered there, naming the action and resource; for an event (the GC schedule, an
+    EventBridge launch request) it raises instead, so the delivery fails, Lambda retries it
+    and then keeps it in the function's failure queue, and the Errors alarm fires.
+    """
     if isinstance(exc, NotFoundError):
         return refusal("not_found", str(exc))
     if isinstance(exc, InvalidRequestError):
@@ -60,6 +66,8 @@ def answer_for_error(exc: SnapledgerError) -> Answer | None:
     if isinstance(exc, StaleVersionError):
         return refusal("conflict", str(exc))
     if isinstance(exc, AccessDeniedError):
+        if not console:
+            return None
         _log.error("%s", exc, extra={"action": exc.action, "resource": exc.resource})
         return refusal("access_denied", str(exc), action=exc.action, resource=exc.resource)
     return None

@@ -1,7 +1,7 @@
 """The gc function's payloads: a run (or dry run), holds, and retention policies.
 
-- ``{"dry_run": true}`` / ``{"dry_run": false, "stream": "orders"}``: plan or run GC (the
-  schedule sends ``{"dry_run": false}``; an EventBridge ``Scheduled Event`` is a run too);
+- ``{"dry_run": true}`` / ``{"dry_run": false, "stream": "orders"}``: plan or run GC; the
+  schedule delivers its EventBridge ``Scheduled Event``, which is a full run;
 - ``{"action": "hold", "stream", "partition", "snapshot_id", "expires_at"?, "reason"?, "by"?}``;
 - ``{"action": "release", "stream", "partition", "snapshot_id", "hold_id"?}``;
 - ``{"action": "policy_get", "stream"}``, ``{"action": "policy_set", "stream", ...fields}``
@@ -104,10 +104,17 @@ _ACTIONS: dict[str, type[ConsolePayload]] = {
 }
 
 
+def is_scheduled_run(event: object) -> bool:
+    """The EventBridge schedule's own event (not a console payload)."""
+    return (
+        isinstance(event, dict) and event.get("source") == "aws.events" and "detail-type" in event
+    )
+
+
 def parse_gc(event: object) -> GcRequest:
     """The request a payload carries; a ValidationError naming the fields otherwise."""
     payload = as_object(event, SUBJECT)
-    if payload.get("source") == "aws.events" and "detail-type" in payload:
+    if is_scheduled_run(payload):
         return GcRun()  # the EventBridge schedule's own event shape: a full run
     action = payload.get("action")
     if action is None:
@@ -127,13 +134,16 @@ def answer_gc(
     metrics: MetricSink,
     remaining_seconds: Callable[[], float] | None = None,
     request_id: str | None = None,
+    *,
+    console: bool = True,
 ) -> Answer:
     """Answer ``request``; ``request_id`` (the invocation's) identifies a policy change that
-    names none, so a retried invocation applies it once."""
+    names none, so a retried invocation applies it once. ``console``: False for the
+    schedule's event (see ``answer_for_error``)."""
     try:
         body = _answer(request, rt, metrics, remaining_seconds, request_id)
     except SnapledgerError as exc:
-        answer = answer_for_error(exc)
+        answer = answer_for_error(exc, console=console)
         if answer is None:
             raise
         count(metrics, "Gc_refused")

@@ -37,6 +37,7 @@ EVENT_SOURCE = "snapledger"
 class ParsedLaunch:
     request: LaunchRequest
     request_id: str
+    from_event: bool = False  # an EventBridge request (no one reads the answer)
 
 
 def parse_launch(event: object, lambda_request_id: str) -> ParsedLaunch:
@@ -70,7 +71,11 @@ def _from_eventbridge(event: Mapping[str, Any]) -> ParsedLaunch:
             SUBJECT, [("detail.action", f"contradicts detail-type {detail_type}")], event
         )
     request = LaunchRequest.model_validate({**detail, "action": action})
-    return ParsedLaunch(request=request, request_id=str(detail.get("request_id") or event["id"]))
+    return ParsedLaunch(
+        request=request,
+        request_id=str(detail.get("request_id") or event["id"]),
+        from_event=True,
+    )
 
 
 def answer_launch(parsed: ParsedLaunch, rt: Runtime, metrics: MetricSink) -> Answer:
@@ -81,7 +86,7 @@ def answer_launch(parsed: ParsedLaunch, rt: Runtime, metrics: MetricSink) -> Ans
     try:
         result = launch(parsed.request, request_id=parsed.request_id, deps=deps)
     except SnapledgerError as exc:
-        answer = answer_for_error(exc)
+        answer = answer_for_error(exc, console=not parsed.from_event)
         if answer is None:
             raise
         count(metrics, "Launch_refused")
