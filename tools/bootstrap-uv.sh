@@ -10,7 +10,7 @@
 set -euo pipefail
 version="0.13.9"
 root="$(cd "$(dirname "$0")/.." && pwd)"
-dest="${SNAPLEDGER_UV_DIR:-$root/.local/uv}"
+dest="$root/.local/uv"  # the project's own: replaced whole below
 python="${PYTHON:-python3}"
 
 is_pinned_uv() { # the binary runs and is the pinned version ("uv 0.13.9 (...)")

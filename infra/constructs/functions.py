@@ -99,11 +99,12 @@ REQUIRED_ACCOUNT_CONCURRENCY = RESERVED_TOTAL + UNRESERVED_MINIMUM
 if set(SPECS) != set(FUNCTION_NAMES):  # pragma: no cover - a programming error
     raise RuntimeError("infra FunctionSpec names must match constants.FUNCTION_NAMES")
 
-# The table calls each function's code makes, and nothing else. Every write is a
-# conditional Put (alone, or inside TransactWriteItems, which IAM checks as one PutItem per
-# item); GetItem reads one item (a job, a policy), BatchGetItem loads a lineage's HEAD and
-# snapshot items for a command, Query reads events, segments and pages. gc's DeleteItem
-# removes its resume checkpoint when a run completes. tests/deployed runs every path.
+# The table calls each function's code makes, and nothing else. Writes are conditional
+# Puts (alone, or inside TransactWriteItems, which IAM checks item by item as PutItem or
+# DeleteItem); GetItem reads one item (a job), BatchGetItem loads a log's HEAD and items for
+# a command, Query reads events, segments and pages. gc's DeleteItem removes its resume
+# checkpoint when a run completes, and a stream's POLICY item on policy_reset (inside the
+# stream log's transaction). tests/deployed runs every path.
 _GET, _BATCH_GET, _QUERY = "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"
 _PUT, _DELETE = "dynamodb:PutItem", "dynamodb:DeleteItem"
 LEDGER_ACTIONS: dict[str, tuple[str, ...]] = {

@@ -43,6 +43,20 @@ _PSEUDO = {
 }
 
 
+# Granted, but called by the Lambda service (or the X-Ray SDK's daemon), never by the
+# function's code, so no path can show them: each with the reason it is needed.
+USED_BY_THE_PLATFORM = {
+    "logs:CreateLogStream": "Lambda writes the function's logs with its execution role",
+    "logs:PutLogEvents": "Lambda writes the function's logs with its execution role",
+    "xray:PutTraceSegments": "active tracing: the X-Ray daemon sends segments as the role",
+    "xray:PutTelemetryRecords": "active tracing: the X-Ray daemon reports as the role",
+    "sqs:SendMessage": "Lambda delivers a failed async event to the on-failure queue as the role",
+    # Checked by AWS at StartJobRun (tag-on-create of snapledger:job-id); moto's
+    # StartJobRun takes the tags without asking for it.
+    "emr-serverless:TagResource": "StartJobRun tags the run it creates (tag-on-create)",
+}
+
+
 class UnresolvedReferenceError(LookupError):
     """The template refers to something the emulated account does not model."""
 

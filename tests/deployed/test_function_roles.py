@@ -19,23 +19,10 @@ from botocore.exceptions import ClientError
 from infra.constants import FUNCTION_NAMES
 from infra.constructs.guardrails import HISTORY_REWRITE_ACTIONS
 from tests.deployed.conftest import Deployed
-from tests.deployed.deployment import BUCKET
+from tests.deployed.deployment import BUCKET, USED_BY_THE_PLATFORM
 from tests.deployed.iam_emulation import Decision
 
 pytestmark = pytest.mark.slow
-
-# Granted, but called by the Lambda service (or the X-Ray SDK's daemon), never by the
-# function's code, so no path can show them: each with the reason it is needed.
-USED_BY_THE_PLATFORM = {
-    "logs:CreateLogStream": "Lambda writes the function's logs with its execution role",
-    "logs:PutLogEvents": "Lambda writes the function's logs with its execution role",
-    "xray:PutTraceSegments": "active tracing: the X-Ray daemon sends segments as the role",
-    "xray:PutTelemetryRecords": "active tracing: the X-Ray daemon reports as the role",
-    "sqs:SendMessage": "Lambda delivers a failed async event to the on-failure queue as the role",
-    # Checked by AWS at StartJobRun (tag-on-create of snapledger:job-id); moto's
-    # StartJobRun takes the tags without asking for it.
-    "emr-serverless:TagResource": "StartJobRun tags the run it creates (tag-on-create)",
-}
 
 
 def _role_of(decision: Decision) -> str:

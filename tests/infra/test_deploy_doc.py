@@ -9,16 +9,13 @@ from typing import Any
 from aws_cdk import aws_iam as iam
 
 from infra import names
-from tests.deployed.deployment import role_statements
+from tests.deployed.deployment import USED_BY_THE_PLATFORM, role_statements
 from tests.infra.conftest import Synthesized
 
 DEPLOY_DOC = names.REPO_ROOT / "docs" / "deploy.md"
 # Called with the role by Lambda and the X-Ray daemon; the doc lists them once, in prose.
 PLATFORM_ACTIONS = {
-    "logs:CreateLogStream",
-    "logs:PutLogEvents",
-    "xray:PutTraceSegments",
-    "xray:PutTelemetryRecords",
+    action for action in USED_BY_THE_PLATFORM if action.startswith(("logs:", "xray:"))
 }
 
 
