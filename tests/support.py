@@ -139,3 +139,63 @@ def make_runtime(ledger: DynamoLedger, store: ObjectStore, clock: Any, runner: A
         streams=DynamoStreamLog(ledger.table_name, client=ledger.client),
         gc=GcConfig(),
     )
+
+
+def write_history(
+    ledger: DynamoLedger,
+    stream: str,
+    partition: int,
+    statuses: list[Any],
+    start: Any,
+    *,
+    lookup_keys: bool = True,
+) -> list[Any]:
+    """One SNAP item per status (LSN 1, 2, ..., registered a minute apart from ``start``)
+    and the HEAD naming the highest REGISTERED, written in batches: a long history in
+    seconds. The items are ``dynamodb_codec``'s, as a command's commit writes them;
+    ``lookup_keys=False`` writes them as releases before the lookup indexes did."""
+    from datetime import timedelta
+
+    from snapledger.adapters import dynamodb_codec as codec
+    from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus
+
+    records = []
+    for lsn, status in enumerate(statuses, start=1):
+        snapshot_id = new_ulid()
+        records.append(
+            SnapshotRecord(
+                stream=stream,
+                partition=partition,
+                lsn=lsn,
+                snapshot_id=snapshot_id,
+                status=status,
+                manifest_key=snapshot_prefix(stream, partition, lsn, snapshot_id)
+                + "_manifest.json",
+                manifest_digest="0" * 64,
+                registered_at=start + timedelta(minutes=lsn),
+                version=lsn,
+            )
+        )
+    latest = max((r for r in records if r.status is SnapshotStatus.REGISTERED), key=lambda r: r.lsn)
+    head = Head(
+        stream=stream,
+        partition=partition,
+        version=len(records),
+        latest_snapshot_id=latest.snapshot_id,
+        latest_lsn=latest.lsn,
+    )
+    items = [codec.head_item(head)]
+    for record in records:
+        item = codec.snapshot_item(record)
+        if not lookup_keys:
+            item.pop("kind"), item.pop("registered_sk", None)
+        items.append(item)
+    for start_at in range(0, len(items), 25):
+        pending: Any = {
+            ledger.table_name: [
+                {"PutRequest": {"Item": i}} for i in items[start_at : start_at + 25]
+            ]
+        }
+        while pending:
+            pending = ledger.client.batch_write_item(RequestItems=pending).get("UnprocessedItems")
+    return records

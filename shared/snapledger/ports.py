@@ -153,6 +153,21 @@ class LedgerReader(Protocol):
 
     def get_snapshot(self, lineage: LineageId, sort_key: str) -> SnapshotRecord | None: ...
 
+    def find_snapshot(self, lineage: LineageId, snapshot_id: str) -> SnapshotRecord | None:
+        """The snapshot with this id, whatever its status, in one read (None: no such id)."""
+        ...
+
+    def list_registered(
+        self,
+        lineage: LineageId,
+        *,
+        max_sort_key: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> Page[SnapshotRecord]:
+        """REGISTERED snapshots only, highest LSN first, at or below ``max_sort_key``."""
+        ...
+
     def list_snapshots(
         self,
         lineage: LineageId,

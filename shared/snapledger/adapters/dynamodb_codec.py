@@ -15,7 +15,12 @@ from typing import Any, get_args
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from pydantic import BaseModel
 
-from snapledger.adapters.table_definition import KIND_ATTRIBUTE, PARTITION_KEY, SORT_KEY
+from snapledger.adapters.table_definition import (
+    KIND_ATTRIBUTE,
+    PARTITION_KEY,
+    REGISTERED_SK_ATTRIBUTE,
+    SORT_KEY,
+)
 from snapledger.errors import InvalidRequestError
 from snapledger.models.events import (
     EVENT_ADAPTER,
@@ -23,7 +28,7 @@ from snapledger.models.events import (
     LedgerEvent,
     StreamEvent,
 )
-from snapledger.models.ledger import Head, LineageId, SnapshotRecord, StreamHead
+from snapledger.models.ledger import Head, LineageId, SnapshotRecord, SnapshotStatus, StreamHead
 from snapledger.models.policy import StoredPolicy
 
 HEAD_SK = "HEAD"
@@ -33,7 +38,8 @@ EVENT_PREFIX = "EV#"
 SEQ_WIDTH = 12
 UNPLACEABLE_PK = "REJECTED"
 UNPLACEABLE_PREFIX = "KEY#"
-_KEY_ATTRIBUTES = (PARTITION_KEY, SORT_KEY, KIND_ATTRIBUTE)
+SNAPSHOT_KIND_PREFIX = "SNAPSHOT#"
+_KEY_ATTRIBUTES = (PARTITION_KEY, SORT_KEY, KIND_ATTRIBUTE, REGISTERED_SK_ATTRIBUTE)
 
 
 def _event_types(union: object) -> frozenset[str]:
@@ -100,9 +106,23 @@ def head_item(head: Head) -> Item:
     return to_item(lineage_pk(head.lineage), HEAD_SK, head, kind="HEAD")
 
 
+def snapshot_kind(snapshot_id: str) -> str:
+    """The SNAP item's ``by_kind`` key: its snapshot found by id in one Query."""
+    return SNAPSHOT_KIND_PREFIX + snapshot_id
+
+
+def snapshot_lookup_keys(record: SnapshotRecord) -> Item:
+    """The index keys a SNAP item carries: by id always; in ``registered`` while REGISTERED."""
+    keys: Item = {KIND_ATTRIBUTE: {"S": snapshot_kind(record.snapshot_id)}}
+    if record.status is SnapshotStatus.REGISTERED:
+        keys[REGISTERED_SK_ATTRIBUTE] = {"S": record.sort_key}
+    return keys
+
+
 def snapshot_item(record: SnapshotRecord) -> Item:
     pk = lineage_pk(LineageId(stream=record.stream, partition=record.partition))
-    return to_item(pk, record.sort_key, record)
+    # A whole-item Put: a snapshot leaving REGISTERED drops its ``registered_sk`` with it.
+    return {**to_item(pk, record.sort_key, record), **snapshot_lookup_keys(record)}
 
 
 def event_item(event: LedgerEvent) -> Item:

@@ -5,6 +5,10 @@ A command's write is ONE ``TransactWriteItems`` (``dynamodb_log.py``):
     HEAD      Put  if  version = :expected          (or attribute_not_exists for version 0)
     SNAP#...  Put  if  version = :old  / attribute_not_exists(sk) for a new snapshot
     EV#n      Put  if  attribute_not_exists(sk)     (for each new event, n gapless)
+
+A SNAP item carries its own index keys (``codec.snapshot_lookup_keys``), so the lookups by
+id and as of an LSN or a time are one Query of a sparse GSI each, and the transaction
+holds no extra item for them.
 """
 
 from __future__ import annotations
@@ -16,7 +20,14 @@ from botocore.exceptions import ClientError
 
 from snapledger.adapters import dynamodb_codec as codec
 from snapledger.adapters.dynamodb_log import MAX_PAGE, DynamoLogTable
-from snapledger.adapters.table_definition import SORT_KEY
+from snapledger.adapters.table_definition import (
+    KIND_ATTRIBUTE,
+    KIND_INDEX,
+    PARTITION_KEY,
+    REGISTERED_INDEX,
+    REGISTERED_SK_ATTRIBUTE,
+    SORT_KEY,
+)
 from snapledger.core.lineage import LineageState
 from snapledger.errors import StoreUnavailableError
 from snapledger.models.events import LedgerEvent
@@ -104,6 +115,49 @@ class DynamoLedger(DynamoLogTable):
     def get_snapshot(self, lineage: LineageId, sort_key: str) -> SnapshotRecord | None:
         item = self._get(codec.lineage_pk(lineage), sort_key, consistent=False)
         return codec.snapshot_from_item(item) if item else None
+
+    def find_snapshot(self, lineage: LineageId, snapshot_id: str) -> SnapshotRecord | None:
+        """The snapshot with this id, whatever its status: one Query of ``by_kind``.
+
+        A lineage could hold the id at two LSNs (two manifests naming it); the highest
+        LSN answers, as a newest-first listing would.
+        """
+        response = self._call(
+            self.client.query,
+            TableName=self.table_name,
+            IndexName=KIND_INDEX,
+            KeyConditionExpression="#kind = :kind AND #pk = :pk",
+            ExpressionAttributeNames={"#kind": KIND_ATTRIBUTE, "#pk": PARTITION_KEY},
+            ExpressionAttributeValues={
+                ":kind": {"S": codec.snapshot_kind(snapshot_id)},
+                ":pk": {"S": codec.lineage_pk(lineage)},
+            },
+        )
+        records = [codec.snapshot_from_item(item) for item in response.get("Items", [])]
+        return max(records, key=lambda record: record.sort_key, default=None)
+
+    def list_registered(
+        self,
+        lineage: LineageId,
+        *,
+        max_sort_key: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> Page[SnapshotRecord]:
+        """REGISTERED snapshots only, highest LSN first, through the ``registered`` index."""
+        items, next_cursor = self._query(
+            codec.lineage_pk(lineage),
+            "#pk = :pk AND #sk BETWEEN :lo AND :hi",
+            {
+                ":lo": {"S": codec.SNAP_PREFIX},
+                ":hi": {"S": max_sort_key or codec.SNAP_PREFIX + "\uffff"},
+            },
+            limit=limit,
+            cursor=cursor,
+            forward=False,
+            index=(REGISTERED_INDEX, REGISTERED_SK_ATTRIBUTE),
+        )
+        return Page([codec.snapshot_from_item(i) for i in items], next_cursor)
 
     def get_event(self, lineage: LineageId, seq: int) -> LedgerEvent | None:
         item = self._get(codec.lineage_pk(lineage), codec.event_sk(seq), consistent=True)

@@ -135,17 +135,24 @@ class DynamoLogTable:
         limit: int,
         cursor: str | None,
         forward: bool,
+        index: tuple[str, str] | None = None,
     ) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of ``pk``'s items; ``index`` = (GSI, its sort key) queries that index."""
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidRequestError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
         request: dict[str, Any] = {
             "TableName": self.table_name,
             "KeyConditionExpression": condition,
-            "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
+            "ExpressionAttributeNames": {
+                "#pk": PARTITION_KEY,
+                "#sk": index[1] if index else SORT_KEY,
+            },
             "ExpressionAttributeValues": {":pk": {"S": pk}, **values},
             "Limit": limit,
             "ScanIndexForward": forward,
         }
+        if index:
+            request["IndexName"] = index[0]
         if cursor:
             request["ExclusiveStartKey"] = codec.decode_cursor(cursor)
         response = self._call(self.client.query, **request)

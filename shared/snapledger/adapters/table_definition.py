@@ -14,8 +14,17 @@ Items (see docs/ledger.md):
 | ``STREAM#{stream}``       | ``POLICY``                       | the stream's retention etc. |
 | ``REJECTED``              | ``KEY#{object key}``             | a manifest at a bad key     |
 
-The sparse GSI ``by_kind`` indexes only items that carry ``kind`` (HEAD and JOB items),
-so GC and the job sweeper can page through all lineages or jobs without a scan.
+Two sparse GSIs, each indexing only the items that carry its key attribute:
+
+- ``by_kind`` (``kind``, ``pk``): HEAD and JOB items (``kind = HEAD`` / ``JOB``), so GC and
+  the job sweeper page through all lineages or jobs without a scan; and every SNAP item
+  (``kind = SNAPSHOT#{snapshot_id}``), so a snapshot is found by id in one Query.
+- ``registered`` (``pk``, ``registered_sk``): the SNAP items of REGISTERED snapshots only
+  (``registered_sk`` = their ``sk``, dropped when they leave REGISTERED), so "as of an LSN"
+  and "as of a time" read live snapshots, never the lineage's DELETED or REJECTED history.
+
+Both are kept by DynamoDB from the SNAP item's own Put: no extra item in a transaction.
+SNAP items written before these keys existed get them from ``snapledger.tools.backfill``.
 """
 
 from __future__ import annotations
@@ -26,6 +35,8 @@ PARTITION_KEY = "pk"
 SORT_KEY = "sk"
 KIND_INDEX = "by_kind"
 KIND_ATTRIBUTE = "kind"
+REGISTERED_INDEX = "registered"
+REGISTERED_SK_ATTRIBUTE = "registered_sk"
 TTL_ATTRIBUTE = "expires_at"
 DEFAULT_TABLE_NAME = "snapledger-ledger"
 
@@ -39,6 +50,7 @@ def create_table_request(table_name: str) -> dict[str, Any]:
             {"AttributeName": PARTITION_KEY, "AttributeType": "S"},
             {"AttributeName": SORT_KEY, "AttributeType": "S"},
             {"AttributeName": KIND_ATTRIBUTE, "AttributeType": "S"},
+            {"AttributeName": REGISTERED_SK_ATTRIBUTE, "AttributeType": "S"},
         ],
         "KeySchema": [
             {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
@@ -52,7 +64,15 @@ def create_table_request(table_name: str) -> dict[str, Any]:
                     {"AttributeName": PARTITION_KEY, "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "ALL"},
-            }
+            },
+            {
+                "IndexName": REGISTERED_INDEX,
+                "KeySchema": [
+                    {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
+                    {"AttributeName": REGISTERED_SK_ATTRIBUTE, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            },
         ],
         "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
     }

@@ -8,10 +8,12 @@ from datetime import datetime
 from snapledger.errors import InvalidRequestError, NotFoundError
 from snapledger.layout import LSN_WIDTH, check_stream_name
 from snapledger.models.events import LedgerEvent, StreamEvent
-from snapledger.models.ledger import Head, LineageId, SnapshotRecord, SnapshotStatus
+from snapledger.models.ledger import Head, LineageId, SnapshotRecord
 from snapledger.ports import LedgerReader, Page, StreamLogStore
 
 SCAN_PAGE = 100
+#: REGISTERED snapshots read per request by ``as_of_time`` (DynamoDB's page is <= 1 MB).
+AS_OF_TIME_PAGE = 1000
 
 
 def latest(ledger: LedgerReader, lineage: LineageId) -> Head:
@@ -84,13 +86,13 @@ def iter_snapshots(
 
 
 def as_of_lsn(ledger: LedgerReader, lineage: LineageId, lsn: int) -> SnapshotRecord:
-    """The newest REGISTERED snapshot at or below ``lsn``."""
+    """The newest REGISTERED snapshot at or below ``lsn``: one Query of live snapshots."""
     if lsn < 0:
         raise InvalidRequestError(f"lsn must be >= 0, got {lsn}")
     upper = f"SNAP#{lsn:0{LSN_WIDTH}d}#\uffff"
-    for record in iter_snapshots(ledger, lineage, max_sort_key=upper):
-        if record.status is SnapshotStatus.REGISTERED:
-            return record
+    page = ledger.list_registered(lineage, max_sort_key=upper, limit=1)
+    if page.items:
+        return page.items[0]
     raise NotFoundError(
         f"{lineage} has no registered snapshot at or below LSN {lsn}: pick a later LSN, or "
         "bootstrap from the changelog"
@@ -98,20 +100,32 @@ def as_of_lsn(ledger: LedgerReader, lineage: LineageId, lsn: int) -> SnapshotRec
 
 
 def as_of_time(ledger: LedgerReader, lineage: LineageId, at: datetime) -> SnapshotRecord:
-    """The highest-LSN REGISTERED snapshot that the registry had recorded by ``at``."""
+    """The highest-LSN REGISTERED snapshot that the registry had recorded by ``at``.
+
+    Reads REGISTERED snapshots only, highest LSN first, ``AS_OF_TIME_PAGE`` a request: one
+    request unless more than that many live snapshots were registered after ``at``.
+    """
     if at.tzinfo is None:
         raise InvalidRequestError("the time must carry a timezone, e.g. 2026-05-01T12:00:00Z")
-    for record in iter_snapshots(ledger, lineage):
-        if record.status is SnapshotStatus.REGISTERED and record.registered_at <= at:
-            return record
+    cursor: str | None = None
+    while True:
+        page = ledger.list_registered(lineage, limit=AS_OF_TIME_PAGE, cursor=cursor)
+        for record in page.items:
+            if record.registered_at <= at:
+                return record
+        if page.cursor is None:
+            break
+        cursor = page.cursor
     raise NotFoundError(
         f"{lineage} has no registered snapshot recorded at or before {at.isoformat()}"
     )
 
 
 def by_id(ledger: LedgerReader, lineage: LineageId, snapshot_id: str) -> SnapshotRecord:
-    """The snapshot with this id, whatever its status."""
-    for record in iter_snapshots(ledger, lineage):
-        if record.snapshot_id == snapshot_id:
-            return record
-    raise NotFoundError(f"{lineage} has no snapshot {snapshot_id}: list its snapshots to see ids")
+    """The snapshot with this id, whatever its status: one read."""
+    record = ledger.find_snapshot(lineage, snapshot_id)
+    if record is None:
+        raise NotFoundError(
+            f"{lineage} has no snapshot {snapshot_id}: list its snapshots to see ids"
+        )
+    return record

@@ -1,0 +1,103 @@
+"""Give SNAP items written before the lookup indexes existed their index keys (one-off).
+
+Every SNAP item written since carries ``kind`` (found by id through ``by_kind``) and, while
+REGISTERED, ``registered_sk`` (found as of an LSN or a time through ``registered``):
+``dynamodb_codec.snapshot_lookup_keys``. Older items lack them, so the lookups would not
+see them until a command rewrote them. This pass scans the table's SNAP items once and
+adds the missing keys. It is idempotent (an item that has its keys is skipped) and safe
+beside live traffic: each update is conditioned on the item's ``version`` and ``status``
+being the ones read, and an item a command rewrote meanwhile already has its keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from snapledger.adapters import dynamodb_codec as codec
+from snapledger.adapters.table_definition import (
+    KIND_ATTRIBUTE,
+    REGISTERED_SK_ATTRIBUTE,
+    SORT_KEY,
+)
+from snapledger.errors import StoreUnavailableError
+from snapledger.models.ledger import SnapshotStatus
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+# SNAP items missing a key they should carry: ``kind`` always, ``registered_sk`` while
+# REGISTERED.
+_MISSING_KEYS = (
+    "begins_with(#sk, :snap) AND (attribute_not_exists(#kind) OR "
+    "(#status = :registered AND attribute_not_exists(#rsk)))"
+)
+_NAMES = {
+    "#sk": SORT_KEY,
+    "#kind": KIND_ATTRIBUTE,
+    "#rsk": REGISTERED_SK_ATTRIBUTE,
+    "#status": "status",
+}
+
+
+@dataclass(frozen=True)
+class BackfillReport:
+    updated: int
+    skipped_changed: int  # rewritten by a command since the scan read it: has its keys
+
+
+def backfill_lookup_keys(client: DynamoDBClient, table_name: str) -> BackfillReport:
+    """Add the lookup keys to every SNAP item of ``table_name`` that lacks them."""
+    updated = skipped = 0
+    request: dict[str, Any] = {
+        "TableName": table_name,
+        "FilterExpression": _MISSING_KEYS,
+        "ExpressionAttributeNames": _NAMES,
+        "ExpressionAttributeValues": {
+            ":snap": {"S": codec.SNAP_PREFIX},
+            ":registered": {"S": SnapshotStatus.REGISTERED.value},
+        },
+    }
+    while True:
+        try:
+            response = client.scan(**request)
+        except ClientError as exc:
+            raise StoreUnavailableError(f"could not scan {table_name!r}: {exc}") from exc
+        for item in response.get("Items", []):
+            if _add_keys(client, table_name, item):
+                updated += 1
+            else:
+                skipped += 1
+        last = response.get("LastEvaluatedKey")
+        if not last:
+            return BackfillReport(updated=updated, skipped_changed=skipped)
+        request["ExclusiveStartKey"] = last
+
+
+def _add_keys(client: DynamoDBClient, table_name: str, item: dict[str, Any]) -> bool:
+    record = codec.snapshot_from_item(item)
+    keys = codec.snapshot_lookup_keys(record)
+    names = {f"#k{i}": name for i, name in enumerate(keys)}
+    values = {f":k{i}": value for i, value in enumerate(keys.values())}
+    try:
+        client.update_item(
+            TableName=table_name,
+            Key=codec.key(item["pk"]["S"], item[SORT_KEY]["S"]),
+            UpdateExpression="SET " + ", ".join(f"#k{i} = :k{i}" for i in range(len(keys))),
+            # Precondition: the item is still the one read (a command rewriting it since
+            # wrote its keys with it).
+            ConditionExpression="#version = :version AND #status = :status",
+            ExpressionAttributeNames={**names, "#version": "version", "#status": "status"},
+            ExpressionAttributeValues={
+                **values,
+                ":version": {"N": str(record.version)},
+                ":status": {"S": record.status.value},
+            },
+        )
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            return False
+        raise StoreUnavailableError(f"could not update {item[SORT_KEY]['S']}: {exc}") from exc
+    return True

@@ -1,0 +1,158 @@
+"""Every lookup is one request at any history length (issue 14): by id, as of an LSN, as
+of a time, latest. Requests are counted on the client with botocore's ``before-call``
+hook, on moto and on DynamoDB Local."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from snapledger.adapters.dynamodb_backfill import backfill_lookup_keys
+from snapledger.errors import NotFoundError
+from snapledger.models.commands import ExpireSnapshots, ExpiryTarget
+from snapledger.models.ledger import LineageId, SnapshotStatus
+from snapledger.models.policy import RetentionPolicy
+from snapledger.services import queries
+from snapledger.services.commands import execute
+from snapledger.services.registration import register_manifest
+from tests.support import write_history, write_snapshot
+
+ORDERS_3 = LineageId(stream="orders", partition=3)
+REGISTERED, DELETED = SnapshotStatus.REGISTERED, SnapshotStatus.DELETED
+REJECTED, EXPIRING = SnapshotStatus.REJECTED, SnapshotStatus.EXPIRING
+
+
+def counted(ledger, lookup, *args):
+    """``lookup(ledger, ORDERS_3, *args)``'s answer (or error) and the requests it made."""
+    calls: list[str] = []
+
+    def count(model, **_):
+        calls.append(model.name)
+
+    ledger.client.meta.events.register("before-call.dynamodb", count)
+    try:
+        try:
+            return lookup(ledger, ORDERS_3, *args), calls
+        except NotFoundError as exc:
+            return exc, calls
+    finally:
+        ledger.client.meta.events.unregister("before-call.dynamodb", count)
+
+
+def history(length: int) -> list[SnapshotStatus]:
+    """A long-lived lineage: old snapshots DELETED (a few REJECTED among them), then some
+    EXPIRING, then the live REGISTERED ones among EXPIRING and REJECTED."""
+    old = [REJECTED if lsn % 97 == 0 else DELETED for lsn in range(length - 8)]
+    return [
+        *old,
+        EXPIRING,
+        REGISTERED,
+        EXPIRING,
+        REGISTERED,
+        REGISTERED,
+        REJECTED,
+        *[REGISTERED] * 2,
+    ][:length]
+
+
+@pytest.mark.parametrize("length", [10, 5_000])
+def test_every_lookup_is_one_request_at_any_history_length(ledger, clock, length):
+    statuses = history(length)
+    records = write_history(ledger, "orders", 3, statuses, clock.now())
+    by_lsn = {r.lsn: r for r in records}
+    registered = [r for r in records if r.status is REGISTERED]
+    top, oldest_live = registered[-1], registered[0]
+    deleted = next(r for r in records if r.status is DELETED)
+
+    # by id: any status, one Query of by_kind
+    for record in (top, deleted, next(r for r in records if r.status is REJECTED)):
+        answer, calls = counted(ledger, queries.by_id, record.snapshot_id)
+        assert answer == record and calls == ["Query"]
+    answer, calls = counted(ledger, queries.by_id, "01NOSUCHSNAPSHOT0000000000")
+    assert isinstance(answer, NotFoundError) and calls == ["Query"]
+
+    # as of an LSN: the newest REGISTERED at or below, skipping EXPIRING / REJECTED
+    answer, calls = counted(ledger, queries.as_of_lsn, top.lsn + 100)
+    assert answer == top and calls == ["Query"]
+    below_rejected = max(r.lsn for r in registered if r.lsn < length - 2)
+    answer, calls = counted(ledger, queries.as_of_lsn, length - 2)  # the REJECTED one
+    assert answer == by_lsn[below_rejected] and calls == ["Query"]
+    answer, calls = counted(ledger, queries.as_of_lsn, oldest_live.lsn - 1)  # all history
+    assert isinstance(answer, NotFoundError) and calls == ["Query"]
+
+    # as of a time: the highest-LSN REGISTERED recorded by then
+    answer, calls = counted(ledger, queries.as_of_time, oldest_live.registered_at)
+    assert answer == oldest_live and calls == ["Query"]
+    answer, calls = counted(ledger, queries.as_of_time, top.registered_at - timedelta(seconds=1))
+    assert answer == registered[-2] and calls == ["Query"]
+    answer, calls = counted(
+        ledger, queries.as_of_time, oldest_live.registered_at - timedelta(seconds=1)
+    )
+    assert isinstance(answer, NotFoundError) and calls == ["Query"]
+
+    # latest: HEAD
+    answer, calls = counted(ledger, queries.latest)
+    assert answer.latest_snapshot_id == top.snapshot_id and calls == ["GetItem"]
+
+
+def test_the_indexes_follow_what_commands_do(ledger, store, clock):
+    """Registration puts a snapshot in the REGISTERED index; expiry takes it out (the SNAP
+    item's own Put carries its keys: no extra item in the transaction)."""
+    ids = {}
+    for lsn in (100, 200, 300, 400):
+        key = write_snapshot(store, lsn=lsn)
+        ids[lsn] = register_manifest(key, ledger=ledger, store=store, clock=clock).snapshot_id
+        clock.advance(timedelta(hours=1))
+    start = clock.now() - timedelta(hours=4)
+    assert queries.as_of_lsn(ledger, ORDERS_3, 250).snapshot_id == ids[200]
+    assert queries.as_of_time(ledger, ORDERS_3, start + timedelta(minutes=90)).lsn == 200
+
+    clock.advance(timedelta(days=3))
+    targets = [queries.by_id(ledger, ORDERS_3, ids[lsn]) for lsn in (100, 200)]
+    witnesses = [queries.by_id(ledger, ORDERS_3, ids[lsn]) for lsn in (300, 400)]
+    command = ExpireSnapshots(
+        stream="orders",
+        partition=3,
+        run_id="run-1",
+        targets=tuple(ExpiryTarget(sort_key=t.sort_key, cause="unprotected") for t in targets),
+        witnesses=tuple(w.sort_key for w in witnesses),
+        policy=RetentionPolicy(min_count=2),
+        grace_hours=24,
+    )
+    execute(ledger, command, clock.now(), snapshot_keys=command.snapshot_keys)
+
+    answer, calls = counted(ledger, queries.by_id, ids[200])
+    assert answer.status is EXPIRING and calls == ["Query"]
+    answer, calls = counted(ledger, queries.as_of_lsn, 250)
+    assert isinstance(answer, NotFoundError) and calls == ["Query"]
+    answer, calls = counted(ledger, queries.as_of_time, start + timedelta(minutes=90))
+    assert isinstance(answer, NotFoundError) and calls == ["Query"]
+    assert queries.as_of_time(ledger, ORDERS_3, clock.now()).lsn == 400
+
+
+def test_backfill_gives_older_records_their_lookup_keys(ledger, clock):
+    """Records written before the indexes are found once the one-off backfill has run;
+    running it again changes nothing."""
+    records = write_history(
+        ledger,
+        "orders",
+        3,
+        [DELETED, REGISTERED, REJECTED, REGISTERED],
+        clock.now(),
+        lookup_keys=False,
+    )
+    old, top = records[0], records[3]
+    with pytest.raises(NotFoundError):
+        queries.by_id(ledger, ORDERS_3, old.snapshot_id)
+    with pytest.raises(NotFoundError):
+        queries.as_of_lsn(ledger, ORDERS_3, 10)
+
+    report = backfill_lookup_keys(ledger.client, ledger.table_name)
+
+    assert (report.updated, report.skipped_changed) == (4, 0)
+    assert queries.by_id(ledger, ORDERS_3, old.snapshot_id) == old
+    assert queries.as_of_lsn(ledger, ORDERS_3, 10) == top
+    assert queries.as_of_lsn(ledger, ORDERS_3, 3) == records[1]
+    assert queries.as_of_time(ledger, ORDERS_3, top.registered_at) == top
+    assert backfill_lookup_keys(ledger.client, ledger.table_name).updated == 0
