@@ -199,3 +199,13 @@ def write_history(
         while pending:
             pending = ledger.client.batch_write_item(RequestItems=pending).get("UnprocessedItems")
     return records
+
+
+def long_history(length: int) -> list[Any]:
+    """A long-lived lineage's statuses by LSN: old snapshots DELETED (a few REJECTED among
+    them), then some EXPIRING, then the live REGISTERED ones among EXPIRING and REJECTED."""
+    from snapledger.models.ledger import SnapshotStatus as S
+
+    old = [S.REJECTED if lsn % 97 == 0 else S.DELETED for lsn in range(length - 8)]
+    live = [S.EXPIRING, S.REGISTERED, S.EXPIRING, S.REGISTERED, S.REGISTERED, S.REJECTED]
+    return [*old, *live, S.REGISTERED, S.REGISTERED][:length]

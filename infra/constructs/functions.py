@@ -24,7 +24,7 @@ from infra.constructs.function_parts import log_group_and_role
 from infra.nag import acknowledge, arn_of, iam5
 from infra.packaging import stage_function_code
 from snapledger import settings
-from snapledger.adapters.table_definition import KIND_INDEX
+from snapledger.adapters.table_definition import KIND_INDEX, REGISTERED_INDEX
 
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 ASYNC_RETRY_ATTEMPTS = 2
@@ -110,13 +110,20 @@ _PUT, _DELETE = "dynamodb:PutItem", "dynamodb:DeleteItem"
 LEDGER_ACTIONS: dict[str, tuple[str, ...]] = {
     "register": (_BATCH_GET, _PUT),
     "track_changelog": (_GET, _BATCH_GET, _QUERY, _PUT),
-    "launch": (_GET, _BATCH_GET, _QUERY, _PUT),
+    # launch reads snapshots through the indexes only (INDEX_READERS).
+    "launch": (_GET, _BATCH_GET, _PUT),
     "job_state": (_GET, _BATCH_GET, _PUT),
     "query": (_GET, _QUERY),
     "gc": (_GET, _BATCH_GET, _QUERY, _PUT, _DELETE),
 }
-# Functions that list all lineages or all jobs through the sparse by_kind index.
-KIND_INDEX_READERS = ("query", "gc")
+# The ledger's sparse indexes each function queries: by_kind lists all lineages or jobs
+# and finds a snapshot by id (query; launch's base snapshot; gc's holds); registered finds
+# the snapshot as of an LSN or a time (query; launch's base snapshot).
+INDEX_READERS: dict[str, tuple[str, ...]] = {
+    "query": (KIND_INDEX, REGISTERED_INDEX),
+    "launch": (KIND_INDEX, REGISTERED_INDEX),
+    "gc": (KIND_INDEX,),
+}
 _XRAY_REASON = (
     "Active X-Ray tracing (Powertools Tracer): xray:PutTraceSegments and "
     "xray:PutTelemetryRecords do not support resource-level permissions."
@@ -285,7 +292,7 @@ class LedgerFunctions(Construct):
         # job_state: the ledger only (and GetJobRun, below).
         self._grant_ledger("job_state")
 
-        # query: read only; the sparse by_kind index lists lineages and jobs.
+        # query: read only; the sparse indexes list lineages and jobs and find snapshots.
         self._grant_ledger("query")
 
         # gc: the only function that deletes objects: expired and orphaned snapshots, and
@@ -313,12 +320,13 @@ class LedgerFunctions(Construct):
                 sid="Ledger", actions=list(LEDGER_ACTIONS[function_name]), resources=[table_arn]
             )
         )
-        if function_name in KIND_INDEX_READERS:
+        for index in INDEX_READERS.get(function_name, ()):
+            # One statement per index, so an index a function no longer reads shows as unused.
             function.add_to_role_policy(
                 iam.PolicyStatement(
-                    sid="LedgerKindIndex",
+                    sid=f"LedgerIndex{index.title().replace('_', '')}",
                     actions=["dynamodb:Query"],
-                    resources=[f"{table_arn}/index/{KIND_INDEX}"],
+                    resources=[f"{table_arn}/index/{index}"],
                 )
             )
 

@@ -154,4 +154,17 @@ def run_scenario(app: EmulatedDeployment) -> Scenario:
     answers["gc.policy_reset"] = app.invoke("gc", {"action": "policy_reset", "stream": STREAM})
     answers["query.stream_history"] = app.invoke("query", {"action": "history", "stream": STREAM})
     done.answers["objects_after_gc"] = sorted(info.key for info in store.list(""))
+    # --- launch: the base snapshot by id (the by_kind index) --------------------------------
+    latest_id = app.invoke("query", {"action": "latest", **lineage})["head"]["latest_snapshot_id"]
+    answers["launch.restore_by_id"] = app.invoke(
+        "launch",
+        {
+            "action": "restore",
+            **lineage,
+            "from": {"snapshot_id": latest_id},
+            "target_lsn": 2_000,
+            # Its own request id: the job is not one another test's console request makes.
+            "request_id": "scenario-restore-by-id",
+        },
+    )
     return done

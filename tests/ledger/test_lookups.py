@@ -16,7 +16,7 @@ from snapledger.models.policy import RetentionPolicy
 from snapledger.services import queries
 from snapledger.services.commands import execute
 from snapledger.services.registration import register_manifest
-from tests.support import write_history, write_snapshot
+from tests.support import long_history, moto_ledger, write_history, write_snapshot
 
 ORDERS_3 = LineageId(stream="orders", partition=3)
 REGISTERED, DELETED = SnapshotStatus.REGISTERED, SnapshotStatus.DELETED
@@ -40,25 +40,9 @@ def counted(ledger, lookup, *args):
         ledger.client.meta.events.unregister("before-call.dynamodb", count)
 
 
-def history(length: int) -> list[SnapshotStatus]:
-    """A long-lived lineage: old snapshots DELETED (a few REJECTED among them), then some
-    EXPIRING, then the live REGISTERED ones among EXPIRING and REJECTED."""
-    old = [REJECTED if lsn % 97 == 0 else DELETED for lsn in range(length - 8)]
-    return [
-        *old,
-        EXPIRING,
-        REGISTERED,
-        EXPIRING,
-        REGISTERED,
-        REGISTERED,
-        REJECTED,
-        *[REGISTERED] * 2,
-    ][:length]
-
-
 @pytest.mark.parametrize("length", [10, 5_000])
 def test_every_lookup_is_one_request_at_any_history_length(ledger, clock, length):
-    statuses = history(length)
+    statuses = long_history(length)
     records = write_history(ledger, "orders", 3, statuses, clock.now())
     by_lsn = {r.lsn: r for r in records}
     registered = [r for r in records if r.status is REGISTERED]
@@ -156,3 +140,13 @@ def test_backfill_gives_older_records_their_lookup_keys(ledger, clock):
     assert queries.as_of_lsn(ledger, ORDERS_3, 3) == records[1]
     assert queries.as_of_time(ledger, ORDERS_3, top.registered_at) == top
     assert backfill_lookup_keys(ledger.client, ledger.table_name).updated == 0
+
+
+def test_the_backfill_command_names_what_it_did(capsys, clock):
+    from snapledger.backfill import main
+
+    with moto_ledger() as ledger:
+        write_history(ledger, "orders", 3, [DELETED, REGISTERED], clock.now(), lookup_keys=False)
+        assert main(["--table", ledger.table_name, "--region", "us-east-1"]) == 0
+        assert queries.as_of_lsn(ledger, ORDERS_3, 2).lsn == 2
+    assert "2 snapshot records given their lookup keys" in capsys.readouterr().out

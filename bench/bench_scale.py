@@ -1,0 +1,113 @@
+"""Scale benchmark: what a lookup costs as a lineage's history grows (issue 14).
+
+Runs against DynamoDB Local (the real engine) in this process. For each history length
+(10 / 1,000 / 10,000 records: old snapshots DELETED with some REJECTED, then EXPIRING and
+the live REGISTERED ones, as ``tests.support.long_history`` writes them), the DynamoDB
+requests of each lookup, counted through botocore's ``before-call`` hook; the floor is 1.
+
+- ``by_id_requests``: the most requests any by-id lookup made at 10,000 records (the
+  oldest DELETED record, the latest, an unknown id).
+- ``as_of_time_requests``: the same for as of a time (at the oldest live snapshot's
+  registry time, just before the latest's, and before anything live: not found).
+- ``as_of_lsn_requests``, ``latest_requests``: the same for the other two lookups.
+- ``requests_by_history``: the scaling table, also printed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from snapledger.adapters.dynamodb_ledger import DynamoLedger
+from snapledger.adapters.table_definition import create_table_request
+from snapledger.errors import NotFoundError
+from snapledger.local.clients import local_dynamodb_client
+from snapledger.local.dynamodb_local import DynamoDBLocal
+from snapledger.models.ledger import LineageId, SnapshotStatus
+from snapledger.services import queries
+
+HISTORIES = (10, 1_000, 10_000)
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def run(config: Any) -> dict[str, object]:
+    from tests.support import long_history, write_history  # the same writer the tests use
+
+    table: dict[int, dict[str, int]] = {}
+    with DynamoDBLocal() as engine:
+        client = local_dynamodb_client(engine.endpoint_url)
+        name = f"bench-scale-{uuid.uuid4().hex[:8]}"
+        client.create_table(**create_table_request(name))
+        ledger = DynamoLedger(name, client=client)
+        for partition, length in enumerate(HISTORIES):
+            records = write_history(ledger, "scale", partition, long_history(length), START)
+            table[length] = _lookup_requests(
+                ledger, LineageId(stream="scale", partition=partition), records
+            )
+    _print_table(table)
+    longest = table[HISTORIES[-1]]
+    return {
+        "by_id_requests": longest["by_id"],
+        "as_of_time_requests": longest["as_of_time"],
+        "as_of_lsn_requests": longest["as_of_lsn"],
+        "latest_requests": longest["latest"],
+        "requests_floor": 1,
+        "requests_by_history": {str(length): row for length, row in table.items()},
+    }
+
+
+def _lookup_requests(
+    ledger: DynamoLedger, lineage: LineageId, records: list[Any]
+) -> dict[str, int]:
+    registered = [r for r in records if r.status is SnapshotStatus.REGISTERED]
+    top, oldest_live = registered[-1], registered[0]
+    deleted = next(r for r in records if r.status is SnapshotStatus.DELETED)
+    second = timedelta(seconds=1)
+    asked: dict[str, list[tuple[Callable[..., Any], Any]]] = {
+        "by_id": [
+            (queries.by_id, deleted.snapshot_id),
+            (queries.by_id, top.snapshot_id),
+            (queries.by_id, "01NOSUCHSNAPSHOT0000000000"),
+        ],
+        "as_of_lsn": [
+            (queries.as_of_lsn, top.lsn + 1),
+            (queries.as_of_lsn, oldest_live.lsn),
+            (queries.as_of_lsn, oldest_live.lsn - 1),
+        ],
+        "as_of_time": [
+            (queries.as_of_time, oldest_live.registered_at),
+            (queries.as_of_time, top.registered_at - second),
+            (queries.as_of_time, oldest_live.registered_at - second),
+        ],
+        "latest": [(queries.latest, None)],
+    }
+    return {
+        lookup: max(_requests(ledger, lineage, call, arg) for call, arg in calls)
+        for lookup, calls in asked.items()
+    }
+
+
+def _requests(ledger: DynamoLedger, lineage: LineageId, call: Callable[..., Any], arg: Any) -> int:
+    calls: list[str] = []
+
+    def count(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+
+    ledger.client.meta.events.register("before-call.dynamodb", count)
+    try:
+        call(ledger, lineage) if arg is None else call(ledger, lineage, arg)
+    except NotFoundError:
+        pass  # the not-found cases are asked on purpose: they cost the same
+    finally:
+        ledger.client.meta.events.unregister("before-call.dynamodb", count)
+    return len(calls)
+
+
+def _print_table(table: dict[int, dict[str, int]]) -> None:
+    lookups = list(next(iter(table.values())))
+    print("   requests per lookup by history length (floor 1)")
+    print("   " + f"{'records':>8}" + "".join(f"{name:>12}" for name in lookups))
+    for length, row in table.items():
+        print("   " + f"{length:>8,}" + "".join(f"{row[name]:>12}" for name in lookups))
