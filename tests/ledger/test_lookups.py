@@ -150,3 +150,23 @@ def test_the_backfill_command_names_what_it_did(capsys, clock):
         assert main(["--table", ledger.table_name, "--region", "us-east-1"]) == 0
         assert queries.as_of_lsn(ledger, ORDERS_3, 2).lsn == 2
     assert "2 snapshot records given their lookup keys" in capsys.readouterr().out
+
+
+def test_as_of_a_time_is_the_highest_lsn_recorded_by_then_late_arrivals_included(
+    ledger, store, clock
+):
+    """A snapshot registered late (below the latest) never answers for a time at which a
+    higher LSN was already recorded; one a lookup by id still finds."""
+    ids = {}
+    for lsn in (100, 300, 200):  # 200 arrives after 300
+        key = write_snapshot(store, lsn=lsn)
+        ids[lsn] = register_manifest(key, ledger=ledger, store=store, clock=clock).snapshot_id
+        clock.advance(timedelta(hours=1))
+    start = clock.now() - timedelta(hours=3)
+
+    assert queries.as_of_time(ledger, ORDERS_3, start + timedelta(minutes=30)).lsn == 100
+    assert queries.as_of_time(ledger, ORDERS_3, start + timedelta(minutes=90)).lsn == 300
+    answer, calls = counted(ledger, queries.as_of_time, clock.now())
+    assert answer.lsn == 300 and calls == ["Query"]
+    assert queries.as_of_lsn(ledger, ORDERS_3, 250).snapshot_id == ids[200]
+    assert queries.by_id(ledger, ORDERS_3, ids[200]).lsn == 200
