@@ -4,6 +4,7 @@ hook, on moto and on DynamoDB Local."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -170,3 +171,32 @@ def test_as_of_a_time_is_the_highest_lsn_recorded_by_then_late_arrivals_included
     assert answer.lsn == 300 and calls == ["Query"]
     assert queries.as_of_lsn(ledger, ORDERS_3, 250).snapshot_id == ids[200]
     assert queries.by_id(ledger, ORDERS_3, ids[200]).lsn == 200
+
+
+@pytest.mark.ddblocal
+def test_the_local_runtime_upgrades_a_table_an_older_version_created(dynamodb_local, clock):
+    """``local up`` on a persisted table from before the lookup indexes: the missing index
+    is added and the older records backfilled, so they are found."""
+    from snapledger.adapters.dynamodb_ledger import DynamoLedger
+    from snapledger.adapters.table_definition import create_table_request
+    from snapledger.local.runtime import ensure_table
+    from tests.support import local_client
+
+    client = local_client(dynamodb_local.endpoint_url)
+    name = f"older-{uuid.uuid4().hex[:8]}"
+    older = create_table_request(name)
+    older["GlobalSecondaryIndexes"] = older["GlobalSecondaryIndexes"][:1]  # by_kind only
+    older["AttributeDefinitions"] = older["AttributeDefinitions"][:3]
+    client.create_table(**older)
+    ledger = DynamoLedger(name, client=client)
+    records = write_history(
+        ledger, "orders", 3, [DELETED, REGISTERED], clock.now(), lookup_keys=False
+    )
+
+    ensure_table(client, name)
+
+    indexes = client.describe_table(TableName=name)["Table"]["GlobalSecondaryIndexes"]
+    assert sorted(i["IndexName"] for i in indexes) == ["by_kind", "registered"]
+    assert queries.by_id(ledger, ORDERS_3, records[0].snapshot_id) == records[0]
+    assert queries.as_of_lsn(ledger, ORDERS_3, 5) == records[1]
+    ensure_table(client, name)  # again: nothing to do

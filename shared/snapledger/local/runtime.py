@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -19,6 +20,7 @@ from typing import Any
 from aws_lambda_powertools.metrics.provider import cold_start
 from botocore.exceptions import ClientError
 
+from snapledger.adapters.dynamodb_backfill import backfill_lookup_keys
 from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
@@ -55,13 +57,35 @@ def local_home(home: str | Path | None = None) -> Path:
 
 
 def ensure_table(client: Any, table: str) -> None:
-    """Create the ledger table if it does not exist yet (idempotent)."""
+    """Create the ledger table if it does not exist yet (idempotent); upgrade one an older
+    version created: add the indexes it lacks, then backfill the keys they read."""
+    request = create_table_request(table)
     try:
-        client.create_table(**create_table_request(table))
+        client.create_table(**request)
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") != "ResourceInUseException":
             raise
+        _add_missing_indexes(client, table, request)
     client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 0.2})
+
+
+def _add_missing_indexes(client: Any, table: str, request: dict[str, Any]) -> None:
+    described = client.describe_table(TableName=table)["Table"]
+    present = {index["IndexName"] for index in described.get("GlobalSecondaryIndexes", [])}
+    missing = [i for i in request["GlobalSecondaryIndexes"] if i["IndexName"] not in present]
+    for index in missing:  # one at a time, as DynamoDB requires
+        client.update_table(
+            TableName=table,
+            AttributeDefinitions=request["AttributeDefinitions"],
+            GlobalSecondaryIndexUpdates=[{"Create": index}],
+        )
+        for _ in range(300):
+            indexes = client.describe_table(TableName=table)["Table"]["GlobalSecondaryIndexes"]
+            if all(i["IndexStatus"] == "ACTIVE" for i in indexes):
+                break
+            time.sleep(0.2)
+    if missing:
+        backfill_lookup_keys(client, table)
 
 
 def running_endpoint(home: Path) -> str | None:
