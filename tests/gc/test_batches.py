@@ -61,11 +61,12 @@ def test_a_big_snapshot_costs_a_listing_and_a_delete_per_1000_objects_manifest_l
     recording = RecordingStore(store)
     # When GC deletes it
     run_gc(gc_deps(ledger, recording, clock), config=CONFIG)
-    # Then two listings of it (1,000 + 501) and one delete_many of two batches were made,
-    # with the manifest in the very last position
+    # Then two listings of the lineage (1,000 + 507) and two DeleteObjects (1,000 + 501)
+    # were made, with the manifest in the very last position
     assert statuses(ledger)[10] == "DELETED"
-    [keys] = [k for k in recording.deletes if len(k) > 1]
-    assert len(keys) == 1_501 and keys[-1].endswith("/_manifest.json")
+    assert [len(k) for k in recording.deletes] == [1_000, 501]
+    keys = [key for batch in recording.deletes for key in batch]
+    assert keys[-1].endswith("/_manifest.json")
     assert all(not k.endswith("_manifest.json") for k in keys[:-1])
     assert recording.pages == 2
     assert_ledger_and_store_agree(ledger, store)
