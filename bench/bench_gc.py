@@ -6,9 +6,10 @@ older than min_age, under the default policy (min_count 3): 17 expire per lineag
 
 - ``s3_requests_per_expired_snapshot``: object-store requests the run made (listings
   counted per page, batch deletes per 1,000 keys, through a counting wrapper), divided by
-  the snapshots it expired; ``..._floor`` is one listing per 1,000 objects plus one batch
-  delete per 1,000 keys. ``sweep_requests_per_lineage`` is the orphan sweep's share
-  (one ``list_dirs`` per lineage), reported apart.
+  the snapshots it expired; ``..._floor`` is S3's batch floor for the same keys: one
+  listing per 1,000 keys of each lineage plus one batch delete per 1,000 keys of all
+  lineages together. ``sweep_requests_per_lineage`` is the unledgered-stream sweep's
+  ``list_dirs`` (two a run), reported apart.
 - ``gc_seconds_per_1000_lineages``: the full run (stuck jobs, every lineage, orphans),
   scaled from ``LINEAGES`` lineages to 1,000, beside the time of merely reading the same
   lineages (HEAD pages through the index + each lineage's snapshot records) in the same
@@ -156,7 +157,10 @@ def run(config: Any) -> dict[str, object]:
         assert steady.counts()["snapshots_deleted"] == 0
 
     objects = FILES + 1
-    per_snapshot_floor = math.ceil(objects / MAX_KEYS_PER_REQUEST) * 2
+    lineage_keys = (SNAPSHOTS - 3) * objects
+    floor_requests = math.ceil(LINEAGES * lineage_keys / MAX_KEYS_PER_REQUEST) + LINEAGES * max(
+        1, math.ceil(lineage_keys / MAX_KEYS_PER_REQUEST)
+    )
     apply_requests = gc_requests.get("list", 0) + gc_requests.get("delete", 0)
     scale = 1000 / LINEAGES
     return {
@@ -165,7 +169,7 @@ def run(config: Any) -> dict[str, object]:
         "objects_per_snapshot": objects,
         "snapshots_expired": expired,
         "s3_requests_per_expired_snapshot": apply_requests / expired,
-        "s3_requests_per_expired_snapshot_floor": per_snapshot_floor,
+        "s3_requests_per_expired_snapshot_floor": floor_requests / expired,
         "sweep_requests_per_lineage": gc_requests.get("list_dirs", 0) / LINEAGES,
         "ddb_requests_per_lineage": gc_ddb / LINEAGES,
         "gc_seconds_per_1000_lineages": gc_s * scale,
