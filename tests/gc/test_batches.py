@@ -127,3 +127,70 @@ def test_a_refused_key_in_a_shared_batch_keeps_only_its_snapshot_expiring(ledger
     for partition in (1, 2):
         assert list(statuses(ledger, partition=partition).values()).count("DELETED") == 2
         assert_ledger_and_store_agree(ledger, store, partition=partition)
+
+
+class Trace:
+    """One timeline of budget checks and the requests between them."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def remaining(self) -> float:
+        self.events.append("check")
+        return 1_000.0
+
+    def longest_unchecked_stretch(self) -> list[str]:
+        stretches, current = [], []
+        for event in self.events:
+            if event == "check":
+                stretches.append(current)
+                current = []
+            else:
+                current.append(event)
+        return max([*stretches, current], key=len)
+
+
+class TracedStore:
+    def __init__(self, inner, trace: Trace) -> None:
+        self.inner, self.trace = inner, trace
+
+    def list_page(self, prefix, **kw):
+        self.trace.events.append(f"list {prefix}")
+        return self.inner.list_page(prefix, **kw)
+
+    def delete_many(self, keys):
+        self.trace.events.append(f"delete {len(keys)} keys")
+        return self.inner.delete_many(keys)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+class TracedLedger:
+    def __init__(self, inner, trace: Trace) -> None:
+        self.inner, self.trace = inner, trace
+
+    def commit(self, before, events, after, *, request_token):
+        self.trace.events.append("commit " + ",".join(sorted({e.type for e in events})))
+        self.inner.commit(before, events, after, request_token=request_token)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_the_budget_is_checked_before_every_listing_delete_and_transaction(ledger, store, clock):
+    # Given three lineages with due snapshots, one of them big enough for two deletes
+    register(ledger, store, clock, 5, partition=0, files=1_200)
+    for partition in (0, 1, 2):
+        for lsn in (10, 20, 30, 40):
+            register(ledger, store, clock, lsn, partition=partition)
+    clock.advance(timedelta(days=2))
+    trace = Trace()
+    deps = gc_deps(TracedLedger(ledger, trace), TracedStore(store, trace), clock)
+    # When GC runs
+    report = run_gc(deps, config=CONFIG, remaining_seconds=trace.remaining)
+    # Then it made every kind of request, and never two without a budget check between
+    assert report.counts()["snapshots_deleted"] == 4
+    kinds = {event.split(" ")[0] for event in trace.events}
+    assert kinds == {"check", "list", "delete", "commit"}
+    assert len(trace.longest_unchecked_stretch()) <= 1, trace.events
