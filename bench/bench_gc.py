@@ -6,9 +6,10 @@ older than min_age, under the default policy (min_count 3): 17 expire per lineag
 
 - ``s3_requests_per_expired_snapshot``: object-store requests the run made (listings
   counted per page, batch deletes per 1,000 keys, through a counting wrapper), divided by
-  the snapshots it expired; ``..._floor`` is one listing per 1,000 objects plus one batch
-  delete per 1,000 keys. ``sweep_requests_per_lineage`` is the orphan sweep's share
-  (one ``list_dirs`` per lineage), reported apart.
+  the snapshots it expired; ``..._floor`` is S3's batch floor for the same keys: one
+  listing per 1,000 keys of each lineage plus one batch delete per 1,000 keys of all
+  lineages together. ``sweep_requests_per_lineage`` is the unledgered-stream sweep's
+  ``list_dirs`` (two a run), reported apart.
 - ``gc_seconds_per_1000_lineages``: the full run (stuck jobs, every lineage, orphans),
   scaled from ``LINEAGES`` lineages to 1,000, beside the time of merely reading the same
   lineages (HEAD pages through the index + each lineage's snapshot records) in the same
@@ -24,6 +25,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -38,7 +40,7 @@ from snapledger.clock import ManualClock
 from snapledger.local.clients import local_dynamodb_client
 from snapledger.local.dynamodb_local import DynamoDBLocal
 from snapledger.models.ledger import LineageId
-from snapledger.ports import MAX_KEYS_PER_REQUEST, DeleteResult, ObjectInfo
+from snapledger.ports import MAX_KEYS_PER_REQUEST, DeleteResult, ObjectInfo, ObjectStore
 from snapledger.services.gc import run_gc
 from snapledger.services.gc_deps import GcDeps
 from snapledger.services.queries import iter_snapshots
@@ -85,17 +87,40 @@ class CountingStore:
         return getattr(self.inner, name)
 
 
-def _populate(ledger: DynamoLedger, store: FileObjectStore, clock: ManualClock) -> None:
+def populate(
+    ledger: DynamoLedger,
+    store: ObjectStore,
+    clock: ManualClock,
+    *,
+    stream: str = "bench",
+    lineages: int = LINEAGES,
+    snapshots: int = SNAPSHOTS,
+    files: int = FILES,
+) -> None:
+    """``lineages`` partitions of ``stream``, each with ``snapshots`` registered snapshots."""
     from tests.support import write_snapshot  # the same writer the tests use
 
     def lineage(partition: int) -> None:
-        for n in range(SNAPSHOTS):
-            files = {f"part-{i:05d}.parquet": b"x" * 64 for i in range(FILES)}
-            key = write_snapshot(store, "bench", partition, 100 * (n + 1), files=files)
+        for n in range(snapshots):
+            data = {f"part-{i:05d}.parquet": b"x" * 64 for i in range(files)}
+            key = write_snapshot(store, stream, partition, 100 * (n + 1), files=data)
             register_manifest(key, ledger=ledger, store=store, clock=clock)
 
     with ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(lineage, range(LINEAGES)))
+        list(pool.map(lineage, range(lineages)))
+
+
+def bench_deps(ledger: DynamoLedger, store: ObjectStore, clock: ManualClock, client: Any) -> GcDeps:
+    """GC's dependencies on the bench table (``ledger``'s) and ``store``."""
+    table = ledger.table_name
+    return GcDeps(
+        ledger=ledger,
+        store=store,
+        clock=clock,
+        lineages=DynamoLineageIndex(table, client=client),
+        policies=DynamoPolicyStore(table, client=client),
+        jobs=DynamoJobStore(table, client=client),
+    )
 
 
 def _query_all(deps: GcDeps) -> int:
@@ -111,24 +136,21 @@ def _query_all(deps: GcDeps) -> int:
             return seen
 
 
-def run(config: Any) -> dict[str, object]:
+@contextmanager
+def bench_world(table: str) -> Iterator[tuple[Any, DynamoLedger, FileObjectStore, ManualClock]]:
+    """DynamoDB Local with a fresh ``table``, a ``file://`` store in a temp dir, a clock."""
     with DynamoDBLocal() as engine, tempfile.TemporaryDirectory() as tmp:
         client = local_dynamodb_client(engine.endpoint_url)
-        client.create_table(**create_table_request(TABLE))
-        ledger = DynamoLedger(TABLE, client=client)
-        files = FileObjectStore(Path(tmp))
-        clock = ManualClock()
-        _populate(ledger, files, clock)
+        client.create_table(**create_table_request(table))
+        yield client, DynamoLedger(table, client=client), FileObjectStore(Path(tmp)), ManualClock()
+
+
+def run(config: Any) -> dict[str, object]:
+    with bench_world(TABLE) as (client, ledger, files, clock):
+        populate(ledger, files, clock)
         clock.advance(timedelta(days=3))
         store = CountingStore(files)
-        deps = GcDeps(
-            ledger=ledger,
-            store=store,
-            clock=clock,
-            lineages=DynamoLineageIndex(TABLE, client=client),
-            policies=DynamoPolicyStore(TABLE, client=client),
-            jobs=DynamoJobStore(TABLE, client=client),
-        )
+        deps = bench_deps(ledger, store, clock, client)
         ddb: Counter[str] = Counter()
         client.meta.events.register(
             "before-call.dynamodb", lambda model, **_: ddb.update([model.name])
@@ -156,7 +178,10 @@ def run(config: Any) -> dict[str, object]:
         assert steady.counts()["snapshots_deleted"] == 0
 
     objects = FILES + 1
-    per_snapshot_floor = math.ceil(objects / MAX_KEYS_PER_REQUEST) * 2
+    lineage_keys = (SNAPSHOTS - 3) * objects
+    floor_requests = math.ceil(LINEAGES * lineage_keys / MAX_KEYS_PER_REQUEST) + LINEAGES * max(
+        1, math.ceil(lineage_keys / MAX_KEYS_PER_REQUEST)
+    )
     apply_requests = gc_requests.get("list", 0) + gc_requests.get("delete", 0)
     scale = 1000 / LINEAGES
     return {
@@ -165,7 +190,7 @@ def run(config: Any) -> dict[str, object]:
         "objects_per_snapshot": objects,
         "snapshots_expired": expired,
         "s3_requests_per_expired_snapshot": apply_requests / expired,
-        "s3_requests_per_expired_snapshot_floor": per_snapshot_floor,
+        "s3_requests_per_expired_snapshot_floor": floor_requests / expired,
         "sweep_requests_per_lineage": gc_requests.get("list_dirs", 0) / LINEAGES,
         "ddb_requests_per_lineage": gc_ddb / LINEAGES,
         "gc_seconds_per_1000_lineages": gc_s * scale,

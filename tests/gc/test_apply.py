@@ -234,16 +234,20 @@ def test_a_run_out_of_time_stops_cleanly_and_the_next_resumes(deps, ledger, stor
         for lsn in (10, 20, 30, 40, 50):
             register(ledger, store, clock, lsn, partition=partition)
     clock.advance(2 * DAY)
-    # When the first run has time for two lineages only
-    calls = iter([100.0] * 7 + [0.0] * 10_000)
+    # When the first run has time for two lineages only, and then its reserve (30 s) to
+    # finish the deletes it has in flight
+    calls = iter([100.0] * 7 + [20.0] * 20 + [0.0] * 10_000)
     config = GcConfig(page_size=2)
     first = run_gc(deps, config=config, remaining_seconds=lambda: next(calls))
-    # Then it stopped, said where, and saved a checkpoint
+    # Then it stopped, said where, and saved a checkpoint after the lineages it finished
     assert not first.complete and first.resume_after is not None
     checkpoint = deps.lineages.load_checkpoint()
-    assert checkpoint is not None and checkpoint.phase == "lineages"
-    done_first = {r.lineage.partition for r in first.lineages if not r.errors}
+    assert checkpoint is not None and checkpoint.phase == "lineages" and checkpoint.after
+    last_done = int(checkpoint.after.rpartition("/")[2])
+    done_first = set(range(last_done + 1))
     assert 0 < len(done_first) < 5
+    for partition in done_first:
+        assert list(statuses(ledger, partition=partition).values()).count("DELETED") == 2
     # When the next run has time enough
     second = run_gc(deps, config=config)
     # Then it started after the checkpoint, finished, and cleared it

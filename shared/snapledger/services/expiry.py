@@ -4,11 +4,14 @@
    each re-checked against the state read for the commit (HEAD first, then the targets
    and the newest ``min_count``): a pin, hold or new latest that arrived since the plan
    wins, and the snapshot is reported as spared.
-2. Every EXPIRING snapshot (new, or left by an earlier run) has its prefix listed and
-   deleted in batches, manifest last.
-3. ``MarkSnapshotsDeleted`` records the ones whose objects are all gone.
-4. The trim point moves forward to the oldest retained snapshot (``TrimPointAdvanced``),
-   and, if the stream's policy says so, changelog segments wholly below it are deleted.
+2. Every EXPIRING snapshot (new, or left by an earlier run) has the objects of its prefix,
+   from the lineage's one listing, queued in the run's deletion batch (up to 1,000 keys
+   per DeleteObjects, across snapshots and lineages, manifest last).
+3. ``MarkSnapshotsDeleted`` records the ones whose objects are all gone (after the batch
+   that sent their last key).
+4. Once all of them are resolved, the trim point moves forward to the oldest retained
+   snapshot (``TrimPointAdvanced``), and, if the stream's policy says so, changelog
+   segments wholly below it are deleted.
 
 A crash anywhere leaves the ledger saying what is in progress: a rerun finds EXPIRING
 snapshots and finishes them; nothing is deleted that is not EXPIRING first. Two runs at
@@ -18,6 +21,8 @@ other's decision is re-made on the winner's state and changes nothing.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -34,30 +39,33 @@ from snapledger.models.commands import (
     DeletedPrefix,
     ExpireSnapshots,
     ExpiryTarget,
-    MarkSnapshotsDeleted,
     TrimProposal,
 )
 from snapledger.models.events import LedgerEvent, SnapshotExpiring, TrimPointAdvanced
 from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus
 from snapledger.models.policy import RetentionPolicy
+from snapledger.ports import ObjectInfo
 from snapledger.services import queries
 from snapledger.services.commands import execute
+from snapledger.services.deletion_batch import (
+    DeletionBatch,
+    DeletionUnit,
+    Finish,
+    LineageTicket,
+    mark_deleted,
+)
 from snapledger.services.gc_deps import Budget, GcDeps, HeadFirstLedger
 from snapledger.services.gc_report import LineageReport
-from snapledger.services.object_deletion import (
-    DeletionFailedError,
-    delete_objects,
-    delete_prefix,
-    list_prefix,
-)
+from snapledger.services.object_deletion import DeletionFailedError, delete_objects, list_prefix
 
 
 @dataclass
 class Applied:
-    """What apply leaves for the rest of the lineage's pass."""
+    """What expiring leaves for the rest of the lineage's pass."""
 
-    statuses: dict[str, SnapshotStatus]  # sort key -> status after apply
-    stopped: bool  # the time budget ran out before every EXPIRING snapshot was deleted
+    statuses: dict[str, SnapshotStatus]  # sort key -> status after expiring
+    expiring: list[SnapshotRecord]  # every EXPIRING snapshot, to delete
+    stopped: bool  # the time budget ran out before every transaction was made
 
 
 def plan_lineage(
@@ -69,34 +77,71 @@ def plan_lineage(
     return plan(records, head, policy, now, grace=config.orphan_grace), records
 
 
-def apply_plan(
+def expire_plan(
     deps: GcDeps,
     report: LineageReport,
     *,
-    head: Head,
     records: list[SnapshotRecord],
     policy: RetentionPolicy,
     config: GcConfig,
     run_id: str,
     budget: Budget,
 ) -> Applied:
+    """Step 1: mark the plan's new deletions EXPIRING (with the ones left EXPIRING before)."""
     statuses = {r.sort_key: r.status for r in records}
     expiring = [d.record for d in report.plan.doomed if not d.fresh]
     fresh = [d for d in report.plan.doomed if d.fresh]
     for start in range(0, len(fresh), MAX_EXPIRE_PER_COMMAND):
+        if budget.exhausted():
+            return Applied(statuses=statuses, expiring=[], stopped=True)
         chunk = fresh[start : start + MAX_EXPIRE_PER_COMMAND]
         expiring += _expire(deps, report, chunk, policy, config, run_id=run_id)
     for record in expiring:
         statuses[record.sort_key] = SnapshotStatus.EXPIRING
-    done, stopped = _delete_objects(deps, report, expiring, budget)
-    report.trim_lsn = head.trim_lsn
-    trim = None if stopped else _trim_proposal(report, head, records)
-    _record_deleted(deps, report, head, done, trim, run_id=run_id)
-    for item in done:
-        statuses[item.sort_key] = SnapshotStatus.DELETED
-    if policy.delete_changelog_below_trim and not stopped:
-        _delete_segments(deps, report, head)
-    return Applied(statuses=statuses, stopped=stopped)
+    return Applied(statuses=statuses, expiring=expiring, stopped=False)
+
+
+def queue_deletions(
+    batch: DeletionBatch,
+    ticket: LineageTicket,
+    report: LineageReport,
+    expiring: list[SnapshotRecord],
+    listing: Mapping[str, list[ObjectInfo]],
+) -> None:
+    """Step 2: every EXPIRING snapshot's objects (as listed) into the deletion batch."""
+    for record in expiring:
+        if batch.stopped:
+            return
+        prefix = snapshot_prefix(record.stream, record.partition, record.lsn, record.snapshot_id)
+        unit = DeletionUnit(
+            prefix=prefix,
+            keys=[info.key for info in listing.get(prefix, [])],
+            sort_key=record.sort_key,
+            on_deleted=functools.partial(report.deleted.__setitem__, record.snapshot_id),
+        )
+        batch.add(ticket, unit)
+
+
+def finisher(
+    deps: GcDeps,
+    report: LineageReport,
+    *,
+    head: Head,
+    records: list[SnapshotRecord],
+    policy: RetentionPolicy,
+    run_id: str,
+) -> Finish:
+    """Steps 3 and 4, once the batch has sent every object of the lineage's units."""
+
+    def finish(remaining: list[DeletedPrefix], budget: Budget) -> bool:
+        report.trim_lsn = head.trim_lsn
+        trim = _trim_proposal(report, head, records)
+        stopped = _record_deleted(deps, report, head, remaining, trim, run_id=run_id, budget=budget)
+        if policy.delete_changelog_below_trim and not stopped:
+            _delete_segments(deps, report, head)
+        return stopped
+
+    return finish
 
 
 def _record_deleted(
@@ -107,20 +152,18 @@ def _record_deleted(
     trim: TrimProposal | None,
     *,
     run_id: str,
-) -> None:
-    """Mark ``done`` DELETED, the trim point riding in the last transaction (or alone)."""
+    budget: Budget,
+) -> bool:
+    """Mark ``done`` DELETED, the trim point riding in the last transaction (or alone).
+
+    True if the budget ran out first (the rest stay EXPIRING for the next run).
+    """
     for start in range(0, len(done), MAX_MARK_PER_COMMAND):
+        if budget.exhausted():
+            return True
         last = start + MAX_MARK_PER_COMMAND >= len(done)
-        command = MarkSnapshotsDeleted(
-            stream=head.stream,
-            partition=head.partition,
-            run_id=run_id,
-            deleted=tuple(done[start : start + MAX_MARK_PER_COMMAND]),
-            trim=trim if last else None,
-        )
-        result = execute(
-            deps.ledger, command, deps.clock.now(), snapshot_keys=command.snapshot_keys
-        )
+        chunk = done[start : start + MAX_MARK_PER_COMMAND]
+        result = mark_deleted(deps, head.lineage, chunk, run_id=run_id, trim=trim if last else None)
         _note_trim(report, result.events, result.state.head.trim_lsn)
     if trim is not None and not done:
         alone = AdvanceTrimPoint(
@@ -131,6 +174,7 @@ def _record_deleted(
         )
         result = execute(deps.ledger, alone, deps.clock.now(), snapshot_keys=(trim.snapshot_key,))
         _note_trim(report, result.events, result.state.head.trim_lsn)
+    return False
 
 
 def _expire(
@@ -205,24 +249,6 @@ def _why_spared(
         registered_newer=newer,
     )
     return why or "the ledger changed since the plan; the next run plans it again"
-
-
-def _delete_objects(
-    deps: GcDeps, report: LineageReport, expiring: list[SnapshotRecord], budget: Budget
-) -> tuple[list[DeletedPrefix], bool]:
-    done: list[DeletedPrefix] = []
-    for record in expiring:
-        if budget.exhausted():
-            return done, True
-        prefix = snapshot_prefix(record.stream, record.partition, record.lsn, record.snapshot_id)
-        try:
-            count = delete_prefix(deps.store, prefix)
-        except DeletionFailedError as exc:
-            report.errors.append(f"{prefix}: {exc}")
-            continue
-        done.append(DeletedPrefix(sort_key=record.sort_key, objects_deleted=count))
-        report.deleted[record.snapshot_id] = count
-    return done, False
 
 
 def _trim_proposal(

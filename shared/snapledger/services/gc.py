@@ -13,23 +13,32 @@ no object deleted, no checkpoint; its report is the plan with every reason.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from snapledger.core.retention import RetentionPlan
 from snapledger.errors import SnapledgerError
 from snapledger.gc_settings import GcConfig
 from snapledger.ids import new_ulid
-from snapledger.layout import check_stream_name
+from snapledger.layout import check_stream_name, parse_snapshot_prefix
 from snapledger.models.gc import GcCheckpoint, GcPhase
-from snapledger.models.ledger import Head, LineageId
-from snapledger.services.expiry import apply_plan, plan_lineage
+from snapledger.models.ledger import (
+    Head,
+    LineageId,
+    SnapshotRecord,
+    SnapshotStatus,
+    snapshot_sort_key,
+)
+from snapledger.services.deletion_batch import DeletionBatch, LineageTicket
+from snapledger.services.expiry import expire_plan, finisher, plan_lineage, queue_deletions
 from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_report import GcReport, LineageReport
+from snapledger.services.object_deletion import list_lineage
 from snapledger.services.orphans import sweep_lineage, sweep_unledgered_streams
 from snapledger.services.policies import PolicyCache
 from snapledger.services.stuck_jobs import reconcile_stuck_jobs, settle_lineage_jobs
 
 _EMPTY_PLAN = RetentionPlan(kept=(), doomed=(), witnesses=(), trim=None)
+_DELETABLE = (SnapshotStatus.EXPIRING, SnapshotStatus.DELETED)
 
 
 def run_gc(
@@ -111,34 +120,55 @@ class _Run:
         if checkpoint is not None and resumable:
             self.deps.lineages.clear_checkpoint(read_version=checkpoint.version)
 
-    def _lineage_pass(self, after: LineageId | None) -> tuple[bool, LineageId | None]:
-        """Every lineage after ``after``; (finished, the last lineage fully done)."""
+    def _lineage_pass(self, start: LineageId | None) -> tuple[bool, LineageId | None]:
+        """Every lineage after ``start``; (finished, the last lineage fully done).
+
+        Deletes go into one batch across lineages; a lineage is fully done once the batch
+        has sent its objects and written its marks, so a stop resumes after the last such.
+        """
+        batch = DeletionBatch(self.deps, run_id=self.report.run_id, budget=self.budget)
+        after = start
         while True:
             page = self.deps.lineages.list_heads(
                 stream=self.report.stream, after=after, limit=self.config.page_size
             )
             for head in page.heads:
-                if self.budget.exhausted():
-                    return False, after
-                lineage_report, stopped = self._collect(head)
+                if self.budget.exhausted() or batch.stopped:
+                    return self._drained(batch, start)
+                ticket = batch.open(head.lineage, [])
+                lineage_report, stopped = self._collect(head, batch, ticket)
                 self.report.lineages.append(lineage_report)
                 if stopped:
-                    return False, after  # redo this lineage next time
+                    return self._drained(batch, start)  # this lineage is redone next time
+                batch.close(ticket)
                 after = head.lineage
             if not page.more or not page.heads:
-                return True, after
+                batch.flush()
+                if batch.stopped:
+                    return self._drained(batch, start)
+                return True, batch.finished_through or start
 
-    def _collect(self, head: Head) -> tuple[LineageReport, bool]:
+    def _drained(
+        self, batch: DeletionBatch, start: LineageId | None
+    ) -> tuple[bool, LineageId | None]:
+        """Stopped: finish what the batch holds on the reserve; resume after what is done."""
+        batch.drain(self.budget.for_finishing())
+        return False, batch.finished_through or start
+
+    def _collect(
+        self, head: Head, batch: DeletionBatch, ticket: LineageTicket
+    ) -> tuple[LineageReport, bool]:
         report = LineageReport(head.lineage, _EMPTY_PLAN, trim_lsn=head.trim_lsn)
+        ticket.errors = report.errors
         try:
             policy = self.policies(head.stream)
             report.plan, records = plan_lineage(self.deps, head, policy, self.config)
             statuses = {r.sort_key: r.status for r in records}
+            expiring: list[SnapshotRecord] = []
             if not self.dry_run:
-                applied = apply_plan(
+                applied = expire_plan(
                     self.deps,
                     report,
-                    head=head,
                     records=records,
                     policy=policy,
                     config=self.config,
@@ -147,15 +177,36 @@ class _Run:
                 )
                 if applied.stopped:
                     return report, True
-                statuses = applied.statuses
+                statuses, expiring = applied.statuses, applied.expiring
+            listing, stopped = list_lineage(
+                self.deps.store,
+                head.stream,
+                head.partition,
+                skip=_owned_by_ledger(statuses),
+                stop=self.budget.exhausted,
+            )
+            if stopped:
+                return report, True
+            if not self.dry_run:
+                ticket.finish = finisher(
+                    self.deps,
+                    report,
+                    head=head,
+                    records=records,
+                    policy=policy,
+                    run_id=self.report.run_id,
+                )
+                queue_deletions(batch, ticket, report, expiring, listing)
             report.orphans, stopped = sweep_lineage(
                 self.deps,
                 head.lineage,
                 statuses,
+                listing,
                 self.config,
-                run_id=self.report.run_id,
                 dry_run=self.dry_run,
                 budget=self.budget,
+                batch=batch,
+                ticket=ticket,
             )
             report.jobs_settled = settle_lineage_jobs(self.deps, head, dry_run=self.dry_run)
         except SnapledgerError as exc:
@@ -183,6 +234,18 @@ class _Run:
             report.errors.append(
                 "another GC run moved the checkpoint meanwhile; the next run resumes from its"
             )
+
+
+def _owned_by_ledger(statuses: Mapping[str, SnapshotStatus]) -> Callable[[str], bool]:
+    """Whether a prefix is a snapshot GC leaves alone this run (neither EXPIRING, DELETED
+    nor unknown to the ledger): the lineage's listing skips over its objects."""
+
+    def owned(prefix: str) -> bool:
+        location = parse_snapshot_prefix(prefix)
+        status = statuses.get(snapshot_sort_key(location.lsn, location.snapshot_id))
+        return status is not None and status not in _DELETABLE
+
+    return owned
 
 
 def _lineage_from(text: str) -> LineageId:

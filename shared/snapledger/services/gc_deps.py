@@ -63,6 +63,11 @@ class Budget:
     def exhausted(self) -> bool:
         return self._remaining is not None and self._remaining() < self._reserve
 
+    def for_finishing(self) -> Budget:
+        """The budget for work already in flight once new work stopped: half the reserve
+        (the other half is left for saving the checkpoint)."""
+        return Budget(self._remaining, self._reserve / 2)
+
 
 class HeadFirstLedger:
     """The ledger, loading HEAD *before* the snapshot items a decision reads.

@@ -14,7 +14,9 @@ class OrphanOutcome:
     """One snapshot prefix the ledger has no live record of."""
 
     prefix: str
-    action: str  # "deleted", "would_delete", "in_flight", "registered_meanwhile", "error"
+    # "deleted", "claimed" (deletion queued; a stopped run leaves it to the next),
+    # "would_delete", "in_flight", "registered_meanwhile", "error"
+    action: str
     objects: int = 0
     newest_object_at: datetime | None = None
     note: str = ""

@@ -1,17 +1,22 @@
-"""Listing and deleting a prefix's objects in as few requests as S3 allows.
+"""Listing and deleting objects in as few requests as S3 allows.
 
-One listing per 1,000 objects, one batch delete per 1,000 keys (the floor the benchmark
-``s3_requests_per_expired_snapshot`` measures against). Manifests go in the last batch:
-while a large prefix is half deleted its manifest is still there to say what it was; the
-ledger (EXPIRING before the first delete) is what makes the deletion resumable.
+One listing per 1,000 objects, one batch delete per 1,000 keys. Manifests go in the last
+batch: while a large prefix is half deleted its manifest is still there to say what it
+was; the ledger (EXPIRING before the first delete) is what makes the deletion resumable.
+
+GC lists a lineage once (``list_lineage``): the whole ``snapshots/{stream}/{partition}/``
+prefix, grouped by snapshot prefix, serves both the deletion of its EXPIRING snapshots
+(every object in the prefix, strays included) and the orphan sweep. Snapshots GC will not
+touch are skipped over rather than read: a page that ends inside one starts the next
+listing after it, so a live snapshot costs at most one listing however big it is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from snapledger.errors import StoreUnavailableError
-from snapledger.layout import MANIFEST_NAME
+from snapledger.errors import InvalidKeyError, StoreUnavailableError
+from snapledger.layout import MANIFEST_NAME, lineage_snapshots_prefix, parse_snapshot_prefix
 from snapledger.ports import MAX_KEYS_PER_REQUEST, ObjectInfo, ObjectStore
 
 
@@ -38,14 +43,62 @@ def delete_objects(store: ObjectStore, keys: Sequence[str]) -> int:
     ordered = sorted(keys, key=lambda key: (key.endswith("/" + MANIFEST_NAME), key))
     result = store.delete_many(ordered)
     if result.failed:
-        shown = "; ".join(f"{key}: {why}" for key, why in result.failed[:3])
-        raise DeletionFailedError(
-            f"{len(result.failed)} of {len(ordered)} objects could not be deleted ({shown}); "
-            "the next GC run retries them: check the function's delete permissions"
-        )
+        raise DeletionFailedError(failure_message(result.failed, len(ordered)))
     return len(result.deleted)
 
 
-def delete_prefix(store: ObjectStore, prefix: str) -> int:
-    """Delete everything under ``prefix``: one listing, then the batch deletes."""
-    return delete_objects(store, [info.key for info in list_prefix(store, prefix)])
+def failure_message(failed: Sequence[tuple[str, str]], total: int) -> str:
+    """What went wrong deleting ``total`` objects, ``failed`` of them refused."""
+    shown = "; ".join(f"{key}: {why}" for key, why in failed[:3])
+    return (
+        f"{len(failed)} of {total} objects could not be deleted ({shown}); "
+        "the next GC run retries them: check the function's delete permissions"
+    )
+
+
+def list_lineage(
+    store: ObjectStore,
+    stream: str,
+    partition: int,
+    *,
+    skip: Callable[[str], bool],
+    stop: Callable[[], bool],
+) -> tuple[dict[str, list[ObjectInfo]], bool]:
+    """The lineage's objects by snapshot prefix, leaving out the prefixes ``skip`` names.
+
+    Keys outside any snapshot prefix are not ours and left out. ``stop`` is asked before
+    every listing request; returns the objects and whether it stopped before the end.
+    """
+    root = lineage_snapshots_prefix(stream, partition)
+    prefixes: dict[str, str | None] = {}  # directory name -> its snapshot prefix, if one
+
+    def prefix_of(key: str) -> str | None:
+        name, slash, _ = key.removeprefix(root).partition("/")
+        if not slash:
+            return None
+        if name not in prefixes:
+            directory: str | None = f"{root}{name}/"
+            try:
+                parse_snapshot_prefix(f"{root}{name}/")
+            except InvalidKeyError:
+                directory = None  # not a snapshot prefix: not ours
+            prefixes[name] = directory
+        return prefixes[name]
+
+    found: dict[str, list[ObjectInfo]] = {}
+    after: str | None = None
+    while True:
+        if stop():
+            return found, True
+        page = store.list_page(root, start_after=after, limit=MAX_KEYS_PER_REQUEST)
+        for info in page:
+            prefix = prefix_of(info.key)
+            if prefix is not None and not skip(prefix):
+                found.setdefault(prefix, []).append(info)
+        if len(page) < MAX_KEYS_PER_REQUEST:
+            return found, False
+        after = page[-1].key
+        last = prefix_of(after)
+        if last is not None and skip(last):
+            # Past every key under it: "p/..." < "p0" < the next snapshot prefix.
+            after = last[:-1] + chr(ord("/") + 1)

@@ -17,7 +17,8 @@ a crash half-way is finished by the next run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from snapledger.errors import InvalidKeyError, SnapledgerError
@@ -26,44 +27,53 @@ from snapledger.layout import (
     SNAPSHOTS,
     SnapshotLocation,
     check_stream_name,
-    lineage_snapshots_prefix,
     parse_snapshot_prefix,
 )
-from snapledger.models.commands import ClaimOrphan, DeletedPrefix, MarkSnapshotsDeleted
+from snapledger.models.commands import ClaimOrphan
 from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
+from snapledger.ports import ObjectInfo
 from snapledger.services.commands import execute
+from snapledger.services.deletion_batch import DeletionBatch, DeletionUnit, LineageTicket
 from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_report import OrphanOutcome
-from snapledger.services.object_deletion import delete_objects, list_prefix
+from snapledger.services.object_deletion import list_lineage
 
 
 def sweep_lineage(
     deps: GcDeps,
     lineage: LineageId,
     statuses: Mapping[str, SnapshotStatus],
+    listing: Mapping[str, list[ObjectInfo]],
     config: GcConfig,
     *,
-    run_id: str,
     dry_run: bool,
     budget: Budget,
+    batch: DeletionBatch,
+    ticket: LineageTicket,
 ) -> tuple[list[OrphanOutcome], bool]:
-    """Sweep one lineage's prefixes; ``statuses`` are the ledger's records (sort key → status).
+    """Sweep one lineage's prefixes, as ``list_lineage`` found them.
 
-    Returns the outcomes and whether the time budget ran out first.
+    ``statuses`` are the ledger's records (sort key → status); what is deleted goes into
+    ``batch``. Returns the outcomes and whether the time budget ran out first.
     """
     outcomes: list[OrphanOutcome] = []
-    for prefix in deps.store.list_dirs(lineage_snapshots_prefix(lineage.stream, lineage.partition)):
-        try:
-            location = parse_snapshot_prefix(prefix)
-        except InvalidKeyError:
-            continue  # not a snapshot prefix: not ours to judge
+    for prefix, objects in sorted(listing.items()):
+        location = parse_snapshot_prefix(prefix)
         status = statuses.get(snapshot_sort_key(location.lsn, location.snapshot_id))
         if status is not None and status is not SnapshotStatus.DELETED:
             continue  # the ledger owns it: never touched here
-        if budget.exhausted():
+        if budget.exhausted() or batch.stopped:
             return outcomes, True
         try:
-            outcome = _sweep_prefix(deps, location, status, config, run_id=run_id, dry_run=dry_run)
+            outcome = _sweep_prefix(
+                deps,
+                location,
+                objects,
+                status,
+                config,
+                dry_run=dry_run,
+                queue=functools.partial(batch.add, ticket),
+            )
         except SnapledgerError as exc:
             outcome = OrphanOutcome(prefix, "error", note=str(exc))
         if outcome is not None:
@@ -83,8 +93,9 @@ def sweep_unledgered_streams(
 ) -> tuple[list[OrphanOutcome], bool, str | None]:
     """Sweep the lineages that have snapshot prefixes but no HEAD in the ledger.
 
-    Walks streams in name order after ``after_stream``. Returns the outcomes, whether it
-    finished, and the last stream it finished (where a stopped sweep resumes).
+    Walks streams in name order after ``after_stream``, a deletion batch per stream.
+    Returns the outcomes, whether it finished, and the last stream it finished (where a
+    stopped sweep resumes).
     """
     outcomes: list[OrphanOutcome] = []
     done: str | None = after_stream
@@ -93,37 +104,64 @@ def sweep_unledgered_streams(
             continue
         if budget.exhausted():
             return outcomes, False, done
-        with_head = _partitions_with_head(deps, name)
-        for partition in _partitions(deps, name):
-            if partition in with_head:
-                continue  # swept with its lineage in the lineage pass
-            found, stopped = sweep_lineage(
-                deps,
-                LineageId(stream=name, partition=partition),
-                {},
-                config,
-                run_id=run_id,
-                dry_run=dry_run,
-                budget=budget,
-            )
-            outcomes += found
-            if stopped:
-                return outcomes, False, done
+        found, stopped = _sweep_unledgered_stream(
+            deps, config, name, run_id=run_id, dry_run=dry_run, budget=budget
+        )
+        outcomes += found
+        if stopped:
+            return outcomes, False, done
         done = name
     return outcomes, True, done
+
+
+def _sweep_unledgered_stream(
+    deps: GcDeps, config: GcConfig, name: str, *, run_id: str, dry_run: bool, budget: Budget
+) -> tuple[list[OrphanOutcome], bool]:
+    outcomes: list[OrphanOutcome] = []
+    errors: list[str] = []
+    batch = DeletionBatch(deps, run_id=run_id, budget=budget)
+    with_head = _partitions_with_head(deps, name)
+    for partition in _partitions(deps, name):
+        if partition in with_head:
+            continue  # swept with its lineage in the lineage pass
+        lineage = LineageId(stream=name, partition=partition)
+        listing, stopped = list_lineage(
+            deps.store, name, partition, skip=lambda _: False, stop=budget.exhausted
+        )
+        if stopped:
+            return outcomes, True
+        ticket = batch.open(lineage, errors)
+        found, stopped = sweep_lineage(
+            deps,
+            lineage,
+            {},
+            listing,
+            config,
+            dry_run=dry_run,
+            budget=budget,
+            batch=batch,
+            ticket=ticket,
+        )
+        batch.close(ticket)
+        outcomes += found
+        if stopped:
+            return outcomes, True
+    batch.flush()
+    outcomes += [OrphanOutcome(f"{SNAPSHOTS}/{name}/", "error", note=e) for e in errors]
+    return outcomes, batch.stopped
 
 
 def _sweep_prefix(
     deps: GcDeps,
     location: SnapshotLocation,
+    objects: list[ObjectInfo],
     status: SnapshotStatus | None,
     config: GcConfig,
     *,
-    run_id: str,
     dry_run: bool,
+    queue: Callable[[DeletionUnit], None],
 ) -> OrphanOutcome | None:
     prefix = location.prefix
-    objects = list_prefix(deps.store, prefix)
     if not objects:
         return None
     newest = max(info.last_modified for info in objects)
@@ -137,28 +175,30 @@ def _sweep_prefix(
         return outcome
     keys = [info.key for info in objects]
     if status is SnapshotStatus.DELETED:
-        outcome.objects = delete_objects(deps.store, keys)
-        outcome.action = "deleted"
         outcome.note = "objects written again after the snapshot was deleted"
+        queue(_unit(outcome, keys, sort_key=None))
         return outcome
     if not _claim(deps, location, newest=newest, count=len(objects), config=config, now=now):
         outcome.action, outcome.note = "registered_meanwhile", "the ledger recorded it first"
         return outcome
-    outcome.objects = delete_objects(deps.store, keys)
-    key = snapshot_sort_key(location.lsn, location.snapshot_id)
-    execute(
-        deps.ledger,
-        MarkSnapshotsDeleted(
-            stream=location.stream,
-            partition=location.partition,
-            run_id=run_id,
-            deleted=(DeletedPrefix(sort_key=key, objects_deleted=outcome.objects),),
-        ),
-        deps.clock.now(),
-        snapshot_keys=(key,),
-    )
-    outcome.action, outcome.note = "deleted", "no ledger record"
+    outcome.note = "no ledger record"
+    queue(_unit(outcome, keys, sort_key=snapshot_sort_key(location.lsn, location.snapshot_id)))
     return outcome
+
+
+def _unit(outcome: OrphanOutcome, keys: list[str], *, sort_key: str | None) -> DeletionUnit:
+    """The prefix's deletion; until the batch sends it the outcome says it is claimed."""
+    outcome.action = "claimed"
+
+    def deleted(count: int) -> None:
+        outcome.action, outcome.objects = "deleted", count
+
+    def failed(why: str) -> None:
+        outcome.action, outcome.note = "error", why
+
+    return DeletionUnit(
+        prefix=outcome.prefix, keys=keys, sort_key=sort_key, on_deleted=deleted, on_failed=failed
+    )
 
 
 def _claim(
