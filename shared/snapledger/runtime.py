@@ -61,6 +61,11 @@ if TYPE_CHECKING:
 # Retries: botocore's standard mode (jittered backoff, throttles included); the ledger
 # adds its own bounded retries on top for lost races. Timeouts well inside a function's.
 CLIENT_CONFIG = Config(retries={"mode": "standard"}, connect_timeout=5, read_timeout=20)
+# The ledger's requests are built by its adapters in a few fixed shapes, each exercised
+# against DynamoDB Local (which validates as DynamoDB does); botocore's client-side
+# validation of them costs more CPU than the rest of the request (a 35-item transaction:
+# ~11 ms with it, ~5 ms without), so the DynamoDB clients skip it.
+DYNAMODB_CLIENT_CONFIG = CLIENT_CONFIG.merge(Config(parameter_validation=False))
 LOCAL_REGION = "us-east-1"
 
 
@@ -182,7 +187,7 @@ def _from_environment() -> Runtime:
 
 def _dynamodb_client(endpoint: str | None) -> DynamoDBClient:
     if endpoint is None:
-        return report_access_denied(boto3.client("dynamodb", config=CLIENT_CONFIG))
+        return report_access_denied(boto3.client("dynamodb", config=DYNAMODB_CLIENT_CONFIG))
     # DynamoDB Local accepts any credentials; fixed ones keep a workstation without an
     # AWS profile working, and the region only has to be set.
     return boto3.client(
@@ -191,7 +196,7 @@ def _dynamodb_client(endpoint: str | None) -> DynamoDBClient:
         region_name=os.environ.get("AWS_REGION") or LOCAL_REGION,
         aws_access_key_id="local",
         aws_secret_access_key="local",  # noqa: S106 - DynamoDB Local accepts any credentials
-        config=CLIENT_CONFIG,
+        config=DYNAMODB_CLIENT_CONFIG,
     )
 
 
