@@ -18,7 +18,7 @@ from snapledger.adapters.sqs_registration_queue import SqsRegistrationQueue
 from snapledger.models.ledger import LineageId, SnapshotStatus
 from snapledger.runtime import runtime_override
 from snapledger.services.queries import iter_snapshots
-from tests.functions.support import s3_put_event
+from tests.functions.support import s3_put_event, sqs_event
 from tests.functions.test_register import FailingStore
 from tests.support import make_runtime, write_snapshot
 
@@ -47,28 +47,13 @@ def queued_rt(ledger, store, clock, queue_url):
 def receive_as_lambda(queue_url: str) -> dict[str, Any]:
     """Every message in the queue, as one SQS event of Lambda's event source mapping."""
     sqs = boto3.client("sqs", region_name="us-east-1")
-    records = []
-    while True:
-        got = sqs.receive_message(
-            QueueUrl=queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]
-        ).get("Messages", [])
-        if not got:
-            break
-        records += [
-            {
-                "messageId": m["MessageId"],
-                "receiptHandle": m["ReceiptHandle"],
-                "body": m["Body"],
-                "attributes": m["Attributes"],
-                "messageAttributes": {},
-                "md5OfBody": m["MD5OfBody"],
-                "eventSource": "aws:sqs",
-                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:registrations.fifo",
-                "awsRegion": "us-east-1",
-            }
-            for m in got
-        ]
-    return {"Records": records}
+    messages = []
+    while got := sqs.receive_message(
+        QueueUrl=queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]
+    ).get("Messages", []):
+        messages += got
+    arn = "arn:aws:sqs:us-east-1:123456789012:registrations.fifo"
+    return sqs_event(messages, arn, "us-east-1")
 
 
 def test_intake_queues_each_manifest_in_its_lineages_group(
