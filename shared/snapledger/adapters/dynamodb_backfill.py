@@ -17,6 +17,7 @@ legacy key too, so the lineage walk is complete before, during and after this pa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +58,6 @@ class BackfillReport:
 
 def backfill_lookup_keys(client: DynamoDBClient, table_name: str) -> BackfillReport:
     """Add the lookup keys to every SNAP item of ``table_name`` that lacks them."""
-    updated = skipped = 0
     request: dict[str, Any] = {
         "TableName": table_name,
         "FilterExpression": _MISSING_KEYS,
@@ -67,20 +67,7 @@ def backfill_lookup_keys(client: DynamoDBClient, table_name: str) -> BackfillRep
             ":registered": {"S": SnapshotStatus.REGISTERED.value},
         },
     }
-    while True:
-        try:
-            response = client.scan(**request)
-        except ClientError as exc:
-            raise StoreUnavailableError(f"could not scan {table_name!r}: {exc}") from exc
-        for item in response.get("Items", []):
-            if _add_keys(client, table_name, item):
-                updated += 1
-            else:
-                skipped += 1
-        last = response.get("LastEvaluatedKey")
-        if not last:
-            return BackfillReport(updated=updated, skipped_changed=skipped)
-        request["ExclusiveStartKey"] = last
+    return _update_each(client, "scan", request, _add_keys)
 
 
 def _add_keys(client: DynamoDBClient, table_name: str, item: dict[str, Any]) -> bool:
@@ -112,7 +99,6 @@ def _add_keys(client: DynamoDBClient, table_name: str, item: dict[str, Any]) -> 
 
 def backfill_head_kinds(client: DynamoDBClient, table_name: str) -> BackfillReport:
     """Move every HEAD item still under the unsharded ``kind = "HEAD"`` to its shard."""
-    updated = skipped = 0
     request: dict[str, Any] = {
         "TableName": table_name,
         "IndexName": KIND_INDEX,
@@ -120,13 +106,25 @@ def backfill_head_kinds(client: DynamoDBClient, table_name: str) -> BackfillRepo
         "ExpressionAttributeNames": {"#kind": KIND_ATTRIBUTE},
         "ExpressionAttributeValues": {":legacy": {"S": codec.LEGACY_HEAD_KIND}},
     }
+    return _update_each(client, "query", request, _move_head)
+
+
+def _update_each(
+    client: DynamoDBClient,
+    read: str,
+    request: dict[str, Any],
+    update: Callable[[DynamoDBClient, str, dict[str, Any]], bool],
+) -> BackfillReport:
+    """``update`` every item the paged ``read`` (scan or query) of ``request`` returns."""
+    table_name = request["TableName"]
+    updated = skipped = 0
     while True:
         try:
-            response = client.query(**request)
+            response = getattr(client, read)(**request)
         except ClientError as exc:
-            raise StoreUnavailableError(f"could not query {table_name!r}: {exc}") from exc
+            raise StoreUnavailableError(f"could not {read} {table_name!r}: {exc}") from exc
         for item in response.get("Items", []):
-            if _move_head(client, table_name, item):
+            if update(client, table_name, item):
                 updated += 1
             else:
                 skipped += 1
