@@ -98,16 +98,28 @@ class LineageCombiner:
         clock: Clock,
         retry: RetryPolicy | None,
     ) -> None:
-        while True:
+        batch: list[_Pending] = []
+        try:
+            while True:
+                with self._lock:
+                    batch = [
+                        lineage.queue.popleft()
+                        for _ in range(min(self.max_batch, len(lineage.queue)))
+                    ]
+                    if not batch:
+                        lineage.leader = False
+                        del self._lineages[slot]
+                        return
+                self._commit(batch, ledger, clock, retry)
+        except BaseException as exc:  # interrupted: no waiter may be left waiting
             with self._lock:
-                batch = [
-                    lineage.queue.popleft() for _ in range(min(self.max_batch, len(lineage.queue)))
-                ]
-                if not batch:
-                    lineage.leader = False
-                    del self._lineages[slot]
-                    return
-            self._commit(batch, ledger, clock, retry)
+                abandoned = [p for p in batch if not p.future.done()] + list(lineage.queue)
+                lineage.queue.clear()
+                lineage.leader = False
+                self._lineages.pop(slot, None)
+            for p in abandoned:
+                p.future.set_exception(exc)
+            raise
 
     @staticmethod
     def _commit(
