@@ -28,19 +28,39 @@ lineages together, in ⌈keys/1000⌉ DeleteObjects, plus ⌈keys/1000⌉ listin
 (at least one: a lineage's objects cannot be found without listing it).
 ``gc_s3_requests_vs_floor`` is the worst ratio of the sizes (target ≤ 1.5). Request
 counts are exact (no timing), so one run of each size is the measurement.
+
+Hot lineage: 16 writers on one lineage against 1.
+
+Runs against DynamoDB Local and a ``file://`` store in this process. Each trial registers
+``HOT_REGISTRATIONS`` fresh manifests on a fresh lineage, once by one thread and once by
+16 threads at once (interleaved, 3 trials), through ``register_manifest`` as the local
+runtime does (one writer per lineage in the process: ``services/lineage_combiner.py``).
+
+- ``retries_per_success_16_writers``: lost races (``RegistrationResult.lost_races``, from
+  ``run_command``) per registration, the worst trial (target ≤ 1).
+- ``throughput_16_writers_vs_1``: registrations/s with 16 writers ÷ with 1, best of 3 each
+  (target ≥ 1).
+- ``unserialized_*``: the same 16 writers with no combiner (each its own), once, for the
+  table: the retry storm the serialization removes.
 """
 
 from __future__ import annotations
 
 import math
+import tempfile
+import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from bench.bench_gc import CountingStore, bench_deps, bench_world, populate
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
+from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.adapters.table_definition import create_table_request
+from snapledger.clock import SystemClock
 from snapledger.errors import NotFoundError
 from snapledger.local.clients import local_dynamodb_client
 from snapledger.local.dynamodb_local import DynamoDBLocal
@@ -48,6 +68,8 @@ from snapledger.models.ledger import LineageId, SnapshotStatus
 from snapledger.ports import MAX_KEYS_PER_REQUEST
 from snapledger.services import queries
 from snapledger.services.gc import run_gc
+from snapledger.services.lineage_combiner import LineageCombiner
+from snapledger.services.registration import COMBINER, Outcome, register_manifest
 
 HISTORIES = (10, 1_000, 10_000)
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -197,5 +219,71 @@ def _gc_requests(config: Any) -> dict[str, object]:
     }
 
 
+HOT_WRITERS = 16
+HOT_REGISTRATIONS = 96
+HOT_TRIALS = 3
+
+
+def _hot_lineage(config: Any) -> dict[str, object]:
+    from tests.support import write_snapshot  # the same writer the tests use
+
+    with DynamoDBLocal() as engine, tempfile.TemporaryDirectory() as tmp:
+        client = local_dynamodb_client(engine.endpoint_url)
+        name = f"bench-hot-{uuid.uuid4().hex[:8]}"
+        client.create_table(**create_table_request(name))
+        ledger = DynamoLedger(name, client=client)
+        store = FileObjectStore(Path(tmp))
+        partitions = iter(range(1_000_000))
+
+        def trial(writers: int, *, serialized: bool = True) -> tuple[float, float]:
+            """(registrations/s, lost races per registration) on a fresh lineage."""
+            partition = next(partitions)
+            keys = [
+                write_snapshot(store, "hot", partition, lsn)
+                for lsn in range(1, HOT_REGISTRATIONS + 1)
+            ]
+
+            def register(key: str) -> Any:
+                # Unserialized: every writer its own combiner, i.e. none shared.
+                combiner = COMBINER if serialized else LineageCombiner()
+                return register_manifest(
+                    key, ledger=ledger, store=store, clock=SystemClock(), combiner=combiner
+                )
+
+            started = time.perf_counter()
+            with ThreadPoolExecutor(writers) as pool:
+                results = list(pool.map(register, keys))
+            elapsed = time.perf_counter() - started
+            assert all(r.outcome is not Outcome.DUPLICATE for r in results)
+            lost = sum(r.lost_races or 0 for r in results)
+            return HOT_REGISTRATIONS / elapsed, lost / HOT_REGISTRATIONS
+
+        trial(1)  # warm-up: connections, JIT of the engine
+        one, many = [], []
+        for _ in range(HOT_TRIALS):  # interleaved
+            one.append(trial(1))
+            many.append(trial(HOT_WRITERS))
+        unserialized = trial(HOT_WRITERS, serialized=False)
+    best_one = max(rate for rate, _ in one)
+    best_many = max(rate for rate, _ in many)
+    retries = max(lost for _, lost in many)
+    print(f"  {'writers':>22} {'registrations/s (best)':>24} {'lost races/success':>20}")
+    print(f"  {'1':>22} {best_one:>24.1f} {max(lost for _, lost in one):>20.2f}")
+    print(f"  {HOT_WRITERS:>22} {best_many:>24.1f} {retries:>20.2f}")
+    print(
+        f"  {f'{HOT_WRITERS}, unserialized':>22} {unserialized[0]:>24.1f} {unserialized[1]:>20.2f}"
+    )
+    return {
+        "retries_per_success_16_writers": retries,
+        "retries_per_success_target": 1,
+        "throughput_16_writers_vs_1": best_many / best_one,
+        "throughput_16_writers_vs_1_target": 1,
+        "registrations_per_s_1_writer": best_one,
+        "registrations_per_s_16_writers": best_many,
+        "unserialized_retries_per_success_16_writers": unserialized[1],
+        "unserialized_throughput_16_writers_vs_1": unserialized[0] / best_one,
+    }
+
+
 def run(config: Any) -> dict[str, object]:
-    return {**_lookups(config), **_gc_requests(config)}
+    return {**_lookups(config), **_gc_requests(config), **_hot_lineage(config)}

@@ -113,6 +113,7 @@ class SnapledgerStack(Stack):
             queues={
                 **self.functions.dead_letter_queues,
                 "pipe": self.events.pipe_dead_letter_queue,
+                "registrations": self.functions.registration_failures,
             },
             table=self.ledger.table,
             alarm_topic_arn=config.alarm_topic_arn,

@@ -31,6 +31,7 @@ from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
 from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
 from snapledger.adapters.emr_serverless import EmrServerlessRunner
 from snapledger.adapters.object_store import open_object_store
+from snapledger.adapters.sqs_registration_queue import RegistrationQueue, SqsRegistrationQueue
 from snapledger.clock import Clock, SystemClock
 from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds
 from snapledger.errors import JobStartError
@@ -88,6 +89,9 @@ class Runtime:
     policies: PolicyStore
     gc: GcConfig
     streams: StreamLogStore
+    #: Where ``register`` hands manifests to, one message group per lineage (None: it
+    #: registers them itself, as the local runtime does).
+    registration_queue: RegistrationQueue | None = None
 
 
 class NoJobRunner:
@@ -144,6 +148,14 @@ def build_runtime(settings: LedgerSettings) -> Runtime:
         policies=DynamoPolicyStore(settings.table, client=dynamodb),
         streams=DynamoStreamLog(settings.table, client=dynamodb),
         gc=settings_from_env(GcConfig),
+        registration_queue=(
+            SqsRegistrationQueue(
+                settings.registration_queue_url,
+                client=report_access_denied(boto3.client("sqs", config=CLIENT_CONFIG)),
+            )
+            if settings.registration_queue_url
+            else None
+        ),
     )
 
 

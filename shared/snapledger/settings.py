@@ -25,6 +25,7 @@ ENV_EMR_JOB_ROLE_ARN = "SNAPLEDGER_EMR_JOB_ROLE_ARN"
 ENV_JOB_ENTRYPOINT = "SNAPLEDGER_JOB_ENTRYPOINT"
 ENV_JOB_PY_FILES = "SNAPLEDGER_JOB_PY_FILES"
 ENV_EVENT_BUS = "SNAPLEDGER_EVENT_BUS"
+ENV_REGISTRATION_QUEUE_URL = "SNAPLEDGER_REGISTRATION_QUEUE_URL"
 
 
 class LedgerSettings(BaseModel):
@@ -42,6 +43,11 @@ class LedgerSettings(BaseModel):
     compaction_streams: Json[dict[str, dict[str, int]]] = Field(
         default_factory=dict,
         description='per-stream thresholds, e.g. {"orders": {"records": 500000}}',
+    )
+    registration_queue_url: str | None = Field(
+        default=None,
+        description="register only: the SQS FIFO queue manifests are handed to (one message "
+        "group per lineage); unset: manifests are registered in the invocation itself",
     )
 
 

@@ -28,11 +28,12 @@ from snapledger.adapters.table_definition import create_table_request
 from snapledger.clock import Clock
 from snapledger.runtime import reset_runtime, runtime, runtime_override
 from tests.deployed.iam_emulation import ACCOUNT, PARTITION, REGION, table_arn
-from tests.functions.support import POWERTOOLS_ENV, FakeLambdaContext
+from tests.functions.support import POWERTOOLS_ENV, FakeLambdaContext, sqs_event
 from tests.infra.conftest import Synthesized
 
 BUCKET = "snapledger-deployed-test"
 TABLE = "snapledger-deployed-ledger"
+REGISTRATION_QUEUE = "snapledger-registrations.fifo"
 ADMIN = "harness-admin"
 _PSEUDO = {
     "AWS::Partition": PARTITION,
@@ -55,6 +56,10 @@ USED_BY_THE_PLATFORM = {
     # StartJobRun takes the tags without asking for it.
     "emr-serverless:TagResource": "StartJobRun tags the run it creates (tag-on-create)",
 }
+
+# Statements of a platform action that the function's code calls too: checked like any other
+# (register's intake sends to the registration queue; its failure queue is Lambda's).
+CODE_STATEMENTS = {"QueueRegistrations"}
 
 
 class UnresolvedReferenceError(LookupError):
@@ -127,6 +132,7 @@ class EmulatedDeployment:
     admin: boto3.Session
     application_id: str
     resolve: Resolver
+    registration_queue_url: str
     _credentials: dict[str, dict[str, str]] = field(default_factory=dict)
 
     # --- admin-side views (setup and inspection) ----------------------------------------
@@ -252,6 +258,33 @@ class EmulatedDeployment:
                 answer: dict[str, Any] = handler(event, context)
         return answer
 
+    def poll_registrations(self) -> list[dict[str, Any]]:
+        """Lambda's SQS poller on the registration queue, with register's role.
+
+        It reads the queue's attributes, receives batches of up to 10 messages (one message
+        group's at a time in flight, as FIFO gives them), invokes register with each batch
+        as the event source mapping's SQS event, and deletes the messages not returned in
+        ``batchItemFailures`` (those stay invisible until their visibility timeout).
+        Returns the consumer's answers.
+        """
+        sqs = self.client_as("register", "sqs")
+        url = self.registration_queue_url
+        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])
+        arn = attributes["Attributes"]["QueueArn"]
+        answers = []
+        while True:
+            messages = sqs.receive_message(
+                QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"]
+            ).get("Messages", [])
+            if not messages:
+                return answers
+            answer = self.invoke("register", sqs_event(messages, arn, REGION))
+            answers.append(answer)
+            retried = {failure["itemIdentifier"] for failure in answer["batchItemFailures"]}
+            for message in messages:
+                if message["MessageId"] not in retried:
+                    sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+
 
 @dataclass(frozen=True)
 class _Context(FakeLambdaContext):
@@ -330,6 +363,14 @@ def stand_up(synth: Synthesized) -> EmulatedDeployment:
     stream_arn = dynamodb.describe_table(TableName=TABLE)["Table"].get(
         "LatestStreamArn", f"{table_arn(TABLE)}/stream/emulated"
     )
+    sqs = admin.client("sqs")
+    queue_url = sqs.create_queue(
+        QueueName=REGISTRATION_QUEUE,
+        Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "false"},
+    )["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
     application = admin.client("emr-serverless").create_application(
         name="snapledger-spark", releaseLabel="emr-7.0.0", type="SPARK"
     )
@@ -345,12 +386,14 @@ def stand_up(synth: Synthesized) -> EmulatedDeployment:
         "application": synth.logical_id(stack.spark.application),
         "job_role": synth.logical_id(stack.spark.job_role),
         "bus": synth.logical_id(stack.events.bus),
+        "queue": synth.logical_id(stack.functions.registration_queue),
     }
     refs = {
         ids["bucket"]: BUCKET,
         ids["table"]: TABLE,
         ids["job_role"]: "snapledger-spark-job",
         ids["bus"]: "snapledger-events",
+        ids["queue"]: queue_url,
     }
     attributes = {
         (ids["bucket"], "Arn"): f"arn:{PARTITION}:s3:::{BUCKET}",
@@ -359,6 +402,8 @@ def stand_up(synth: Synthesized) -> EmulatedDeployment:
         (ids["application"], "Arn"): application["arn"],
         (ids["application"], "ApplicationId"): application["applicationId"],
         (ids["job_role"], "Arn"): job_role,
+        (ids["queue"], "Arn"): queue_arn,
+        (ids["queue"], "QueueUrl"): queue_url,
     }
     for name in FUNCTION_NAMES:
         function_id = synth.logical_id(stack.functions.functions[name])
@@ -368,4 +413,5 @@ def stand_up(synth: Synthesized) -> EmulatedDeployment:
         admin=admin,
         application_id=application["applicationId"],
         resolve=Resolver(refs=refs, attributes=attributes, template=synth.template_json),
+        registration_queue_url=queue_url,
     )

@@ -83,3 +83,23 @@ def emitted_metrics(stdout: str) -> dict[str, float]:
                 value = blob[metric["Name"]]
                 values[metric["Name"]] = sum(value) if isinstance(value, list) else value
     return values
+
+
+def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
+    """ReceiveMessage's messages as the SQS event Lambda's event source mapping delivers."""
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m["Attributes"],
+                "messageAttributes": {},
+                "md5OfBody": m["MD5OfBody"],
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": region,
+            }
+            for m in messages
+        ]
+    }

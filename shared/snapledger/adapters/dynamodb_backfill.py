@@ -1,5 +1,6 @@
-"""Give SNAP items written before the lookup indexes existed their index keys (one-off).
+"""Give items written before an index key changed their keys (one-off, after an upgrade).
 
+**Lookup keys.**
 Every SNAP item written since carries ``kind`` (found by id through ``by_kind``) and, while
 REGISTERED, ``registered_sk`` (found as of an LSN or a time through ``registered``):
 ``dynamodb_codec.snapshot_lookup_keys``. Older items lack them, so the lookups would not
@@ -7,10 +8,16 @@ see them until a command rewrote them. This pass scans the table's SNAP items on
 adds the missing keys. It is idempotent (an item that has its keys is skipped) and safe
 beside live traffic: each update is conditioned on the item's ``version`` and ``status``
 being the ones read, and an item a command rewrote meanwhile already has its keys.
+
+**HEAD shards.** HEAD items written before the ``by_kind`` key was sharded carry
+``kind = "HEAD"``; ``backfill_head_kinds`` moves each to its shard (``HEAD#{n}``), on the
+same kind of precondition (``version`` and the legacy ``kind`` as read). Readers query the
+legacy key too, so the lineage walk is complete before, during and after this pass.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +26,7 @@ from botocore.exceptions import ClientError
 from snapledger.adapters import dynamodb_codec as codec
 from snapledger.adapters.table_definition import (
     KIND_ATTRIBUTE,
+    KIND_INDEX,
     REGISTERED_SK_ATTRIBUTE,
     SORT_KEY,
 )
@@ -50,7 +58,6 @@ class BackfillReport:
 
 def backfill_lookup_keys(client: DynamoDBClient, table_name: str) -> BackfillReport:
     """Add the lookup keys to every SNAP item of ``table_name`` that lacks them."""
-    updated = skipped = 0
     request: dict[str, Any] = {
         "TableName": table_name,
         "FilterExpression": _MISSING_KEYS,
@@ -60,20 +67,7 @@ def backfill_lookup_keys(client: DynamoDBClient, table_name: str) -> BackfillRep
             ":registered": {"S": SnapshotStatus.REGISTERED.value},
         },
     }
-    while True:
-        try:
-            response = client.scan(**request)
-        except ClientError as exc:
-            raise StoreUnavailableError(f"could not scan {table_name!r}: {exc}") from exc
-        for item in response.get("Items", []):
-            if _add_keys(client, table_name, item):
-                updated += 1
-            else:
-                skipped += 1
-        last = response.get("LastEvaluatedKey")
-        if not last:
-            return BackfillReport(updated=updated, skipped_changed=skipped)
-        request["ExclusiveStartKey"] = last
+    return _update_each(client, "scan", request, _add_keys)
 
 
 def _add_keys(client: DynamoDBClient, table_name: str, item: dict[str, Any]) -> bool:
@@ -100,4 +94,65 @@ def _add_keys(client: DynamoDBClient, table_name: str, item: dict[str, Any]) -> 
         if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
             return False
         raise StoreUnavailableError(f"could not update {item[SORT_KEY]['S']}: {exc}") from exc
+    return True
+
+
+def backfill_head_kinds(client: DynamoDBClient, table_name: str) -> BackfillReport:
+    """Move every HEAD item still under the unsharded ``kind = "HEAD"`` to its shard."""
+    request: dict[str, Any] = {
+        "TableName": table_name,
+        "IndexName": KIND_INDEX,
+        "KeyConditionExpression": "#kind = :legacy",
+        "ExpressionAttributeNames": {"#kind": KIND_ATTRIBUTE},
+        "ExpressionAttributeValues": {":legacy": {"S": codec.LEGACY_HEAD_KIND}},
+    }
+    return _update_each(client, "query", request, _move_head)
+
+
+def _update_each(
+    client: DynamoDBClient,
+    read: str,
+    request: dict[str, Any],
+    update: Callable[[DynamoDBClient, str, dict[str, Any]], bool],
+) -> BackfillReport:
+    """``update`` every item the paged ``read`` (scan or query) of ``request`` returns."""
+    table_name = request["TableName"]
+    updated = skipped = 0
+    while True:
+        try:
+            response = getattr(client, read)(**request)
+        except ClientError as exc:
+            raise StoreUnavailableError(f"could not {read} {table_name!r}: {exc}") from exc
+        for item in response.get("Items", []):
+            if update(client, table_name, item):
+                updated += 1
+            else:
+                skipped += 1
+        last = response.get("LastEvaluatedKey")
+        if not last:
+            return BackfillReport(updated=updated, skipped_changed=skipped)
+        request["ExclusiveStartKey"] = last
+
+
+def _move_head(client: DynamoDBClient, table_name: str, item: dict[str, Any]) -> bool:
+    head = codec.head_from_item(item)
+    try:
+        client.update_item(
+            TableName=table_name,
+            Key=codec.key(item["pk"]["S"], item[SORT_KEY]["S"]),
+            UpdateExpression="SET #kind = :shard",
+            # Precondition: still the HEAD read, still unsharded (a command rewriting it
+            # since wrote its shard with it).
+            ConditionExpression="#version = :version AND #kind = :legacy",
+            ExpressionAttributeNames={"#kind": KIND_ATTRIBUTE, "#version": "version"},
+            ExpressionAttributeValues={
+                ":shard": {"S": codec.head_kind(head.lineage)},
+                ":legacy": {"S": codec.LEGACY_HEAD_KIND},
+                ":version": {"N": str(head.version)},
+            },
+        )
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            return False
+        raise StoreUnavailableError(f"could not update {item['pk']['S']} HEAD: {exc}") from exc
     return True

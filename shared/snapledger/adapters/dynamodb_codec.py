@@ -8,6 +8,7 @@ else a ``float``, so strict integer fields validate what they wrote.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from decimal import Decimal
 from typing import Any, get_args
@@ -102,8 +103,23 @@ def _json_numbers(value: Any) -> Any:
     return value
 
 
+#: HEAD items' ``by_kind`` key is sharded, ``HEAD#{n}``: one key would take every
+#: registration's index write (a hot partition near 1,000 a second). ``n`` is a stable hash
+#: of the lineage, so a lineage's HEAD stays on one shard. Items written before the
+#: sharding carry ``LEGACY_HEAD_KIND`` until a command rewrites them or the backfill runs.
+HEAD_KIND_SHARDS = 8
+LEGACY_HEAD_KIND = "HEAD"
+HEAD_KINDS = (LEGACY_HEAD_KIND, *(f"HEAD#{n}" for n in range(HEAD_KIND_SHARDS)))
+
+
+def head_kind(lineage: LineageId) -> str:
+    """The ``by_kind`` key of the lineage's HEAD: its shard."""
+    digest = hashlib.sha256(f"{lineage.stream}#{lineage.partition}".encode()).digest()
+    return f"HEAD#{int.from_bytes(digest[:4], 'big') % HEAD_KIND_SHARDS}"
+
+
 def head_item(head: Head) -> Item:
-    return to_item(lineage_pk(head.lineage), HEAD_SK, head, kind="HEAD")
+    return to_item(lineage_pk(head.lineage), HEAD_SK, head, kind=head_kind(head.lineage))
 
 
 def snapshot_kind(snapshot_id: str) -> str:

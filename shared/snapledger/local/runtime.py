@@ -20,7 +20,7 @@ from typing import Any
 from aws_lambda_powertools.metrics.provider import cold_start
 from botocore.exceptions import ClientError
 
-from snapledger.adapters.dynamodb_backfill import backfill_lookup_keys
+from snapledger.adapters.dynamodb_backfill import backfill_head_kinds, backfill_lookup_keys
 from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
@@ -58,7 +58,8 @@ def local_home(home: str | Path | None = None) -> Path:
 
 def ensure_table(client: Any, table: str) -> None:
     """Create the ledger table if it does not exist yet (idempotent); upgrade one an older
-    version created: add the indexes it lacks, then backfill the keys they read."""
+    version created: add the indexes it lacks, backfill the keys they read, and move
+    unsharded HEADs to their ``by_kind`` shard."""
     request = create_table_request(table)
     try:
         client.create_table(**request)
@@ -66,6 +67,9 @@ def ensure_table(client: Any, table: str) -> None:
         if exc.response.get("Error", {}).get("Code") != "ResourceInUseException":
             raise
         _add_missing_indexes(client, table, request)
+        client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 0.2})
+        backfill_head_kinds(client, table)  # HEADs of an older version: to their shards
+        return
     client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 0.2})
 
 
