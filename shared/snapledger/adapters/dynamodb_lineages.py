@@ -18,16 +18,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import boto3
-from botocore.exceptions import ClientError
 
 from snapledger.adapters import dynamodb_codec as codec
-from snapledger.adapters.table_definition import (
-    KIND_ATTRIBUTE,
-    KIND_INDEX,
-    PARTITION_KEY,
-    SORT_KEY,
-)
-from snapledger.errors import InvalidRequestError, StoreUnavailableError
+from snapledger.adapters import dynamodb_writes as writes
+from snapledger.adapters.table_definition import KIND_ATTRIBUTE, KIND_INDEX, PARTITION_KEY
+from snapledger.errors import InvalidRequestError
 from snapledger.models.gc import GcCheckpoint, HeadPage
 from snapledger.models.ledger import LineageId
 
@@ -98,43 +93,25 @@ class DynamoLineageIndex:
     def save_checkpoint(self, checkpoint: GcCheckpoint, *, read_version: int | None) -> bool:
         """Write ``checkpoint`` if the stored one is still ``read_version`` (None: absent)."""
         item = codec.to_item(CHECKPOINT_PK, CHECKPOINT_SK, checkpoint)
-        return self._conditional("put_item", read_version, Item=item)
+        return self._conditional(
+            "put_item", writes.put(self.table_name, item, writes.expecting(read_version))
+        )
 
     def clear_checkpoint(self, *, read_version: int) -> bool:
         """Delete the checkpoint if it is still ``read_version``: the next run starts over."""
+        key = codec.key(CHECKPOINT_PK, CHECKPOINT_SK)
         return self._conditional(
-            "delete_item", read_version, Key=codec.key(CHECKPOINT_PK, CHECKPOINT_SK)
+            "delete_item", writes.delete(self.table_name, key, writes.AtVersion(read_version))
         )
 
-    def _conditional(self, operation: str, read_version: int | None, **kwargs: Any) -> bool:
-        if read_version is None:
-            condition: dict[str, Any] = {
-                "ConditionExpression": "attribute_not_exists(#sk)",
-                "ExpressionAttributeNames": {"#sk": SORT_KEY},
-            }
-        else:
-            condition = {
-                "ConditionExpression": "#version = :read",
-                "ExpressionAttributeNames": {"#version": "version"},
-                "ExpressionAttributeValues": {":read": {"N": str(read_version)}},
-            }
+    def _conditional(self, operation: str, request: dict[str, Any]) -> bool:
         try:
-            getattr(self.client, operation)(TableName=self.table_name, **kwargs, **condition)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise _unavailable(exc) from exc
+            writes.write(self.client, operation, request, what="GC's checkpoint")
+        except writes.PreconditionFailed:
+            return False
         return True
 
     def _call(self, operation: str, **kwargs: Any) -> Any:
-        try:
-            return getattr(self.client, operation)(**kwargs)
-        except ClientError as exc:
-            raise _unavailable(exc) from exc
-
-
-def _unavailable(exc: ClientError) -> StoreUnavailableError:
-    code = exc.response.get("Error", {}).get("Code", "")
-    return StoreUnavailableError(
-        f"DynamoDB refused the lineage or checkpoint request ({code}): {exc}"
-    )
+        return writes.read(
+            getattr(self.client, operation), what="a read of the lineages' index", **kwargs
+        )

@@ -67,7 +67,7 @@ class DynamoLogTable:
 
     def _put_if_version(self, item: dict[str, Any], expected: int | None) -> dict[str, Any]:
         """A transaction Put of ``item`` if the stored one is at ``expected`` (None: absent)."""
-        return {"Put": writes.put(self.table_name, item, _precondition(expected))}
+        return {"Put": writes.put(self.table_name, item, writes.expecting(expected))}
 
     def _delete_if_version(self, key: dict[str, Any], expected: int) -> dict[str, Any]:
         """A transaction Delete of the item at ``key`` if it is still at ``expected``."""
@@ -161,10 +161,6 @@ class DynamoLogTable:
 
     def _call(self, operation: Any, **kwargs: Any) -> Any:
         return writes.read(operation, what="a read of the ledger", table=self.table_name, **kwargs)
-
-
-def _precondition(expected: int | None) -> writes.Precondition:
-    return writes.ABSENT if expected is None else writes.AtVersion(expected)
 
 
 def _command_id_of_existing_event(reasons: list[Any], items: list[dict[str, Any]]) -> str | None:

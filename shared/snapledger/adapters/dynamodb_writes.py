@@ -87,6 +87,11 @@ ABSENT: Final = Absent()
 Precondition = Absent | AtVersion | Matches
 
 
+def expecting(version: int | None) -> Precondition:
+    """The item as read: at ``version``, or absent when it was not there (None)."""
+    return ABSENT if version is None else AtVersion(version)
+
+
 def condition(precondition: Precondition) -> Item:
     """The request arguments that state ``precondition``."""
     if isinstance(precondition, Absent):
