@@ -73,6 +73,11 @@ class DynamoLogTable:
         """A transaction Delete of the item at ``key`` if it is still at ``expected``."""
         return {"Delete": writes.delete(self.table_name, key, writes.AtVersion(expected))}
 
+    def _check_version(self, key: dict[str, Any], expected: int) -> dict[str, Any]:
+        """A transaction ConditionCheck: the item at ``key``, read but not written, is
+        still at ``expected``."""
+        return {"ConditionCheck": writes.check(self.table_name, key, writes.AtVersion(expected))}
+
     def _event_put(self, item: dict[str, Any]) -> dict[str, Any]:
         # A failed condition returns the event already there: whose was it?
         return {"Put": writes.put(self.table_name, item, writes.ABSENT, return_old=True)}

@@ -140,6 +140,11 @@ def delete(table: str, key: Item, precondition: Precondition) -> Item:
     return {"TableName": table, "Key": key, **condition(precondition)}
 
 
+def check(table: str, key: Item, precondition: Precondition) -> Item:
+    """A transaction ConditionCheck: the item at ``key`` is as read (written or not)."""
+    return {"TableName": table, "Key": key, **condition(precondition)}
+
+
 def write(
     client: Any, operation: str, request: Item, *, what: str, table: str | None = None
 ) -> None:

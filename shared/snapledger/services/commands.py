@@ -106,20 +106,32 @@ def run_command(
     retry: RetryPolicy | None = None,
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
+    seed: StateT | None = None,
 ) -> Committed[StateT, EventT]:
-    """Decide and commit one command on ``log``; idempotent under redelivery."""
+    """Decide and commit one command on ``log``; idempotent under redelivery.
+
+    ``seed`` is a state the caller already read (perhaps stale: an index page, its own
+    last commit): the first attempt decides on it instead of loading, and its commit,
+    conditioned on every item the decision read, fails if it was stale. A seed is trusted
+    only that way: if it leads to no events, the log is loaded and decided again.
+    """
     policy = retry or RetryPolicy()
     jitter = rng or random.Random()
     # The write whose answer was lost, if any: (the version it expected, its events)
     pending: tuple[int, list[EventT]] | None = None
     lost = 0
     for attempt in range(1, policy.max_attempts + 1):
-        state = log.load()
+        seeded, seed = seed, None
+        state = seeded if seeded is not None else log.load()
         version = log.version(state)
         if pending is not None and version > pending[0] and _landed(log, *pending):
             return Committed(events=pending[1], state=state, attempts=attempt, lost_races=lost)
         pending = None
         events = log.decide(state)
+        if not events and seeded is not None:
+            state = log.load()
+            version = log.version(state)
+            events = log.decide(state)
         if not events:
             return Committed(events=[], state=state, attempts=attempt, lost_races=lost)
         after = log.evolve(state, events)
@@ -135,6 +147,8 @@ def run_command(
                 pending = (version, events)
                 continue
             lost += 1
+            if seeded is not None:
+                continue  # the seed was stale: load and decide again at once
         except TransientStoreError:
             pending = (version, events)
         else:
@@ -264,6 +278,7 @@ def execute_batch(
     retry: RetryPolicy | None = None,
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
+    seed: LineageState | None = None,
 ) -> CommandResult:
     """Decide ``commands`` (one lineage) in order and commit their events in one transaction.
 
@@ -284,7 +299,9 @@ def execute_batch(
         command_id = "batch:" + hashlib.sha256(ids.encode()).hexdigest()
         kinds = ", ".join(sorted({c.kind for c in commands}))
         what = f"{len(commands)} commands ({kinds}) on {log.lineage}"
-    return run_command(log, command_id, now, what=what, retry=retry, sleep=sleep, rng=rng)
+    return run_command(
+        log, command_id, now, what=what, retry=retry, sleep=sleep, rng=rng, seed=seed
+    )
 
 
 class LineageRunOptions(TypedDict, total=False):
@@ -294,6 +311,7 @@ class LineageRunOptions(TypedDict, total=False):
     retry: RetryPolicy | None
     sleep: Callable[[float], None]
     rng: random.Random | None
+    seed: LineageState | None
 
 
 def execute(

@@ -169,6 +169,7 @@ class _Run:
                 applied = expire_plan(
                     self.deps,
                     report,
+                    head=head,
                     records=records,
                     policy=policy,
                     config=self.config,
