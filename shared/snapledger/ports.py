@@ -180,6 +180,12 @@ class LedgerReader(Protocol):
         """Snapshots by LSN, one page at a time."""
         ...
 
+    def list_live(
+        self, lineage: LineageId, *, limit: int = 1000, cursor: str | None = None
+    ) -> Page[SnapshotRecord]:
+        """REGISTERED, EXPIRING and REJECTED records (never DELETED), in any order."""
+        ...
+
     def list_events(
         self, lineage: LineageId, *, after_seq: int = 0, limit: int = 100, cursor: str | None = None
     ) -> Page[LedgerEvent]:

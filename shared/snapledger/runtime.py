@@ -52,6 +52,7 @@ from snapledger.settings import (
     JobSettings,
     LedgerSettings,
     settings_from_env,
+    ttl_window,
 )
 
 if TYPE_CHECKING:
@@ -127,17 +128,18 @@ def build_runtime(settings: LedgerSettings) -> Runtime:
             settings.job_py_files,
             client=report_access_denied(boto3.client("emr-serverless", config=CLIENT_CONFIG)),
         )
+    window = ttl_window(settings)
     return Runtime(
-        ledger=DynamoLedger(settings.table, client=dynamodb),
+        ledger=DynamoLedger(settings.table, client=dynamodb, ttl_window=window),
         store=open_object_store(settings.root, s3_client=s3_client),
         clock=SystemClock(),
-        jobs=DynamoJobStore(settings.table, client=dynamodb),
+        jobs=DynamoJobStore(settings.table, client=dynamodb, ttl_window=window),
         runner=runner,
         segments=DynamoSegmentStore(settings.table, client=dynamodb),
         thresholds=compaction_config(settings),
         lineages=DynamoLineageIndex(settings.table, client=dynamodb),
         policies=DynamoPolicyStore(settings.table, client=dynamodb),
-        streams=DynamoStreamLog(settings.table, client=dynamodb),
+        streams=DynamoStreamLog(settings.table, client=dynamodb, ttl_window=window),
         gc=settings_from_env(GcConfig),
     )
 

@@ -13,6 +13,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -22,13 +23,19 @@ from botocore.exceptions import ClientError
 
 from snapledger.adapters.dynamodb_backfill import backfill_lookup_keys
 from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
+from snapledger.adapters.dynamodb_codec import DEFAULT_TTL_WINDOW
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
 from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
 from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
 from snapledger.adapters.object_store_file import FileObjectStore
-from snapledger.adapters.table_definition import DEFAULT_TABLE_NAME, create_table_request
+from snapledger.adapters.table_definition import (
+    DEFAULT_TABLE_NAME,
+    TTL_ATTRIBUTE,
+    create_table_request,
+    time_to_live_request,
+)
 from snapledger.clock import SystemClock
 from snapledger.core.compaction_trigger import CompactionConfig
 from snapledger.gc_settings import GcConfig
@@ -58,7 +65,7 @@ def local_home(home: str | Path | None = None) -> Path:
 
 def ensure_table(client: Any, table: str) -> None:
     """Create the ledger table if it does not exist yet (idempotent); upgrade one an older
-    version created: add the indexes it lacks, then backfill the keys they read."""
+    version created: add the indexes it lacks, then backfill the keys they read; TTL on."""
     request = create_table_request(table)
     try:
         client.create_table(**request)
@@ -67,6 +74,16 @@ def ensure_table(client: Any, table: str) -> None:
             raise
         _add_missing_indexes(client, table, request)
     client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 0.2})
+    enable_ttl(client, table)
+
+
+def enable_ttl(client: Any, table: str) -> None:
+    """Turn the table's TTL on (``TTL_ATTRIBUTE``) unless it is already on."""
+    described = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
+    on = described.get("TimeToLiveStatus") in ("ENABLED", "ENABLING")
+    if on and described.get("AttributeName") == TTL_ATTRIBUTE:
+        return
+    client.update_time_to_live(**time_to_live_request(table))
 
 
 def _add_missing_indexes(client: Any, table: str, request: dict[str, Any]) -> None:
@@ -113,6 +130,7 @@ class LocalRuntime:
     thresholds: CompactionConfig = field(default_factory=CompactionConfig)
     runner: JobRunner | None = None
     gc: GcConfig = field(default_factory=GcConfig)
+    ttl_window: timedelta | None = DEFAULT_TTL_WINDOW
     _engine: DynamoDBLocal | None = None
     _saved_env: dict[str, str | None] = field(default_factory=dict)
     runtime: Runtime | None = None
@@ -143,16 +161,16 @@ class LocalRuntime:
 
             self.runner = LocalSparkRunner()
         self.runtime = Runtime(
-            ledger=DynamoLedger(self.table, client=client),
+            ledger=DynamoLedger(self.table, client=client, ttl_window=self.ttl_window),
             store=store,
             clock=SystemClock(),
-            jobs=DynamoJobStore(self.table, client=client),
+            jobs=DynamoJobStore(self.table, client=client, ttl_window=self.ttl_window),
             runner=self.runner,
             segments=DynamoSegmentStore(self.table, client=client),
             thresholds=self.thresholds,
             lineages=DynamoLineageIndex(self.table, client=client),
             policies=DynamoPolicyStore(self.table, client=client),
-            streams=DynamoStreamLog(self.table, client=client),
+            streams=DynamoStreamLog(self.table, client=client, ttl_window=self.ttl_window),
             gc=self.gc,
         )
         use_runtime(self.runtime)

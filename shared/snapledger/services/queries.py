@@ -14,6 +14,8 @@ from snapledger.ports import LedgerReader, Page, StreamLogStore
 SCAN_PAGE = 100
 #: REGISTERED snapshots read per request by ``as_of_time`` (DynamoDB's page is <= 1 MB).
 AS_OF_TIME_PAGE = 1000
+#: Live records read per request by GC's planning (``live_snapshots``).
+LIVE_PAGE = 1000
 
 
 def latest(ledger: LedgerReader, lineage: LineageId) -> Head:
@@ -82,6 +84,19 @@ def iter_snapshots(
         yield from page.items
         if page.cursor is None:
             return
+        cursor = page.cursor
+
+
+def live_snapshots(ledger: LedgerReader, lineage: LineageId) -> list[SnapshotRecord]:
+    """Every REGISTERED, EXPIRING and REJECTED record of the lineage (what GC plans),
+    newest first: one request per ``LIVE_PAGE`` live records, whatever the history."""
+    records: list[SnapshotRecord] = []
+    cursor: str | None = None
+    while True:
+        page = ledger.list_live(lineage, limit=LIVE_PAGE, cursor=cursor)
+        records += page.items
+        if page.cursor is None:
+            return sorted(records, key=lambda record: record.sort_key, reverse=True)
         cursor = page.cursor
 
 
