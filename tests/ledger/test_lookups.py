@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from snapledger.adapters.dynamodb_backfill import backfill_lookup_keys
+from snapledger.adapters.dynamodb_backfill import backfill_items
 from snapledger.errors import NotFoundError
 from snapledger.models.commands import ExpireSnapshots, ExpiryTarget
 from snapledger.models.ledger import LineageId, SnapshotStatus
@@ -133,14 +133,14 @@ def test_backfill_gives_older_records_their_lookup_keys(ledger, clock):
     with pytest.raises(NotFoundError):
         queries.as_of_lsn(ledger, ORDERS_3, 10)
 
-    report = backfill_lookup_keys(ledger.client, ledger.table_name)
+    report = backfill_items(ledger.client, ledger.table_name)
 
     assert (report.updated, report.skipped_changed) == (4, 0)
     assert queries.by_id(ledger, ORDERS_3, old.snapshot_id) == old
     assert queries.as_of_lsn(ledger, ORDERS_3, 10) == top
     assert queries.as_of_lsn(ledger, ORDERS_3, 3) == records[1]
     assert queries.as_of_time(ledger, ORDERS_3, top.registered_at) == top
-    assert backfill_lookup_keys(ledger.client, ledger.table_name).updated == 0
+    assert backfill_items(ledger.client, ledger.table_name).updated == 0
 
 
 def test_the_backfill_command_names_what_it_did(capsys, clock):
@@ -150,7 +150,7 @@ def test_the_backfill_command_names_what_it_did(capsys, clock):
         write_history(ledger, "orders", 3, [DELETED, REGISTERED], clock.now(), lookup_keys=False)
         assert main(["--table", ledger.table_name, "--region", "us-east-1"]) == 0
         assert queries.as_of_lsn(ledger, ORDERS_3, 2).lsn == 2
-    assert "2 snapshot records given their lookup keys" in capsys.readouterr().out
+    assert "2 items given their lookup keys or TTL" in capsys.readouterr().out
 
 
 def test_as_of_a_time_is_the_highest_lsn_recorded_by_then_late_arrivals_included(

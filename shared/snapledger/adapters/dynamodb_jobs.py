@@ -38,8 +38,11 @@ def job_pk(job_id: str) -> str:
     return f"JOB#{job_id}"
 
 
+RUN_PREFIX = "RUN#"
+
+
 def run_pk(run_id: str) -> str:
-    return f"RUN#{run_id}"
+    return f"{RUN_PREFIX}{run_id}"
 
 
 class DynamoJobStore(LedgerTableClient):

@@ -21,7 +21,7 @@ from typing import Any
 from aws_lambda_powertools.metrics.provider import cold_start
 from botocore.exceptions import ClientError
 
-from snapledger.adapters.dynamodb_backfill import backfill_lookup_keys
+from snapledger.adapters.dynamodb_backfill import backfill_items
 from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
 from snapledger.adapters.dynamodb_codec import DEFAULT_TTL_WINDOW
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
@@ -63,30 +63,39 @@ def local_home(home: str | Path | None = None) -> Path:
     return Path(chosen).resolve()
 
 
-def ensure_table(client: Any, table: str) -> None:
-    """Create the ledger table if it does not exist yet (idempotent); upgrade one an older
-    version created: add the indexes it lacks, then backfill the keys they read; TTL on."""
+def ensure_table(
+    client: Any, table: str, *, ttl_window: timedelta | None = DEFAULT_TTL_WINDOW
+) -> None:
+    """Create the ledger table if it does not exist yet (idempotent), TTL on; upgrade one
+    an older version created: add the indexes it lacks, turn TTL on, then backfill the
+    keys and TTLs its items lack (``backfill_items``)."""
     request = create_table_request(table)
+    created = True
     try:
         client.create_table(**request)
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") != "ResourceInUseException":
             raise
-        _add_missing_indexes(client, table, request)
+        created = False
     client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 0.2})
-    enable_ttl(client, table)
+    indexes_added = not created and _add_missing_indexes(client, table, request)
+    ttl_turned_on = enable_ttl(client, table)
+    if indexes_added or (ttl_turned_on and not created):
+        backfill_items(client, table, ttl_window=ttl_window)
 
 
-def enable_ttl(client: Any, table: str) -> None:
-    """Turn the table's TTL on (``TTL_ATTRIBUTE``) unless it is already on."""
+def enable_ttl(client: Any, table: str) -> bool:
+    """Turn the table's TTL on (``TTL_ATTRIBUTE``) unless it is on; True if it was off."""
     described = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
     on = described.get("TimeToLiveStatus") in ("ENABLED", "ENABLING")
     if on and described.get("AttributeName") == TTL_ATTRIBUTE:
-        return
+        return False
     client.update_time_to_live(**time_to_live_request(table))
+    return True
 
 
-def _add_missing_indexes(client: Any, table: str, request: dict[str, Any]) -> None:
+def _add_missing_indexes(client: Any, table: str, request: dict[str, Any]) -> bool:
+    """Add the indexes the table lacks; True if it lacked any."""
     described = client.describe_table(TableName=table)["Table"]
     present = {index["IndexName"] for index in described.get("GlobalSecondaryIndexes", [])}
     missing = [i for i in request["GlobalSecondaryIndexes"] if i["IndexName"] not in present]
@@ -101,8 +110,7 @@ def _add_missing_indexes(client: Any, table: str, request: dict[str, Any]) -> No
             if all(i["IndexStatus"] == "ACTIVE" for i in indexes):
                 break
             time.sleep(0.2)
-    if missing:
-        backfill_lookup_keys(client, table)
+    return bool(missing)
 
 
 def running_endpoint(home: Path) -> str | None:
@@ -154,7 +162,7 @@ class LocalRuntime:
             self._engine = DynamoDBLocal(port=free_port(), data_dir=data_dir).start()
             endpoint = self._engine.endpoint_url
         client = local_dynamodb_client(endpoint)
-        ensure_table(client, self.table)
+        ensure_table(client, self.table, ttl_window=self.ttl_window)
         store = FileObjectStore(self.root)
         if self.runner is None:
             from snapledger.local.spark_runner import LocalSparkRunner
