@@ -84,6 +84,15 @@ class Runtime:
     policies: PolicyStore
     gc: GcConfig
     streams: StreamLogStore
+    event_archive: EventArchive | None = None  # where events past the TTL window are
+
+
+@dataclass(frozen=True)
+class EventArchive:
+    """The bus's archive of ledger events: a ``history`` past the TTL points at it."""
+
+    archive_arn: str
+    bus_arn: str
 
 
 class NoJobRunner:
@@ -141,7 +150,14 @@ def build_runtime(settings: LedgerSettings) -> Runtime:
         policies=DynamoPolicyStore(settings.table, client=dynamodb),
         streams=DynamoStreamLog(settings.table, client=dynamodb, ttl_window=window),
         gc=settings_from_env(GcConfig),
+        event_archive=_event_archive(settings),
     )
+
+
+def _event_archive(settings: LedgerSettings) -> EventArchive | None:
+    if not (settings.event_archive_arn and settings.event_bus_arn):
+        return None
+    return EventArchive(archive_arn=settings.event_archive_arn, bus_arn=settings.event_bus_arn)
 
 
 _override: Runtime | None = None

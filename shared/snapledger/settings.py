@@ -26,7 +26,8 @@ ENV_EMR_JOB_ROLE_ARN = "SNAPLEDGER_EMR_JOB_ROLE_ARN"
 ENV_JOB_ENTRYPOINT = "SNAPLEDGER_JOB_ENTRYPOINT"
 ENV_JOB_PY_FILES = "SNAPLEDGER_JOB_PY_FILES"
 ENV_EVENT_BUS = "SNAPLEDGER_EVENT_BUS"
-ENV_EVENT_ARCHIVE = "SNAPLEDGER_EVENT_ARCHIVE"
+ENV_EVENT_BUS_ARN = "SNAPLEDGER_EVENT_BUS_ARN"
+ENV_EVENT_ARCHIVE_ARN = "SNAPLEDGER_EVENT_ARCHIVE_ARN"
 ENV_LEDGER_TTL_DAYS = "SNAPLEDGER_LEDGER_TTL_DAYS"
 #: How long terminal ledger items stay before TTL removes them, unless configured.
 DEFAULT_LEDGER_TTL_DAYS = 30
@@ -48,8 +49,8 @@ class LedgerSettings(BaseModel):
         description="days terminal items (events, DELETED/REJECTED records, finished jobs) "
         "stay before DynamoDB's TTL removes them; 0 keeps them for ever",
     )
-    event_bus: str | None = Field(default=None, description="the snapledger bus's name")
-    event_archive: str | None = Field(
+    event_bus_arn: str | None = Field(default=None, description="the snapledger bus's ARN")
+    event_archive_arn: str | None = Field(
         default=None, description="the bus's archive of ledger events (replays past the TTL)"
     )
     compaction_records: int = Field(default=1_000_000, ge=1, description="default threshold")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 
 from snapledger.errors import InvalidRequestError, NotFoundError
@@ -62,6 +62,26 @@ def stream_history(
     """The stream's own events (policy changes) in order; empty for a stream with none."""
     check_stream_name(stream)
     return streams.list_events(stream, after_seq=after_seq, limit=limit, cursor=cursor)
+
+
+def expired_through(
+    first_page: Page[LedgerEvent] | Page[StreamEvent],
+    *,
+    after_seq: int,
+    last_seq: Callable[[], int],
+) -> int | None:
+    """The highest sequence number at or after ``after_seq + 1`` whose event is no longer in
+    the table (its TTL passed: the archive has it), or None if the page starts where asked.
+
+    Seqs are gapless and HEAD's version is the last one, so a first page starting above
+    ``after_seq + 1`` (or empty while HEAD is further on) means the events before are gone.
+    ``last_seq`` (HEAD's version) is read only for an empty page.
+    """
+    if first_page.items:
+        first = first_page.items[0].seq
+        return first - 1 if first > after_seq + 1 else None
+    last = last_seq()
+    return last if last > after_seq else None
 
 
 def iter_snapshots(
