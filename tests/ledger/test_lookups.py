@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 
+from snapledger.adapters import dynamodb_codec as codec
 from snapledger.adapters.dynamodb_backfill import backfill_items
 from snapledger.errors import NotFoundError
 from snapledger.models.commands import ExpireSnapshots, ExpiryTarget
@@ -140,6 +141,20 @@ def test_backfill_gives_older_records_their_lookup_keys(ledger, clock):
     assert queries.as_of_lsn(ledger, ORDERS_3, 10) == top
     assert queries.as_of_lsn(ledger, ORDERS_3, 3) == records[1]
     assert queries.as_of_time(ledger, ORDERS_3, top.registered_at) == top
+    # GC's live read sees the REJECTED one too; the terminal ones got their TTL
+    assert [r.lsn for r in queries.live_snapshots(ledger, ORDERS_3)] == [4, 3, 2]
+    ttls = {
+        int(i["lsn"]["N"]): codec.ttl_of(i)
+        for i in ledger.client.scan(TableName=ledger.table_name)["Items"]
+        if i["sk"]["S"].startswith("SNAP#")
+    }
+    window = codec.DEFAULT_TTL_WINDOW
+    assert ttls == {  # a DELETED record without deleted_at counts from its registry time
+        1: int((old.registered_at + window).timestamp()),
+        2: None,
+        3: int((records[2].registered_at + window).timestamp()),
+        4: None,
+    }
     assert backfill_items(ledger.client, ledger.table_name).updated == 0
 
 
