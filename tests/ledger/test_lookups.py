@@ -215,3 +215,31 @@ def test_the_local_runtime_upgrades_a_table_an_older_version_created(dynamodb_lo
     assert queries.by_id(ledger, ORDERS_3, records[0].snapshot_id) == records[0]
     assert queries.as_of_lsn(ledger, ORDERS_3, 5) == records[1]
     ensure_table(client, name)  # again: nothing to do
+
+
+@pytest.mark.ddblocal
+def test_the_local_runtime_turns_ttl_on_and_backfills_a_table_from_before_it(dynamodb_local, clock):
+    """A persisted table with both indexes but no TTL (the release before): ``local up``
+    turns TTL on (``ttl``) and gives the older items their live-index keys and TTL."""
+    from snapledger.adapters.dynamodb_ledger import DynamoLedger
+    from snapledger.adapters.table_definition import create_table_request
+    from snapledger.local.runtime import ensure_table
+    from tests.support import local_client
+
+    client = local_client(dynamodb_local.endpoint_url)
+    name = f"nottl-{uuid.uuid4().hex[:8]}"
+    client.create_table(**create_table_request(name))
+    ledger = DynamoLedger(name, client=client)
+    write_history(
+        ledger, "orders", 3, [DELETED, REJECTED, REGISTERED], clock.now(), lookup_keys=False
+    )
+
+    ensure_table(client, name)
+    ensure_table(client, name)  # again: nothing to do
+
+    described = client.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+    assert (described["TimeToLiveStatus"], described["AttributeName"]) == ("ENABLED", "ttl")
+    assert [r.lsn for r in queries.live_snapshots(ledger, ORDERS_3)] == [3, 2]
+    items = client.scan(TableName=name)["Items"]
+    with_ttl = sorted(int(i["lsn"]["N"]) for i in items if "lsn" in i and codec.ttl_of(i))
+    assert with_ttl == [1, 2]
