@@ -29,6 +29,11 @@ lineages together, in ⌈keys/1000⌉ DeleteObjects, plus ⌈keys/1000⌉ listin
 ``gc_s3_requests_vs_floor`` is the worst ratio of the sizes (target ≤ 1.5). Request
 counts are exact (no timing), so one run of each size is the measurement.
 
+GC's planning reads: ``gc_reads_per_lineage_long_history`` is the DynamoDB requests
+``plan_lineage`` makes for a lineage of 3 live records behind 5,000 DELETED ones (target
+<= 2), with the table by DELETED history (10 / 1,000 / 5,000) beside what reading every
+record (the read before the live index) costs.
+
 Hot lineage: 16 writers on one lineage against 1.
 
 Runs against DynamoDB Local and a ``file://`` store in this process. Each trial registers
@@ -46,6 +51,7 @@ runtime does (one writer per lineage in the process: ``services/lineage_combiner
 
 from __future__ import annotations
 
+import contextlib
 import math
 import tempfile
 import time
@@ -133,19 +139,12 @@ def _lookup_requests(
 
 
 def _requests(ledger: DynamoLedger, lineage: LineageId, call: Callable[..., Any], arg: Any) -> int:
-    calls: list[str] = []
+    def ask() -> None:
+        # the not-found cases are asked on purpose: they cost the same
+        with contextlib.suppress(NotFoundError):
+            call(ledger, lineage) if arg is None else call(ledger, lineage, arg)
 
-    def count(model: Any, **_: Any) -> None:
-        calls.append(model.name)
-
-    ledger.client.meta.events.register("before-call.dynamodb", count)
-    try:
-        call(ledger, lineage) if arg is None else call(ledger, lineage, arg)
-    except NotFoundError:
-        pass  # the not-found cases are asked on purpose: they cost the same
-    finally:
-        ledger.client.meta.events.unregister("before-call.dynamodb", count)
-    return len(calls)
+    return _counted(ledger, ask)
 
 
 def _print_table(table: dict[int, dict[str, int]]) -> None:
@@ -285,5 +284,75 @@ def _hot_lineage(config: Any) -> dict[str, object]:
     }
 
 
+#: DELETED records behind a lineage's 3 live ones, for GC's planning reads.
+DELETED_HISTORIES = (10, 1_000, 5_000)
+LIVE = 3
+
+
+def _gc_reads(config: Any) -> dict[str, object]:
+    """GC's DynamoDB reads to plan one lineage, as its DELETED history grows: the live
+    index now (``plan_lineage``), against reading every record (``iter_snapshots``, the
+    read before). Request counts, exact."""
+    from bench.bench_gc import CountingStore
+    from snapledger.gc_settings import GcConfig
+    from snapledger.models.policy import RetentionPolicy
+    from snapledger.services.expiry import plan_lineage
+    from tests.support import write_history
+
+    rows: list[dict[str, int]] = []
+    with bench_world(f"{TABLE}-reads") as (client, ledger, files, clock):
+        deps = bench_deps(ledger, CountingStore(files), clock, client)
+        for partition, deleted in enumerate(DELETED_HISTORIES):
+            statuses = [SnapshotStatus.DELETED] * deleted + [SnapshotStatus.REGISTERED] * LIVE
+            write_history(ledger, "reads", partition, statuses, START)
+            lineage = LineageId(stream="reads", partition=partition)
+            head = ledger.get_head(lineage, consistent=True)
+            assert head is not None
+            policy = RetentionPolicy()
+
+            def plan(head: Any = head, policy: RetentionPolicy = policy) -> Any:
+                return plan_lineage(deps, head, policy, GcConfig())
+
+            def every(lineage: LineageId = lineage) -> Any:
+                return list(queries.iter_snapshots(ledger, lineage))
+
+            rows.append(
+                {
+                    "deleted": deleted,
+                    "live": LIVE,
+                    "reads": _counted(ledger, plan),
+                    "reads_all_records": _counted(ledger, every),
+                }
+            )
+    print(f"   GC planning reads per lineage ({LIVE} live records; target <= 2)")
+    print(f"   {'deleted':>8}  {'live index':>10}  {'every record':>12}")
+    for row in rows:
+        print(f"   {row['deleted']:>8,}  {row['reads']:>10}  {row['reads_all_records']:>12}")
+    return {
+        "gc_reads_per_lineage_long_history": rows[-1]["reads"],
+        "gc_reads_per_lineage_long_history_target": 2,
+        "gc_reads_by_history": rows,
+    }
+
+
+def _counted(ledger: DynamoLedger, call: Callable[[], Any]) -> int:
+    calls: list[str] = []
+
+    def count(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+
+    ledger.client.meta.events.register("before-call.dynamodb", count)
+    try:
+        call()
+    finally:
+        ledger.client.meta.events.unregister("before-call.dynamodb", count)
+    return len(calls)
+
+
 def run(config: Any) -> dict[str, object]:
-    return {**_lookups(config), **_gc_requests(config), **_hot_lineage(config)}
+    return {
+        **_lookups(config),
+        **_gc_requests(config),
+        **_gc_reads(config),
+        **_hot_lineage(config),
+    }

@@ -71,7 +71,12 @@ class SnapledgerStack(Stack):
             max_vcpu=config.emr_max_vcpu,
             max_memory_gb=config.emr_max_memory_gb,
         )
-        self.events = LedgerEventBus(self, "Events", table=self.ledger.table)
+        self.events = LedgerEventBus(
+            self,
+            "Events",
+            table=self.ledger.table,
+            archive_retention_days=config.event_archive_retention_days,
+        )
         self.functions = LedgerFunctions(
             self,
             "Functions",
@@ -80,6 +85,8 @@ class SnapledgerStack(Stack):
                 bucket=self.storage.bucket,
                 root_uri=self.storage.root_uri,
                 event_bus_name=self.events.bus.event_bus_name,
+                event_bus_arn=self.events.bus.event_bus_arn,
+                event_archive_arn=self.events.archive.archive_arn,
                 spark=self.spark,
                 functions_dir=sources.functions_dir,
                 shared_package_dir=sources.shared_package_dir,

@@ -149,6 +149,8 @@ class FunctionInputs:
     bucket: s3.IBucket
     root_uri: str
     event_bus_name: str
+    event_bus_arn: str
+    event_archive_arn: str
     spark: SparkJobs
     functions_dir: Path
     shared_package_dir: Path
@@ -203,9 +205,15 @@ class LedgerFunctions(Construct):
             settings.ENV_TABLE: inputs.table.table_name,
             settings.ENV_ROOT: inputs.root_uri,
             settings.ENV_EVENT_BUS: inputs.event_bus_name,
+            settings.ENV_LEDGER_TTL_DAYS: str(self._config.ledger_ttl_days),
         }
         if name == "register":
             env[settings.ENV_REGISTRATION_QUEUE_URL] = self.registration_queue.queue_url
+        if name == "query":  # a history past the TTL window points at the archive
+            env |= {
+                settings.ENV_EVENT_BUS_ARN: inputs.event_bus_arn,
+                settings.ENV_EVENT_ARCHIVE_ARN: inputs.event_archive_arn,
+            }
         if name in names.JOB_FUNCTIONS:
             env |= {
                 settings.ENV_EMR_APPLICATION_ID: inputs.spark.application_id,

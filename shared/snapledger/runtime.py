@@ -53,6 +53,7 @@ from snapledger.settings import (
     JobSettings,
     LedgerSettings,
     settings_from_env,
+    ttl_window,
 )
 
 if TYPE_CHECKING:
@@ -92,6 +93,15 @@ class Runtime:
     #: Where ``register`` hands manifests to, one message group per lineage (None: it
     #: registers them itself, as the local runtime does).
     registration_queue: RegistrationQueue | None = None
+    event_archive: EventArchive | None = None  # where events past the TTL window are
+
+
+@dataclass(frozen=True)
+class EventArchive:
+    """The bus's archive of ledger events: a ``history`` past the TTL points at it."""
+
+    archive_arn: str
+    bus_arn: str
 
 
 class NoJobRunner:
@@ -136,17 +146,18 @@ def build_runtime(settings: LedgerSettings) -> Runtime:
             settings.job_py_files,
             client=report_access_denied(boto3.client("emr-serverless", config=CLIENT_CONFIG)),
         )
+    window = ttl_window(settings)
     return Runtime(
-        ledger=DynamoLedger(settings.table, client=dynamodb),
+        ledger=DynamoLedger(settings.table, client=dynamodb, ttl_window=window),
         store=open_object_store(settings.root, s3_client=s3_client),
         clock=SystemClock(),
-        jobs=DynamoJobStore(settings.table, client=dynamodb),
+        jobs=DynamoJobStore(settings.table, client=dynamodb, ttl_window=window),
         runner=runner,
         segments=DynamoSegmentStore(settings.table, client=dynamodb),
         thresholds=compaction_config(settings),
         lineages=DynamoLineageIndex(settings.table, client=dynamodb),
         policies=DynamoPolicyStore(settings.table, client=dynamodb),
-        streams=DynamoStreamLog(settings.table, client=dynamodb),
+        streams=DynamoStreamLog(settings.table, client=dynamodb, ttl_window=window),
         gc=settings_from_env(GcConfig),
         registration_queue=(
             SqsRegistrationQueue(
@@ -156,7 +167,14 @@ def build_runtime(settings: LedgerSettings) -> Runtime:
             if settings.registration_queue_url
             else None
         ),
+        event_archive=_event_archive(settings),
     )
+
+
+def _event_archive(settings: LedgerSettings) -> EventArchive | None:
+    if not (settings.event_archive_arn and settings.event_bus_arn):
+        return None
+    return EventArchive(archive_arn=settings.event_archive_arn, bus_arn=settings.event_bus_arn)
 
 
 _override: Runtime | None = None

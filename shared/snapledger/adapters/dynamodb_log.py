@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import boto3
@@ -35,12 +36,27 @@ MAX_TRANSACTION_ITEMS = 100
 EventT = TypeVar("EventT")
 
 
-class DynamoLogTable:
-    """The ledger table (``client`` injectable for DynamoDB Local), as event logs use it."""
+class LedgerTableClient:
+    """The ledger table (``client`` injectable for DynamoDB Local) and its TTL window.
 
-    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
+    ``ttl_window``: how long terminal items (events, DELETED and REJECTED records, finished
+    jobs) stay before DynamoDB's TTL removes them; None writes no TTL (they stay for ever).
+    """
+
+    def __init__(
+        self,
+        table_name: str,
+        client: DynamoDBClient | None = None,
+        *,
+        ttl_window: timedelta | None = codec.DEFAULT_TTL_WINDOW,
+    ) -> None:
         self.table_name = table_name
         self.client: DynamoDBClient = client or boto3.client("dynamodb")
+        self.ttl_window = ttl_window
+
+
+class DynamoLogTable(LedgerTableClient):
+    """The ledger table as event logs use it: one transaction per command, the reads."""
 
     # --- writes -----------------------------------------------------------------------
 
@@ -111,14 +127,13 @@ class DynamoLogTable:
         request: dict[str, Any] = {
             "TableName": self.table_name,
             "KeyConditionExpression": condition,
-            "ExpressionAttributeNames": {
-                "#pk": PARTITION_KEY,
-                "#sk": index[1] if index else SORT_KEY,
-            },
+            "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
             "ExpressionAttributeValues": {":pk": {"S": pk}, **values},
             "Limit": limit,
             "ScanIndexForward": forward,
         }
+        if "#sk" in condition:  # DynamoDB refuses a name the expression does not use
+            request["ExpressionAttributeNames"]["#sk"] = index[1] if index else SORT_KEY
         if index:
             request["IndexName"] = index[0]
         if cursor:

@@ -71,8 +71,13 @@ class Applied:
 def plan_lineage(
     deps: GcDeps, head: Head, policy: RetentionPolicy, config: GcConfig
 ) -> tuple[RetentionPlan, list[SnapshotRecord]]:
-    """Read the lineage's snapshot records and plan them (no write)."""
-    records = list(queries.iter_snapshots(deps.ledger, head.lineage))
+    """Read the lineage's live snapshot records and plan them (no write).
+
+    Live: REGISTERED, EXPIRING and REJECTED (``queries.live_snapshots``). The plan skips
+    DELETED records anyway, and a prefix whose record is DELETED (or gone with its TTL) is
+    the orphan sweep's, as one with no record is (docs/retention.md).
+    """
+    records = queries.live_snapshots(deps.ledger, head.lineage)
     now = deps.clock.now()
     return plan(records, head, policy, now, grace=config.orphan_grace), records
 
