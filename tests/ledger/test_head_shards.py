@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from snapledger.adapters import dynamodb_codec as codec
-from snapledger.adapters.dynamodb_backfill import _move_head, backfill_head_kinds
+from snapledger.adapters.dynamodb_backfill import _apply, _to_shard, backfill_head_kinds
 from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
 from snapledger.adapters.table_definition import KIND_ATTRIBUTE, KIND_INDEX
 from snapledger.models.ledger import Head, LineageId
@@ -119,7 +119,7 @@ def test_the_backfill_leaves_a_head_a_command_rewrote_meanwhile(ledger):
     newer = codec.head_from_item(old).model_copy(update={"version": 4})
     ledger.client.put_item(TableName=ledger.table_name, Item=codec.head_item(newer))
     # When the backfill moves what it read, Then its precondition refuses the stale copy
-    assert _move_head(ledger.client, ledger.table_name, old) is False
+    assert _apply(ledger.client, ledger.table_name, _to_shard(old)) is False
     item = ledger.client.get_item(TableName=ledger.table_name, Key=codec.key(pk, codec.HEAD_SK))[
         "Item"
     ]

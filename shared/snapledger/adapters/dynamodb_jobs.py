@@ -11,11 +11,10 @@ A finished job (SUCCESS, FAILED, CANCELLED) and its run-id pointer carry ``ttl``
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
-
-from botocore.exceptions import ClientError
+from typing import Any
 
 from snapledger.adapters import dynamodb_codec as codec
+from snapledger.adapters import dynamodb_writes as writes
 from snapledger.adapters.dynamodb_log import LedgerTableClient
 from snapledger.adapters.table_definition import (
     KIND_ATTRIBUTE,
@@ -23,12 +22,9 @@ from snapledger.adapters.table_definition import (
     SORT_KEY,
     TTL_ATTRIBUTE,
 )
-from snapledger.errors import InvalidRequestError, StoreUnavailableError
+from snapledger.errors import InvalidRequestError
 from snapledger.models.jobs import JobRecord
 from snapledger.ports import Page
-
-if TYPE_CHECKING:
-    pass
 
 JOB_SK = "JOB"
 JOB_KIND = "JOB"
@@ -53,24 +49,15 @@ class DynamoJobStore(LedgerTableClient):
         return codec.to_item(job_pk(job.job_id), JOB_SK, job, kind=JOB_KIND, expires=expires)
 
     def create(self, job: JobRecord) -> JobRecord:
-        item = self._job_item(job)
+        request = writes.put(self.table_name, self._job_item(job), writes.ABSENT, return_old=True)
         try:
-            self.client.put_item(
-                TableName=self.table_name,
-                Item=item,
-                ConditionExpression="attribute_not_exists(#sk)",
-                ExpressionAttributeNames={"#sk": SORT_KEY},
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if _code(exc) == "ConditionalCheckFailedException":
-                existing: dict[str, Any] | None = exc.response.get("Item")  # type: ignore[assignment]
-                if existing:
-                    return _job(existing)
-                found = self.get(job.job_id)
-                if found is not None:
-                    return found
-            raise _unavailable(exc) from exc
+            writes.write(self.client, "put_item", request, what=f"the job {job.job_id}")
+        except writes.PreconditionFailed as failed:
+            # Created before (a redelivery): the job that exists is the answer.
+            found = _job(failed.existing) if failed.existing else self.get(job.job_id)
+            if found is None:
+                raise writes.translate(failed, what=f"the job {job.job_id}") from failed
+            return found
         return job
 
     def get(self, job_id: str) -> JobRecord | None:
@@ -84,61 +71,39 @@ class DynamoJobStore(LedgerTableClient):
         return _job(item) if item else None
 
     def replace(self, old: JobRecord, new: JobRecord) -> bool:
+        job = self._job_item(new)
         items: list[dict[str, Any]] = [
-            {
-                "Put": {
-                    "TableName": self.table_name,
-                    "Item": self._job_item(new),
-                    "ConditionExpression": "#version = :old",
-                    "ExpressionAttributeNames": {"#version": "version"},
-                    "ExpressionAttributeValues": {":old": {"N": str(old.version)}},
-                }
-            }
+            {"Put": writes.put(self.table_name, job, writes.AtVersion(old.version))}
         ]
         expires = codec.job_expires(new, self.ttl_window)
         if new.run_id and new.run_id != old.run_id:
             pointer = {**codec.key(run_pk(new.run_id), JOB_SK), "job_id": {"S": new.job_id}}
             if expires is not None:
                 pointer[TTL_ATTRIBUTE] = codec.ttl_value(expires)
-            items.append(
-                {
-                    "Put": {
-                        "TableName": self.table_name,
-                        "Item": pointer,
-                        # Precondition: a run id names one job only
-                        "ConditionExpression": "attribute_not_exists(#sk)",
-                        "ExpressionAttributeNames": {"#sk": SORT_KEY},
-                    }
-                }
-            )
+            # Precondition: a run id names one job only
+            items.append({"Put": writes.put(self.table_name, pointer, writes.ABSENT)})
         elif new.run_id and expires is not None and not old.terminal:
             items.append(self._pointer_expiry(new.run_id, new.job_id, expires))
         try:
-            self.client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
-        except ClientError as exc:
-            if _code(exc) in ("TransactionCanceledException", "ConditionalCheckFailedException"):
-                return False
-            raise _unavailable(exc) from exc
+            writes.transact(self.client, items, what=f"the job {new.job_id}")
+        except writes.PreconditionFailed:
+            return False
         return True
 
     def _pointer_expiry(self, run_id: str, job_id: str, expires: datetime) -> dict[str, Any]:
         """The run-id pointer's TTL, set as its job finishes (created if it was missing)."""
+        # Precondition: the pointer names this job (or is missing: it then does).
+        names_this_job = writes.Matches(
+            "attribute_not_exists(#sk) OR #job = :job",
+            {"#sk": SORT_KEY, "#job": "job_id", "#ttl": TTL_ATTRIBUTE},
+            {":job": {"S": job_id}, ":ttl": codec.ttl_value(expires)},
+        )
         return {
             "Update": {
                 "TableName": self.table_name,
                 "Key": codec.key(run_pk(run_id), JOB_SK),
                 "UpdateExpression": "SET #job = :job, #ttl = :ttl",
-                # Precondition: the pointer names this job (or is missing: it then does).
-                "ConditionExpression": "attribute_not_exists(#sk) OR #job = :job",
-                "ExpressionAttributeNames": {
-                    "#sk": SORT_KEY,
-                    "#job": "job_id",
-                    "#ttl": TTL_ATTRIBUTE,
-                },
-                "ExpressionAttributeValues": {
-                    ":job": {"S": job_id},
-                    ":ttl": codec.ttl_value(expires),
-                },
+                **writes.condition(names_this_job),
             }
         }
 
@@ -172,19 +137,8 @@ class DynamoJobStore(LedgerTableClient):
         return Page(jobs, codec.encode_cursor(last) if last else None)
 
     def _call(self, operation: str, **kwargs: Any) -> Any:
-        try:
-            return getattr(self.client, operation)(**kwargs)
-        except ClientError as exc:
-            raise _unavailable(exc) from exc
+        return writes.read(getattr(self.client, operation), what="a read of the jobs", **kwargs)
 
 
 def _job(item: dict[str, Any]) -> JobRecord:
     return JobRecord.model_validate(codec.plain(item))
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
-
-
-def _unavailable(exc: ClientError) -> StoreUnavailableError:
-    return StoreUnavailableError(f"DynamoDB refused the job write or read ({_code(exc)}): {exc}")

@@ -17,9 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from botocore.exceptions import ClientError
-
 from snapledger.adapters import dynamodb_codec as codec
+from snapledger.adapters import dynamodb_writes as writes
 from snapledger.adapters.dynamodb_log import MAX_PAGE, DynamoLogTable
 from snapledger.adapters.table_definition import (
     KIND_ATTRIBUTE,
@@ -30,7 +29,6 @@ from snapledger.adapters.table_definition import (
     SORT_KEY,
 )
 from snapledger.core.lineage import LineageState
-from snapledger.errors import StoreUnavailableError
 from snapledger.models.events import LedgerEvent
 from snapledger.models.ledger import Head, LineageId, SnapshotRecord
 from snapledger.ports import Page
@@ -101,18 +99,12 @@ class DynamoLedger(DynamoLogTable):
             "reason": {"S": reason},
             "at": {"S": at.isoformat()},
         }
+        # Precondition: first report only; a redelivery leaves the first record.
+        request = writes.put(self.table_name, item, writes.ABSENT)
         try:
-            self.client.put_item(
-                TableName=self.table_name,
-                Item=item,
-                # Precondition: first report only; a redelivery leaves the first record.
-                ConditionExpression="attribute_not_exists(#sk)",
-                ExpressionAttributeNames={"#sk": SORT_KEY},
-            )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise StoreUnavailableError(f"could not record the rejected manifest: {exc}") from exc
+            writes.write(self.client, "put_item", request, what=f"the rejected manifest {key}")
+        except writes.PreconditionFailed:
+            return False
         return True
 
     # --- reads ------------------------------------------------------------------------
