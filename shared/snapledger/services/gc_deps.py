@@ -36,6 +36,14 @@ class LineageIndex(Protocol):
     def clear_checkpoint(self, *, read_version: int) -> bool: ...
 
 
+class ShardQueue(Protocol):
+    """Where a coordinating GC run sends shards of lineages (an SQS queue)."""
+
+    def send(self, bodies: Sequence[str]) -> list[int]:
+        """Send up to ten message bodies in one request; the indexes of the ones refused."""
+        ...
+
+
 class PolicyStore(Protocol):
     """Per-stream retention policies, as GC reads them (the stream's log writes them)."""
 
@@ -51,6 +59,7 @@ class GcDeps:
     policies: PolicyStore
     jobs: JobStore
     runner: JobRunner | None = None  # None: stuck jobs are reported, not reconciled
+    shards: ShardQueue | None = None  # None: every run works its lineages itself
 
 
 class Budget:
