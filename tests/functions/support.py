@@ -83,3 +83,27 @@ def emitted_metrics(stdout: str) -> dict[str, float]:
                 value = blob[metric["Name"]]
                 values[metric["Name"]] = sum(value) if isinstance(value, list) else value
     return values
+
+
+def sqs_lambda_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
+    """The event an SQS trigger hands Lambda for ``messages`` (as ReceiveMessage returned
+    them, or ``{"MessageId", "Body"}``): one record per message, Lambda's field names
+    (Lambda Developer Guide, *Using Lambda with Amazon SQS*, "Example standard queue
+    message event")."""
+    region = queue_arn.split(":")[3]
+    return {
+        "Records": [
+            {
+                "messageId": message["MessageId"],
+                "receiptHandle": message.get("ReceiptHandle", "handle-" + message["MessageId"]),
+                "body": message["Body"],
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "md5OfBody": message.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": region,
+            }
+            for message in messages
+        ]
+    }

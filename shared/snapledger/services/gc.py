@@ -261,7 +261,9 @@ class _Run:
                 batch=batch,
                 ticket=ticket,
             )
-            report.jobs_settled = settle_lineage_jobs(self.deps, head, dry_run=self.dry_run)
+            report.jobs_settled = settle_lineage_jobs(
+                self.deps, head, dry_run=self.dry_run, budget=self.budget
+            )
         except SnapledgerError as exc:
             report.errors.append(str(exc))
             return report, False
