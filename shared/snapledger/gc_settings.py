@@ -26,6 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from snapledger.models.policy import RetentionPolicy, parse_policy
 from snapledger.settings import LedgerSettings
 
+#: Where the CDK app tells the gc function its shard queue.
+ENV_GC_QUEUE_URL = "SNAPLEDGER_GC_QUEUE_URL"
 #: Under this, an upload in progress (files written, manifest not yet) could be swept.
 MIN_ORPHAN_GRACE_HOURS = 1.0
 #: Under this, a launch still talking to the runner could be failed as "never started".
