@@ -26,9 +26,10 @@ from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.object_store_s3 import S3ObjectStore
 from snapledger.adapters.table_definition import create_table_request
 from snapledger.clock import Clock
+from snapledger.gc_settings import ENV_GC_QUEUE_URL
 from snapledger.runtime import reset_runtime, runtime, runtime_override
 from tests.deployed.iam_emulation import ACCOUNT, PARTITION, REGION, table_arn
-from tests.functions.support import POWERTOOLS_ENV, FakeLambdaContext
+from tests.functions.support import POWERTOOLS_ENV, FakeLambdaContext, sqs_lambda_event
 from tests.infra.conftest import Synthesized
 
 BUCKET = "snapledger-deployed-test"
@@ -237,11 +238,14 @@ class EmulatedDeployment:
         *,
         clock: Clock | None = None,
         remaining_ms: int = 900_000,
+        settings: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Call the function's handler as Lambda would, under its role."""
+        """Call the function's handler as Lambda would, under its role (``settings``: more
+        ``SNAPLEDGER_*`` variables than the template sets, e.g. a lower threshold)."""
         module_name, attribute = self.handler_path(name).rsplit(".", 1)
         context = _Context(function_name=name, remaining_ms=remaining_ms)
-        with _environment({**POWERTOOLS_ENV, **self.environment(name), **self.credentials(name)}):
+        variables = {**POWERTOOLS_ENV, **self.environment(name), **(settings or {})}
+        with _environment({**variables, **self.credentials(name)}):
             # Imported with the function's environment: Powertools reads it at import.
             handler = getattr(importlib.import_module(module_name), attribute)
             reset_runtime()
@@ -251,6 +255,27 @@ class EmulatedDeployment:
             with runtime_override(built):
                 answer: dict[str, Any] = handler(event, context)
         return answer
+
+    def deliver_gc_shards(self, *, clock: Clock | None = None) -> list[dict[str, Any]]:
+        """What gc's SQS trigger does, with gc's role: read the queue's attributes, receive
+        one message at a time (batch size 1), invoke gc with the event, and delete the
+        message unless the answer names it in ``batchItemFailures``. Returns the answers."""
+        sqs = self.client_as("gc", "sqs")
+        url = self.environment("gc")[ENV_GC_QUEUE_URL]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+        answers = []
+        while True:
+            messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages")
+            if not messages:
+                return answers
+            answer = self.invoke("gc", sqs_lambda_event(messages, arn), clock=clock)
+            answers.append(answer)
+            failed = {item["itemIdentifier"] for item in answer["batchItemFailures"]}
+            for message in messages:
+                if message["MessageId"] not in failed:
+                    sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
 
 
 @dataclass(frozen=True)
@@ -360,6 +385,10 @@ def stand_up(synth: Synthesized) -> EmulatedDeployment:
         (ids["application"], "ApplicationId"): application["applicationId"],
         (ids["job_role"], "Arn"): job_role,
     }
+    shards = admin.client("sqs").create_queue(QueueName="snapledger-gc-shards")["QueueUrl"]
+    shards_id = synth.logical_id(stack.gc_shards.queue)
+    refs[shards_id] = shards
+    attributes[(shards_id, "Arn")] = f"arn:{PARTITION}:sqs:{REGION}:{ACCOUNT}:snapledger-gc-shards"
     for name in FUNCTION_NAMES:
         function_id = synth.logical_id(stack.functions.functions[name])
         refs[function_id] = f"snapledger-{name}"
