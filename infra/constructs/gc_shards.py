@@ -16,6 +16,8 @@ trigger that works the shards (docs/retention.md, *Scaling out*).
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -44,18 +46,12 @@ class GcShardQueue(Construct):
         function_timeout: Duration,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.dead_letter_queue = sqs.Queue(
-            self,
-            "DeadLetters",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=DEAD_LETTER_RETENTION,
+        self.dead_letter_queue = _private_queue(
+            self, "DeadLetters", retention_period=DEAD_LETTER_RETENTION
         )
-        self.queue = sqs.Queue(
+        self.queue = _private_queue(
             self,
             "Shards",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
             retention_period=SHARD_RETENTION,
             visibility_timeout=Duration.seconds(
                 function_timeout.to_seconds() * VISIBILITY_PER_FUNCTION_TIMEOUT
@@ -84,3 +80,14 @@ class GcShardQueue(Construct):
             )
         )
         function.add_environment(ENV_GC_QUEUE_URL, self.queue.queue_url)
+
+
+def _private_queue(scope: Construct, construct_id: str, **props: Any) -> sqs.Queue:
+    """A queue encrypted with SSE-SQS that refuses requests without TLS."""
+    return sqs.Queue(
+        scope,
+        construct_id,
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+        **props,
+    )
