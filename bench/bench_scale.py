@@ -28,19 +28,45 @@ lineages together, in ⌈keys/1000⌉ DeleteObjects, plus ⌈keys/1000⌉ listin
 (at least one: a lineage's objects cannot be found without listing it).
 ``gc_s3_requests_vs_floor`` is the worst ratio of the sizes (target ≤ 1.5). Request
 counts are exact (no timing), so one run of each size is the measurement.
+
+GC's planning reads: ``gc_reads_per_lineage_long_history`` is the DynamoDB requests
+``plan_lineage`` makes for a lineage of 3 live records behind 5,000 DELETED ones (target
+<= 2), with the table by DELETED history (10 / 1,000 / 5,000) beside what reading every
+record (the read before the live index) costs.
+
+Hot lineage: 16 writers on one lineage against 1.
+
+Runs against DynamoDB Local and a ``file://`` store in this process. Each trial registers
+``HOT_REGISTRATIONS`` fresh manifests on a fresh lineage, once by one thread and once by
+16 threads at once (interleaved, 3 trials), through ``register_manifest`` as the local
+runtime does (one writer per lineage in the process: ``services/lineage_combiner.py``).
+
+- ``retries_per_success_16_writers``: lost races (``RegistrationResult.lost_races``, from
+  ``run_command``) per registration, the worst trial (target ≤ 1).
+- ``throughput_16_writers_vs_1``: registrations/s with 16 writers ÷ with 1, best of 3 each
+  (target ≥ 1).
+- ``unserialized_*``: the same 16 writers with no combiner (each its own), once, for the
+  table: the retry storm the serialization removes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import tempfile
+import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from bench.bench_gc import CountingStore, bench_deps, bench_world, populate
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
+from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.adapters.table_definition import create_table_request
+from snapledger.clock import SystemClock
 from snapledger.errors import NotFoundError
 from snapledger.local.clients import local_dynamodb_client
 from snapledger.local.dynamodb_local import DynamoDBLocal
@@ -48,6 +74,8 @@ from snapledger.models.ledger import LineageId, SnapshotStatus
 from snapledger.ports import MAX_KEYS_PER_REQUEST
 from snapledger.services import queries
 from snapledger.services.gc import run_gc
+from snapledger.services.lineage_combiner import LineageCombiner
+from snapledger.services.registration import COMBINER, Outcome, register_manifest
 
 HISTORIES = (10, 1_000, 10_000)
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -111,19 +139,12 @@ def _lookup_requests(
 
 
 def _requests(ledger: DynamoLedger, lineage: LineageId, call: Callable[..., Any], arg: Any) -> int:
-    calls: list[str] = []
+    def ask() -> None:
+        # the not-found cases are asked on purpose: they cost the same
+        with contextlib.suppress(NotFoundError):
+            call(ledger, lineage) if arg is None else call(ledger, lineage, arg)
 
-    def count(model: Any, **_: Any) -> None:
-        calls.append(model.name)
-
-    ledger.client.meta.events.register("before-call.dynamodb", count)
-    try:
-        call(ledger, lineage) if arg is None else call(ledger, lineage, arg)
-    except NotFoundError:
-        pass  # the not-found cases are asked on purpose: they cost the same
-    finally:
-        ledger.client.meta.events.unregister("before-call.dynamodb", count)
-    return len(calls)
+    return _counted(ledger, ask)
 
 
 def _print_table(table: dict[int, dict[str, int]]) -> None:
@@ -197,5 +218,141 @@ def _gc_requests(config: Any) -> dict[str, object]:
     }
 
 
+HOT_WRITERS = 16
+HOT_REGISTRATIONS = 96
+HOT_TRIALS = 3
+
+
+def _hot_lineage(config: Any) -> dict[str, object]:
+    from tests.support import write_snapshot  # the same writer the tests use
+
+    with DynamoDBLocal() as engine, tempfile.TemporaryDirectory() as tmp:
+        client = local_dynamodb_client(engine.endpoint_url)
+        name = f"bench-hot-{uuid.uuid4().hex[:8]}"
+        client.create_table(**create_table_request(name))
+        ledger = DynamoLedger(name, client=client)
+        store = FileObjectStore(Path(tmp))
+        partitions = iter(range(1_000_000))
+
+        def trial(writers: int, *, serialized: bool = True) -> tuple[float, float]:
+            """(registrations/s, lost races per registration) on a fresh lineage."""
+            partition = next(partitions)
+            keys = [
+                write_snapshot(store, "hot", partition, lsn)
+                for lsn in range(1, HOT_REGISTRATIONS + 1)
+            ]
+
+            def register(key: str) -> Any:
+                # Unserialized: every writer its own combiner, i.e. none shared.
+                combiner = COMBINER if serialized else LineageCombiner()
+                return register_manifest(
+                    key, ledger=ledger, store=store, clock=SystemClock(), combiner=combiner
+                )
+
+            started = time.perf_counter()
+            with ThreadPoolExecutor(writers) as pool:
+                results = list(pool.map(register, keys))
+            elapsed = time.perf_counter() - started
+            assert all(r.outcome is not Outcome.DUPLICATE for r in results)
+            lost = sum(r.lost_races or 0 for r in results)
+            return HOT_REGISTRATIONS / elapsed, lost / HOT_REGISTRATIONS
+
+        trial(1)  # warm-up: connections, JIT of the engine
+        one, many = [], []
+        for _ in range(HOT_TRIALS):  # interleaved
+            one.append(trial(1))
+            many.append(trial(HOT_WRITERS))
+        unserialized = trial(HOT_WRITERS, serialized=False)
+    best_one = max(rate for rate, _ in one)
+    best_many = max(rate for rate, _ in many)
+    retries = max(lost for _, lost in many)
+    print(f"  {'writers':>22} {'registrations/s (best)':>24} {'lost races/success':>20}")
+    print(f"  {'1':>22} {best_one:>24.1f} {max(lost for _, lost in one):>20.2f}")
+    print(f"  {HOT_WRITERS:>22} {best_many:>24.1f} {retries:>20.2f}")
+    print(
+        f"  {f'{HOT_WRITERS}, unserialized':>22} {unserialized[0]:>24.1f} {unserialized[1]:>20.2f}"
+    )
+    return {
+        "retries_per_success_16_writers": retries,
+        "retries_per_success_target": 1,
+        "throughput_16_writers_vs_1": best_many / best_one,
+        "throughput_16_writers_vs_1_target": 1,
+        "registrations_per_s_1_writer": best_one,
+        "registrations_per_s_16_writers": best_many,
+        "unserialized_retries_per_success_16_writers": unserialized[1],
+        "unserialized_throughput_16_writers_vs_1": unserialized[0] / best_one,
+    }
+
+
+#: DELETED records behind a lineage's 3 live ones, for GC's planning reads.
+DELETED_HISTORIES = (10, 1_000, 5_000)
+LIVE = 3
+
+
+def _gc_reads(config: Any) -> dict[str, object]:
+    """GC's DynamoDB reads to plan one lineage, as its DELETED history grows: the live
+    index now (``plan_lineage``), against reading every record (``iter_snapshots``, the
+    read before). Request counts, exact."""
+    from bench.bench_gc import CountingStore
+    from snapledger.gc_settings import GcConfig
+    from snapledger.models.policy import RetentionPolicy
+    from snapledger.services.expiry import plan_lineage
+    from tests.support import write_history
+
+    rows: list[dict[str, int]] = []
+    with bench_world(f"{TABLE}-reads") as (client, ledger, files, clock):
+        deps = bench_deps(ledger, CountingStore(files), clock, client)
+        for partition, deleted in enumerate(DELETED_HISTORIES):
+            statuses = [SnapshotStatus.DELETED] * deleted + [SnapshotStatus.REGISTERED] * LIVE
+            write_history(ledger, "reads", partition, statuses, START)
+            lineage = LineageId(stream="reads", partition=partition)
+            head = ledger.get_head(lineage, consistent=True)
+            assert head is not None
+            policy = RetentionPolicy()
+
+            def plan(head: Any = head, policy: RetentionPolicy = policy) -> Any:
+                return plan_lineage(deps, head, policy, GcConfig())
+
+            def every(lineage: LineageId = lineage) -> Any:
+                return list(queries.iter_snapshots(ledger, lineage))
+
+            rows.append(
+                {
+                    "deleted": deleted,
+                    "live": LIVE,
+                    "reads": _counted(ledger, plan),
+                    "reads_all_records": _counted(ledger, every),
+                }
+            )
+    print(f"   GC planning reads per lineage ({LIVE} live records; target <= 2)")
+    print(f"   {'deleted':>8}  {'live index':>10}  {'every record':>12}")
+    for row in rows:
+        print(f"   {row['deleted']:>8,}  {row['reads']:>10}  {row['reads_all_records']:>12}")
+    return {
+        "gc_reads_per_lineage_long_history": rows[-1]["reads"],
+        "gc_reads_per_lineage_long_history_target": 2,
+        "gc_reads_by_history": rows,
+    }
+
+
+def _counted(ledger: DynamoLedger, call: Callable[[], Any]) -> int:
+    calls: list[str] = []
+
+    def count(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+
+    ledger.client.meta.events.register("before-call.dynamodb", count)
+    try:
+        call()
+    finally:
+        ledger.client.meta.events.unregister("before-call.dynamodb", count)
+    return len(calls)
+
+
 def run(config: Any) -> dict[str, object]:
-    return {**_lookups(config), **_gc_requests(config)}
+    return {
+        **_lookups(config),
+        **_gc_requests(config),
+        **_gc_reads(config),
+        **_hot_lineage(config),
+    }

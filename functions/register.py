@@ -3,6 +3,12 @@
 Triggered by the bucket's event notifications (a batch of records, keys URL-encoded) or
 by EventBridge's ``Object Created`` events; both shapes are accepted. Every record gets
 an answer; if any failed unexpectedly the invoke raises after the others, to be retried.
+
+In AWS it has two roles (``docs/ledger.md``, "Hot lineages"): **intake**, on S3 events,
+sends each manifest to the registration FIFO queue with its lineage as message group;
+**consumer**, on that queue's SQS events, registers a delivery's manifests, each
+lineage's in one transaction, and answers the messages to redeliver
+(``batchItemFailures``). Without the queue (the local runtime) intake registers itself.
 """
 
 from __future__ import annotations
@@ -14,7 +20,16 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
 from snapledger.entrypoints.answers import Answer, invalid_payload
-from snapledger.entrypoints.register import MALFORMED_EVENT_METRIC, register_arrivals
+from snapledger.entrypoints.register import (
+    MALFORMED_EVENT_METRIC,
+    register_arrivals,
+    register_queued,
+)
+from snapledger.entrypoints.registration_queue import (
+    SQS_EVENT,
+    is_sqs_event,
+    parse_queued,
+)
 from snapledger.entrypoints.s3_events import (
     CORRELATION_ID_PATH,
     EXPECTED_SHAPES,
@@ -32,6 +47,8 @@ metrics = Metrics()
 @tracer.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> Answer:
+    if is_sqs_event(event):
+        return _consume(event)
     try:
         arrivals = parse_object_arrivals(event)
     except ValidationError as exc:  # neither shape: it will never succeed, so not retried
@@ -43,3 +60,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> Answer:
             expected=EXPECTED_SHAPES,
         )
     return register_arrivals(arrivals, runtime(), metrics).answer_or_raise()
+
+
+def _consume(event: dict[str, Any]) -> Answer:
+    try:
+        messages = parse_queued(event)
+    except ValidationError as exc:  # not our queue's messages: redelivering cannot help
+        return invalid_payload(exc, metrics, metric=MALFORMED_EVENT_METRIC, subject=SQS_EVENT)
+    batch, retry = register_queued(messages, runtime(), metrics)
+    answer = batch.answer(failed=len(retry))
+    # ReportBatchItemFailures: only these messages return to the queue.
+    return {**answer, "batchItemFailures": [{"itemIdentifier": m} for m in retry]}

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from constructs import Node
 
 from infra import names
+from snapledger.settings import DEFAULT_LEDGER_TTL_DAYS
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,11 @@ class StackConfig:
     emr_max_vcpu: int = 16
     emr_max_memory_gb: int = 64
     log_retention_days: int = 30
+    # Days terminal ledger items (events, DELETED/REJECTED records, finished jobs) stay
+    # before DynamoDB's TTL removes them; 0 keeps them for ever (docs/ledger.md).
+    ledger_ttl_days: int = DEFAULT_LEDGER_TTL_DAYS
+    # Days the bus's archive keeps ledger events (replayable past the TTL); 0: for ever.
+    event_archive_retention_days: int = 365
 
     @classmethod
     def from_context(cls, node: Node) -> StackConfig:
@@ -53,6 +59,13 @@ class StackConfig:
             log_retention_days=_as_int(
                 node.try_get_context(names.CTX_LOG_RETENTION_DAYS), defaults.log_retention_days
             ),
+            ledger_ttl_days=_as_days(
+                node.try_get_context(names.CTX_LEDGER_TTL_DAYS), defaults.ledger_ttl_days
+            ),
+            event_archive_retention_days=_as_days(
+                node.try_get_context(names.CTX_EVENT_ARCHIVE_RETENTION_DAYS),
+                defaults.event_archive_retention_days,
+            ),
         )
 
 
@@ -67,6 +80,13 @@ def _as_bool(value: object, default: bool) -> bool:
     if text in {"false", "0", "no"}:
         return False
     raise ValueError(f"expected true or false in CDK context, got {value!r}")
+
+
+def _as_days(value: object, default: int) -> int:
+    days = _as_int(value, default)
+    if days < 0:
+        raise ValueError(f"expected a number of days >= 0 (0: for ever) in CDK context, got {days}")
+    return days
 
 
 def _as_int(value: object, default: int) -> int:

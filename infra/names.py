@@ -94,6 +94,8 @@ CTX_POWERTOOLS_LAYER_ARN = "powertoolsLayerArn"
 CTX_EMR_MAX_VCPU = "emrMaxVcpu"
 CTX_EMR_MAX_MEMORY_GB = "emrMaxMemoryGb"
 CTX_LOG_RETENTION_DAYS = "logRetentionDays"
+CTX_LEDGER_TTL_DAYS = "ledgerTtlDays"
+CTX_EVENT_ARCHIVE_RETENTION_DAYS = "eventArchiveRetentionDays"
 
 
 def function_output_key(function_name: str) -> str:

@@ -72,7 +72,12 @@ class SnapledgerStack(Stack):
             max_vcpu=config.emr_max_vcpu,
             max_memory_gb=config.emr_max_memory_gb,
         )
-        self.events = LedgerEventBus(self, "Events", table=self.ledger.table)
+        self.events = LedgerEventBus(
+            self,
+            "Events",
+            table=self.ledger.table,
+            archive_retention_days=config.event_archive_retention_days,
+        )
         self.functions = LedgerFunctions(
             self,
             "Functions",
@@ -81,6 +86,8 @@ class SnapledgerStack(Stack):
                 bucket=self.storage.bucket,
                 root_uri=self.storage.root_uri,
                 event_bus_name=self.events.bus.event_bus_name,
+                event_bus_arn=self.events.bus.event_bus_arn,
+                event_archive_arn=self.events.archive.archive_arn,
                 spark=self.spark,
                 functions_dir=sources.functions_dir,
                 shared_package_dir=sources.shared_package_dir,
@@ -118,6 +125,7 @@ class SnapledgerStack(Stack):
                 **self.functions.dead_letter_queues,
                 "pipe": self.events.pipe_dead_letter_queue,
                 "gc_shards": self.gc_shards.dead_letter_queue,
+                "registrations": self.functions.registration_failures,
             },
             table=self.ledger.table,
             alarm_topic_arn=config.alarm_topic_arn,

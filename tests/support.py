@@ -153,7 +153,8 @@ def write_history(
     """One SNAP item per status (LSN 1, 2, ..., registered a minute apart from ``start``)
     and the HEAD naming the highest REGISTERED, written in batches: a long history in
     seconds. The items are ``dynamodb_codec``'s, as a command's commit writes them;
-    ``lookup_keys=False`` writes them as releases before the lookup indexes did."""
+    ``lookup_keys=False`` writes them as releases before the lookup indexes (and the TTL)
+    did."""
     from datetime import timedelta
 
     from snapledger.adapters import dynamodb_codec as codec
@@ -188,7 +189,7 @@ def write_history(
     for record in records:
         item = codec.snapshot_item(record)
         if not lookup_keys:
-            item.pop("kind"), item.pop("registered_sk", None)
+            item.pop("kind"), item.pop("registered_sk", None), item.pop("ttl", None)
         items.append(item)
     for start_at in range(0, len(items), 25):
         pending: Any = {

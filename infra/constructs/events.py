@@ -65,10 +65,18 @@ class LedgerEventBus(Construct):
     and the Pipe.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, table: dynamodb.ITable) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        table: dynamodb.ITable,
+        archive_retention_days: int = 365,
+    ) -> None:
         super().__init__(scope, construct_id)
         self._table = table
         self.bus = events.EventBus(self, "Bus", description="snapledger ledger events and requests")
+        self.archive = self._build_archive(archive_retention_days)
         self.pipe_dead_letter_queue = self._build_dead_letter_queue()
         self.pipe_name = f"{Stack.of(self).stack_name}-ledger-events"
         self.pipe_role = self._build_pipe_role(table)
@@ -76,6 +84,16 @@ class LedgerEventBus(Construct):
         self.undecodable_rule = self._build_undecodable_rule()
         self.enrichment: lambda_.Function | None = None
         self.pipe: pipes.CfnPipe | None = None
+
+    def _build_archive(self, retention_days: int) -> events.Archive:
+        """The ledger's events, kept past the table's TTL window: ``aws events start-replay``
+        replays them (docs/ledger.md). ``retention_days`` 0 keeps them for ever."""
+        return self.bus.archive(
+            "Archive",
+            description="snapledger ledger events, replayable past the ledger's TTL window",
+            event_pattern=events.EventPattern(source=[names.LEDGER_EVENT_SOURCE]),
+            retention=Duration.days(retention_days) if retention_days else None,
+        )
 
     def publish_ledger_events(self, enrichment_code: EnrichmentCode) -> lambda_.Function:
         """Add the enrichment function and the Pipe (stream → enrichment → bus); returns the

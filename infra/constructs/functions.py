@@ -30,6 +30,16 @@ RUNTIME = lambda_.Runtime.PYTHON_3_12
 ASYNC_RETRY_ATTEMPTS = 2
 ASYNC_MAX_EVENT_AGE = Duration.hours(6)
 DLQ_RETENTION = Duration.days(14)
+# The registration FIFO queue (docs/ledger.md, "Hot lineages" and "Sizing"). Lambda asks
+# for a visibility timeout of at least six times the function's timeout; a manifest that
+# fails five deliveries goes to the FIFO failure queue. The event source mapping takes 10
+# messages a batch (SQS's most for FIFO) and runs at most REGISTRATION_CONSUMERS batches at
+# once (under register's reservation, which intake shares).
+REGISTRATION_BATCH_SIZE = 10
+REGISTRATION_CONSUMERS = 20
+REGISTRATION_MAX_RECEIVES = 5
+# What Lambda's SQS poller calls with the function's role (never the function's code).
+ESM_POLLER_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +58,11 @@ SPECS: dict[str, FunctionSpec] = {
     for spec in (
         FunctionSpec(
             "register",
-            "Validates a snapshot manifest and records it in the ledger",
+            "Queues manifest arrivals per lineage (S3) and records them in the ledger (SQS)",
             512,
             Duration.seconds(60),
-            reserved=10,
+            # 100 registrations/s sustained: docs/ledger.md, "Sizing" (about 13 busy, x2).
+            reserved=30,
         ),
         FunctionSpec(
             "track_changelog",
@@ -138,6 +149,8 @@ class FunctionInputs:
     bucket: s3.IBucket
     root_uri: str
     event_bus_name: str
+    event_bus_arn: str
+    event_archive_arn: str
     spark: SparkJobs
     functions_dir: Path
     shared_package_dir: Path
@@ -170,8 +183,10 @@ class LedgerFunctions(Construct):
         self.log_retention = _retention(config.log_retention_days)
         self.functions: dict[str, lambda_.Function] = {}
         self.dead_letter_queues: dict[str, sqs.Queue] = {}
+        self.registration_queue, self.registration_failures = self._build_registration_queue()
         for name in FUNCTION_NAMES:
             self.functions[name] = self._build_function(SPECS[name])
+        self._consume_registrations()
         self._grant()
 
     # --- building --------------------------------------------------------------------------
@@ -190,7 +205,15 @@ class LedgerFunctions(Construct):
             settings.ENV_TABLE: inputs.table.table_name,
             settings.ENV_ROOT: inputs.root_uri,
             settings.ENV_EVENT_BUS: inputs.event_bus_name,
+            settings.ENV_LEDGER_TTL_DAYS: str(self._config.ledger_ttl_days),
         }
+        if name == "register":
+            env[settings.ENV_REGISTRATION_QUEUE_URL] = self.registration_queue.queue_url
+        if name == "query":  # a history past the TTL window points at the archive
+            env |= {
+                settings.ENV_EVENT_BUS_ARN: inputs.event_bus_arn,
+                settings.ENV_EVENT_ARCHIVE_ARN: inputs.event_archive_arn,
+            }
         if name in names.JOB_FUNCTIONS:
             env |= {
                 settings.ENV_EMR_APPLICATION_ID: inputs.spark.application_id,
@@ -215,6 +238,61 @@ class LedgerFunctions(Construct):
             "AwsSolutions-SQS3",
         )
         return queue
+
+    def _build_registration_queue(self) -> tuple[sqs.Queue, sqs.Queue]:
+        """The FIFO queue ``register``'s intake sends manifests to, and its failure queue.
+
+        S3 cannot notify a FIFO queue, hence the intake. High-throughput FIFO (deduplication
+        and throughput per message group): the groups are lineages, thousands of them.
+        """
+        failures = sqs.Queue(
+            self,
+            "RegistrationFailures",
+            fifo=True,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=DLQ_RETENTION,
+        )
+        # (cdk-nag's SQS3 recognizes a queue's dead-letter queue: nothing to acknowledge.)
+        queue = sqs.Queue(
+            self,
+            "Registrations",
+            fifo=True,
+            content_based_deduplication=False,  # intake sets the id: the object write
+            deduplication_scope=sqs.DeduplicationScope.MESSAGE_GROUP,
+            fifo_throughput_limit=sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            visibility_timeout=Duration.seconds(6 * SPECS["register"].timeout.to_seconds()),
+            retention_period=DLQ_RETENTION,
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=failures, max_receive_count=REGISTRATION_MAX_RECEIVES
+            ),
+        )
+        return queue, failures
+
+    def _consume_registrations(self) -> None:
+        """register consumes the queue: one batch per message group (lineage) at a time.
+
+        The mapping is declared without CDK's SqsEventSource, whose grant adds GetQueueUrl
+        and ChangeMessageVisibility: Lambda's poller calls only the three actions of AWS's
+        AWSLambdaSQSQueueExecutionRole, with the function's role.
+        """
+        register = self.functions["register"]
+        register.add_event_source_mapping(
+            "Registrations",
+            event_source_arn=self.registration_queue.queue_arn,
+            batch_size=REGISTRATION_BATCH_SIZE,
+            report_batch_item_failures=True,
+            max_concurrency=REGISTRATION_CONSUMERS,
+        )
+        register.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="PollRegistrations",
+                actions=list(ESM_POLLER_ACTIONS),
+                resources=[self.registration_queue.queue_arn],
+            )
+        )
 
     def _build_function(self, spec: FunctionSpec) -> lambda_.Function:
         construct_id = names.function_construct_id(spec.name)
@@ -271,7 +349,17 @@ class LedgerFunctions(Construct):
         fn = self.functions
         snapshots, changelog = names.SNAPSHOTS_PREFIX, names.CHANGELOG_PREFIX
 
-        # register: reads the manifest, lists the snapshot's files; never deletes objects.
+        # register: intake sends manifests to the registration queue (SendMessageBatch is
+        # authorized as SendMessage); the consumer reads the manifest, lists the snapshot's
+        # files; never deletes objects. (The event source mapping's ReceiveMessage,
+        # DeleteMessage, ChangeMessageVisibility, GetQueueAttributes: granted by CDK.)
+        fn["register"].add_to_role_policy(
+            iam.PolicyStatement(
+                sid="QueueRegistrations",
+                actions=["sqs:SendMessage"],
+                resources=[self.registration_queue.queue_arn],
+            )
+        )
         self._grant_ledger("register")
         self._grant_objects(fn["register"], "s3:GetObject", (snapshots,), "reads manifests")
         self._grant_listing(fn["register"])

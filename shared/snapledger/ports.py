@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from snapledger.core.stream import StreamState
     from snapledger.models.events import LedgerEvent, StreamEvent
     from snapledger.models.jobs import JobRecord, PartitionPlan
-    from snapledger.models.ledger import Head, LineageId, SnapshotRecord
+    from snapledger.models.ledger import Head, LineageId, SnapshotRecord, StreamHead
 
 T = TypeVar("T")
 
@@ -180,6 +180,12 @@ class LedgerReader(Protocol):
         """Snapshots by LSN, one page at a time."""
         ...
 
+    def list_live(
+        self, lineage: LineageId, *, limit: int = 1000, cursor: str | None = None
+    ) -> Page[SnapshotRecord]:
+        """REGISTERED, EXPIRING and REJECTED records (never DELETED), in any order."""
+        ...
+
     def list_events(
         self, lineage: LineageId, *, after_seq: int = 0, limit: int = 100, cursor: str | None = None
     ) -> Page[LedgerEvent]:
@@ -211,6 +217,10 @@ class StreamLogStore(Protocol):
 
     def get_event(self, stream: str, seq: int) -> StreamEvent | None:
         """One event by sequence number (consistent read)."""
+        ...
+
+    def get_head(self, stream: str) -> StreamHead | None:
+        """The stream's HEAD (``version``: its last event's seq), or None if it has none."""
         ...
 
     def list_events(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from datetime import timedelta
 from functools import lru_cache
 from typing import TypeVar
 
@@ -25,6 +26,12 @@ ENV_EMR_JOB_ROLE_ARN = "SNAPLEDGER_EMR_JOB_ROLE_ARN"
 ENV_JOB_ENTRYPOINT = "SNAPLEDGER_JOB_ENTRYPOINT"
 ENV_JOB_PY_FILES = "SNAPLEDGER_JOB_PY_FILES"
 ENV_EVENT_BUS = "SNAPLEDGER_EVENT_BUS"
+ENV_REGISTRATION_QUEUE_URL = "SNAPLEDGER_REGISTRATION_QUEUE_URL"
+ENV_EVENT_BUS_ARN = "SNAPLEDGER_EVENT_BUS_ARN"
+ENV_EVENT_ARCHIVE_ARN = "SNAPLEDGER_EVENT_ARCHIVE_ARN"
+ENV_LEDGER_TTL_DAYS = "SNAPLEDGER_LEDGER_TTL_DAYS"
+#: How long terminal ledger items stay before TTL removes them, unless configured.
+DEFAULT_LEDGER_TTL_DAYS = 30
 
 
 class LedgerSettings(BaseModel):
@@ -37,12 +44,33 @@ class LedgerSettings(BaseModel):
     dynamodb_endpoint: str | None = Field(
         default=None, description="Only for DynamoDB Local; unset in AWS"
     )
+    ledger_ttl_days: int = Field(
+        default=DEFAULT_LEDGER_TTL_DAYS,
+        ge=0,
+        description="days terminal items (events, DELETED/REJECTED records, finished jobs) "
+        "stay before DynamoDB's TTL removes them; 0 keeps them for ever",
+    )
+    event_bus_arn: str | None = Field(default=None, description="the snapledger bus's ARN")
+    event_archive_arn: str | None = Field(
+        default=None, description="the bus's archive of ledger events (replays past the TTL)"
+    )
     compaction_records: int = Field(default=1_000_000, ge=1, description="default threshold")
     compaction_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="default threshold")
     compaction_streams: Json[dict[str, dict[str, int]]] = Field(
         default_factory=dict,
         description='per-stream thresholds, e.g. {"orders": {"records": 500000}}',
     )
+    registration_queue_url: str | None = Field(
+        default=None,
+        description="register only: the SQS FIFO queue manifests are handed to (one message "
+        "group per lineage); unset: manifests are registered in the invocation itself",
+    )
+
+
+def ttl_window(settings: LedgerSettings) -> timedelta | None:
+    """The TTL window the adapters write, or None when terminal items are kept for ever."""
+    days = settings.ledger_ttl_days
+    return timedelta(days=days) if days else None
 
 
 class JobSettings(LedgerSettings):

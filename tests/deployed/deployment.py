@@ -29,11 +29,12 @@ from snapledger.clock import Clock
 from snapledger.gc_settings import ENV_GC_QUEUE_URL
 from snapledger.runtime import reset_runtime, runtime, runtime_override
 from tests.deployed.iam_emulation import ACCOUNT, PARTITION, REGION, table_arn
-from tests.functions.support import POWERTOOLS_ENV, FakeLambdaContext, sqs_lambda_event
+from tests.functions.support import POWERTOOLS_ENV, FakeLambdaContext, sqs_event
 from tests.infra.conftest import Synthesized
 
 BUCKET = "snapledger-deployed-test"
 TABLE = "snapledger-deployed-ledger"
+REGISTRATION_QUEUE = "snapledger-registrations.fifo"
 ADMIN = "harness-admin"
 _PSEUDO = {
     "AWS::Partition": PARTITION,
@@ -56,6 +57,10 @@ USED_BY_THE_PLATFORM = {
     # StartJobRun takes the tags without asking for it.
     "emr-serverless:TagResource": "StartJobRun tags the run it creates (tag-on-create)",
 }
+
+# Statements of a platform action that the function's code calls too: checked like any other
+# (register's intake sends to the registration queue; its failure queue is Lambda's).
+CODE_STATEMENTS = {"QueueRegistrations"}
 
 
 class UnresolvedReferenceError(LookupError):
@@ -128,6 +133,7 @@ class EmulatedDeployment:
     admin: boto3.Session
     application_id: str
     resolve: Resolver
+    registration_queue_url: str
     _credentials: dict[str, dict[str, str]] = field(default_factory=dict)
 
     # --- admin-side views (setup and inspection) ----------------------------------------
@@ -257,24 +263,37 @@ class EmulatedDeployment:
         return answer
 
     def deliver_gc_shards(self, *, clock: Clock | None = None) -> list[dict[str, Any]]:
-        """What gc's SQS trigger does, with gc's role: read the queue's attributes, receive
-        one message at a time (batch size 1), invoke gc with the event, and delete the
-        message unless the answer names it in ``batchItemFailures``. Returns the answers."""
-        sqs = self.client_as("gc", "sqs")
-        url = self.environment("gc")[ENV_GC_QUEUE_URL]
-        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
-            "QueueArn"
-        ]
+        """gc's SQS trigger on the GC shard queue, with gc's role: one shard (batch size
+        1) per invocation. Returns gc's answers."""
+        return self._poll("gc", self.environment("gc")[ENV_GC_QUEUE_URL], 1, clock=clock)
+
+    def poll_registrations(self) -> list[dict[str, Any]]:
+        """Lambda's SQS poller on the registration queue, with register's role (batches of
+        up to 10, one message group's at a time in flight, as FIFO gives them)."""
+        return self._poll("register", self.registration_queue_url, 10)
+
+    def _poll(
+        self, name: str, url: str, batch_size: int, *, clock: Clock | None = None
+    ) -> list[dict[str, Any]]:
+        """What an event source mapping does with the function's role: read the queue's
+        attributes, receive batches, invoke the function with each as the SQS event, and
+        delete the messages not returned in ``batchItemFailures`` (those stay invisible
+        until their visibility timeout). Returns the function's answers."""
+        sqs = self.client_as(name, "sqs")
+        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])
+        arn = attributes["Attributes"]["QueueArn"]
         answers = []
         while True:
-            messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages")
+            messages = sqs.receive_message(
+                QueueUrl=url, MaxNumberOfMessages=batch_size, AttributeNames=["All"]
+            ).get("Messages", [])
             if not messages:
                 return answers
-            answer = self.invoke("gc", sqs_lambda_event(messages, arn), clock=clock)
+            answer = self.invoke(name, sqs_event(messages, arn, REGION), clock=clock)
             answers.append(answer)
-            failed = {item["itemIdentifier"] for item in answer["batchItemFailures"]}
+            retried = {failure["itemIdentifier"] for failure in answer["batchItemFailures"]}
             for message in messages:
-                if message["MessageId"] not in failed:
+                if message["MessageId"] not in retried:
                     sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
 
 
@@ -355,6 +374,14 @@ def stand_up(synth: Synthesized) -> EmulatedDeployment:
     stream_arn = dynamodb.describe_table(TableName=TABLE)["Table"].get(
         "LatestStreamArn", f"{table_arn(TABLE)}/stream/emulated"
     )
+    sqs = admin.client("sqs")
+    queue_url = sqs.create_queue(
+        QueueName=REGISTRATION_QUEUE,
+        Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "false"},
+    )["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
     application = admin.client("emr-serverless").create_application(
         name="snapledger-spark", releaseLabel="emr-7.0.0", type="SPARK"
     )
@@ -370,12 +397,14 @@ def stand_up(synth: Synthesized) -> EmulatedDeployment:
         "application": synth.logical_id(stack.spark.application),
         "job_role": synth.logical_id(stack.spark.job_role),
         "bus": synth.logical_id(stack.events.bus),
+        "queue": synth.logical_id(stack.functions.registration_queue),
     }
     refs = {
         ids["bucket"]: BUCKET,
         ids["table"]: TABLE,
         ids["job_role"]: "snapledger-spark-job",
         ids["bus"]: "snapledger-events",
+        ids["queue"]: queue_url,
     }
     attributes = {
         (ids["bucket"], "Arn"): f"arn:{PARTITION}:s3:::{BUCKET}",
@@ -384,6 +413,8 @@ def stand_up(synth: Synthesized) -> EmulatedDeployment:
         (ids["application"], "Arn"): application["arn"],
         (ids["application"], "ApplicationId"): application["applicationId"],
         (ids["job_role"], "Arn"): job_role,
+        (ids["queue"], "Arn"): queue_arn,
+        (ids["queue"], "QueueUrl"): queue_url,
     }
     shards = admin.client("sqs").create_queue(QueueName="snapledger-gc-shards")["QueueUrl"]
     shards_id = synth.logical_id(stack.gc_shards.queue)
@@ -397,4 +428,5 @@ def stand_up(synth: Synthesized) -> EmulatedDeployment:
         admin=admin,
         application_id=application["applicationId"],
         resolve=Resolver(refs=refs, attributes=attributes, template=synth.template_json),
+        registration_queue_url=queue_url,
     )

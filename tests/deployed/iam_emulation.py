@@ -10,6 +10,7 @@ module closes those gaps, so a role that works here works in AWS for the same ca
   ``DeleteItem``/``ConditionCheckItem`` per item on its table (there is no IAM action of
   that name); ``TransactGetItems`` likewise as ``GetItem``.
 - S3 ``DeleteObjects`` is checked per key, as AWS does (moto checks the bucket ARN).
+- SQS ``SendMessageBatch`` is checked as ``sqs:SendMessage`` on the queue, as AWS does.
 - EMR Serverless requests are checked against the application or job run ARN, and
   ``StartJobRun`` also needs ``iam:PassRole`` on the execution role, as AWS requires.
 - SQS batch requests are checked as the action IAM knows (``SendMessageBatch`` as
@@ -168,6 +169,9 @@ def enforced_iam() -> Iterator[DecisionLog]:
             # moto checks DeleteObjects once, on the bucket, and then each key against the
             # bucket policy only; AWS checks the caller's policy for every key.
             checks = _delete_objects_checks(resource, self._body)
+        if self._action == "sqs:SendMessageBatch":
+            # IAM has no SendMessageBatch action: AWS checks sqs:SendMessage on the queue.
+            checks = [("sqs:SendMessage", resource)]
         principal = self._access_key.arn
         requested = self._action
         try:

@@ -40,6 +40,25 @@ def _s3_event(*keys: str) -> dict[str, Any]:
     return event
 
 
+def _register(app: EmulatedDeployment, *keys: str, sequencer: str | None = None) -> dict[str, Any]:
+    """Manifests the AWS way: S3 → register (intake) → the FIFO queue → register (consumer).
+
+    ``sequencer`` names another write of the same keys (S3 notifying a re-upload).
+    """
+    event = _s3_event(*keys)
+    if sequencer is not None:
+        for record in event["Records"]:
+            record["s3"]["object"]["sequencer"] = sequencer
+    intake = app.invoke("register", event)
+    consumed = app.poll_registrations()
+    return {
+        "ok": intake["ok"] and all(answer["ok"] for answer in consumed),
+        "intake": intake,
+        "records": [record for answer in consumed for record in answer["records"]],
+        "batchItemFailures": [f for answer in consumed for f in answer["batchItemFailures"]],
+    }
+
+
 def _emr_event(app: EmulatedDeployment, run_id: str, state: str) -> dict[str, Any]:
     """AWS's sample state-change event (no ``stateDetails``) for one of our runs."""
     event = sample_event("emr-serverless-job-run-state-change.json")
@@ -64,8 +83,9 @@ def run_scenario(app: EmulatedDeployment) -> Scenario:
     write_segments(store, STREAM, PARTITION, (0, 999), (1_000, 2_000))
     first = write_snapshot(store, STREAM, PARTITION, 500)
     second = write_snapshot(store, STREAM, PARTITION, 1_000)
-    answers["register.valid"] = app.invoke("register", _s3_event(first, second))
-    answers["register.duplicate"] = app.invoke("register", _s3_event(first))
+    answers["register.valid"] = _register(app, first, second)
+    # The same manifest uploaded again (a new write: SQS does not deduplicate it)
+    answers["register.duplicate"] = _register(app, first, sequencer="0C0F6F405D6ED209F0")
     bad = write_snapshot(
         store,
         STREAM,
@@ -75,11 +95,15 @@ def run_scenario(app: EmulatedDeployment) -> Scenario:
             STREAM, PARTITION, 1_500, "01JW8Z3K9Q7N4M2P6R8T0V2X4Y", {"part-00000.parquet": b"x"}
         ),
     )
-    answers["register.rejected"] = app.invoke("register", _s3_event(bad))
+    answers["register.rejected"] = _register(app, bad)
     late = write_snapshot(store, STREAM, PARTITION, 700)
-    answers["register.late"] = app.invoke("register", _s3_event(late))
+    answers["register.late"] = _register(app, late)
     fenced = write_snapshot(store, STREAM, PARTITION, 1_200, epoch=0)
-    answers["register.fenced"] = app.invoke("register", _s3_event(fenced))
+    answers["register.fenced"] = _register(app, fenced)
+    # A key that names no lineage: intake records it itself (no message group for it)
+    stray = "snapshots/orders/not-a-partition/x/_manifest.json"
+    store.put(stray, b"{}")
+    answers["register.unplaceable"] = _register(app, stray)
 
     # --- track_changelog: a segment, then one that crosses the threshold -> a compaction --
     small = segment_key(STREAM, PARTITION, 2_001, 2_000 + 10)
@@ -142,7 +166,7 @@ def run_scenario(app: EmulatedDeployment) -> Scenario:
     answers["gc.policy_get"] = app.invoke("gc", {"action": "policy_get", "stream": STREAM})
     # A third snapshot becomes latest, so the first two may go.
     third = write_snapshot(store, STREAM, PARTITION, 2_000)
-    answers["register.third"] = app.invoke("register", _s3_event(third))
+    answers["register.third"] = _register(app, third)
     # An upload that never finished: files, no manifest.
     orphan_prefix = snapshot_prefix(STREAM, PARTITION, 800, "01JW8Z3K9Q7N4M2P6R8T0V2X4Z")
     store.put(orphan_prefix + "part-00000.parquet", b"never registered")

@@ -46,15 +46,19 @@ def test_an_event_the_role_cannot_process_fails_naming_the_object(deployed: Depl
     key = write_snapshot(deployed.app.store, STREAM, 5, 100)
     mark = len(deployed.iam.decisions)
     try:
-        # When a manifest arrives, Then the delivery fails (Lambda retries it, then keeps it
-        # in the failure queue) with the refused action and object in the error
-        with pytest.raises(Exception, match="s3:GetObject") as raised:
-            deployed.app.invoke("register", _s3_event(key))
+        # When a manifest arrives (intake queues it) and the consumer gets it
+        queued = deployed.app.invoke("register", _s3_event(key))
+        (answer,) = deployed.app.poll_registrations()
     finally:
         del deployed.iam.decisions[mark:]
-    cause = raised.value.__cause__ or raised.value
-    assert isinstance(cause, AccessDeniedError)
-    assert cause.resource == f"arn:aws:s3:::{BUCKET}/{key}"
+    # Then its message returns to the queue (redelivered, then kept in the failure queue)
+    # and the answer names the refused action and object
+    assert queued["counts"] == {"queued": 1}
+    assert len(answer["batchItemFailures"]) == 1
+    (record,) = answer["records"]
+    assert record["outcome"] == "failed"
+    assert "s3:GetObject" in record["reason"]
+    assert f"arn:aws:s3:::{BUCKET}/{key}" in record["reason"]
 
 
 def test_a_refused_job_start_fails_the_job_naming_the_action_and_releases_its_pins(

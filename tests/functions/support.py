@@ -85,25 +85,21 @@ def emitted_metrics(stdout: str) -> dict[str, float]:
     return values
 
 
-def sqs_lambda_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
-    """The event an SQS trigger hands Lambda for ``messages`` (as ReceiveMessage returned
-    them, or ``{"MessageId", "Body"}``): one record per message, Lambda's field names
-    (Lambda Developer Guide, *Using Lambda with Amazon SQS*, "Example standard queue
-    message event")."""
-    region = queue_arn.split(":")[3]
+def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
+    """ReceiveMessage's messages as the SQS event Lambda's event source mapping delivers."""
     return {
         "Records": [
             {
-                "messageId": message["MessageId"],
-                "receiptHandle": message.get("ReceiptHandle", "handle-" + message["MessageId"]),
-                "body": message["Body"],
-                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m["Attributes"],
                 "messageAttributes": {},
-                "md5OfBody": message.get("MD5OfBody", ""),
+                "md5OfBody": m["MD5OfBody"],
                 "eventSource": "aws:sqs",
                 "eventSourceARN": queue_arn,
                 "awsRegion": region,
             }
-            for message in messages
+            for m in messages
         ]
     }

@@ -224,3 +224,69 @@ def test_a_malformed_payload_gets_a_validation_answer_naming_the_fields(
 def test_an_unknown_action_lists_the_actions(rt, query_handler, context):
     answer = query_handler({"action": "forecast", **LINEAGE}, context)
     assert "use one of as_of, history, job, jobs, latest, list, snapshot" in answer["message"]
+
+
+# --- history past the TTL window ----------------------------------------------------------
+
+
+def _expire_events(rt, pk: str, *seqs: int) -> None:
+    """What DynamoDB's TTL does to events older than the window: they leave the table."""
+    from snapledger.adapters import dynamodb_codec as codec
+
+    for seq in seqs:
+        rt.ledger.client.delete_item(
+            TableName=rt.ledger.table_name, Key=codec.key(pk, codec.event_sk(seq))
+        )
+
+
+def test_history_says_which_events_expired_and_how_to_replay_them(
+    seeded, ledger, store, clock, query_handler, context
+):
+    import dataclasses
+
+    from snapledger.runtime import EventArchive, runtime_override
+    from tests.support import make_runtime
+
+    archive = EventArchive(
+        archive_arn="arn:aws:events:eu-west-1:111122223333:archive/snapledger-events",
+        bus_arn="arn:aws:events:eu-west-1:111122223333:event-bus/snapledger",
+    )
+    rt = dataclasses.replace(make_runtime(ledger, store, clock), event_archive=archive)
+    with runtime_override(rt):
+        complete = ask(query_handler, context, action="history", **LINEAGE)
+        assert "expired" not in complete
+        first_kept = complete["events"][3]
+        _expire_events(rt, "LIN#orders#3", 1, 2, 3)
+
+        answer = ask(query_handler, context, action="history", **LINEAGE)
+
+        assert answer["events"][0] == first_kept
+        expired = answer["expired"]
+        assert expired["through_seq"] == 3 and expired["archive"] == archive.archive_arn
+        assert expired["replay"].startswith("aws events start-replay ")
+        assert f"--event-source-arn {archive.archive_arn}" in expired["replay"]
+        assert f"--event-end-time {first_kept['at']}" in expired["replay"]
+        assert f"Arn={archive.bus_arn}" in expired["replay"]
+        # asking from a seq still held, or for a later page, is a complete answer
+        assert "expired" not in ask(
+            query_handler, context, action="history", after_seq=3, **LINEAGE
+        )
+        paged = ask(query_handler, context, action="history", limit=1, **LINEAGE)
+        assert "expired" not in ask(
+            query_handler, context, action="history", cursor=paged["cursor"], **LINEAGE
+        )
+
+
+def test_history_whose_every_event_expired_says_so_from_the_head(
+    seeded, rt, query_handler, context
+):
+    from snapledger.models.ledger import LineageId
+
+    last = rt.ledger.get_head(LineageId(stream="orders", partition=3)).version
+    _expire_events(rt, "LIN#orders#3", *range(1, last + 1))
+    answer = ask(query_handler, context, action="history", **LINEAGE)
+    assert answer["events"] == []
+    assert answer["expired"]["through_seq"] == last
+    assert answer["expired"]["archive"] is None  # this runtime has no archive configured
+    stream = ask(query_handler, context, action="history", stream="orders")
+    assert stream["events"] == [] and "expired" not in stream  # no stream events at all

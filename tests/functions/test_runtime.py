@@ -11,6 +11,7 @@ from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.adapters.object_store_s3 import S3ObjectStore
 from snapledger.clock import ManualClock, SystemClock
 from snapledger.errors import InvalidRequestError
+from snapledger.local.clients import local_dynamodb_client
 from snapledger.runtime import (
     build_runtime,
     reset_runtime,
@@ -49,6 +50,24 @@ def test_aws_settings_build_the_s3_store_and_the_regional_endpoint():
     assert isinstance(rt.store, S3ObjectStore)
     assert rt.store.uri == "s3://snapshots-bucket/team"
     assert rt.ledger.client.meta.endpoint_url.startswith("https://dynamodb.")
+
+
+def test_the_ledger_client_leaves_parameter_validation_to_dynamodb(tmp_path):
+    # Its requests are fixed shapes the tests send to DynamoDB Local; S3's keep botocore's.
+    # (botocore wraps the serializer in a validator when it validates: the client's config
+    # object does not show the setting.)
+    aws = build_runtime(LedgerSettings(table="ledger", root="s3://snapshots-bucket/team"))
+    local = build_runtime(
+        LedgerSettings(table="ledger", root=tmp_path.as_uri(), dynamodb_endpoint="http://x:1")
+    )
+
+    def validates(client):
+        return type(client._serializer).__name__ == "ParamValidationDecorator"
+
+    assert not validates(aws.ledger.client)
+    assert not validates(local.ledger.client)
+    assert not validates(local_dynamodb_client("http://x:1"))
+    assert validates(aws.store._client)
 
 
 def test_built_once_from_the_environment_until_reset(monkeypatch, tmp_path):

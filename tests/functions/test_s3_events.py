@@ -23,16 +23,18 @@ def test_the_sample_put_notification_is_one_created_object():
             request_id="D82B88E5F771F645",
             created=True,
             via="s3",
+            write_token="0C0F6F405D6ED209E1",  # the sequencer: the FIFO deduplication id's
         )
     ]
 
 
 def test_the_sample_eventbridge_event_is_one_created_object():
     (arrival,) = parse_object_arrivals(sample_event("s3-eventbridge-object-created.json"))
-    assert (arrival.bucket, arrival.request_id, arrival.via) == (
+    assert (arrival.bucket, arrival.request_id, arrival.via, arrival.write_token) == (
         "snapledger-snapshots-example",
         "57H08PA84AB1JZW0",
         "eventbridge",
+        "006408CAD69598B05E",
     )
 
 

@@ -264,11 +264,11 @@ class HoldBeforeCommit:
     def __init__(self, inner, hold) -> None:
         self._inner, self._hold = inner, hold
 
-    def get_head(self, lineage, *, consistent=False):
-        if self._hold is not None and consistent:
+    def commit(self, before, events, after, *, request_token):
+        if self._hold is not None:
             hold, self._hold = self._hold, None
             hold()
-        return self._inner.get_head(lineage, consistent=consistent)
+        return self._inner.commit(before, events, after, request_token=request_token)
 
     def __getattr__(self, name):
         return getattr(self._inner, name)

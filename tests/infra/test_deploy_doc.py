@@ -59,8 +59,9 @@ def test_the_permissions_table_lists_each_roles_allowed_actions(synth: Synthesiz
     assert set(documented) == set(roles)
     for name, role in roles.items():
         actions = _allowed(synth, role) - PLATFORM_ACTIONS
-        if name in names.ASYNC_FUNCTIONS:
-            actions.discard("sqs:SendMessage")  # its failure queue, in the doc's prose
+        if name in names.ASYNC_FUNCTIONS and "sqs:SendMessage" not in documented[name]:
+            # its failure queue, in the doc's prose (register's row names its queue too)
+            actions.discard("sqs:SendMessage")
         assert documented[name] == actions, name
 
 

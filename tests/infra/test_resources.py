@@ -151,6 +151,31 @@ def test_table_is_on_demand_with_pitr_protection_stream_and_ttl(synth: Synthesiz
     )
 
 
+def test_the_bus_archives_the_ledger_events_for_a_year_by_default(synth: Synthesized) -> None:
+    (archive,) = synth.resources("AWS::Events::Archive").values()
+    props = archive["Properties"]
+    assert props["RetentionDays"] == 365
+    assert props["EventPattern"] == {"source": [names.LEDGER_EVENT_SOURCE]}
+    assert props["SourceArn"] == {"Fn::GetAtt": [synth.logical_id(synth.stack.events.bus), "Arn"]}
+    query = synth.stack.functions.functions["query"]
+    env = synth.template_json["Resources"][synth.logical_id(query)]["Properties"]["Environment"]
+    assert env["Variables"][settings.ENV_EVENT_ARCHIVE_ARN] == {
+        "Fn::GetAtt": [synth.logical_id(synth.stack.events.archive), "Arn"]
+    }
+
+
+def test_ttl_window_and_archive_retention_come_from_context() -> None:
+    from aws_cdk import App
+
+    from infra.config import StackConfig
+
+    app = App(context={names.CTX_LEDGER_TTL_DAYS: "7", names.CTX_EVENT_ARCHIVE_RETENTION_DAYS: 0})
+    config = StackConfig.from_context(app.node)
+    assert (config.ledger_ttl_days, config.event_archive_retention_days) == (7, 0)
+    with pytest.raises(ValueError, match="days >= 0"):
+        StackConfig.from_context(App(context={names.CTX_LEDGER_TTL_DAYS: "-1"}).node)
+
+
 # --- functions -------------------------------------------------------------------------------
 
 
@@ -196,6 +221,9 @@ def test_function_environment_names_come_from_settings(synth: Synthesized) -> No
             "Fn::Join": ["", ["s3://", _ref(synth, synth.stack.storage.bucket)]]
         }
         assert env[settings.ENV_EVENT_BUS] == _ref(synth, synth.stack.events.bus)
+        assert env[settings.ENV_LEDGER_TTL_DAYS] == str(settings.DEFAULT_LEDGER_TTL_DAYS)
+        archive_vars = {settings.ENV_EVENT_BUS_ARN, settings.ENV_EVENT_ARCHIVE_ARN}
+        assert (archive_vars <= set(env)) is (name == "query")
         job_vars = {
             settings.ENV_EMR_APPLICATION_ID,
             settings.ENV_EMR_JOB_ROLE_ARN,

@@ -9,7 +9,8 @@ from datetime import timedelta
 
 import pytest
 
-from snapledger.adapters.dynamodb_backfill import backfill_lookup_keys
+from snapledger.adapters import dynamodb_codec as codec
+from snapledger.adapters.dynamodb_backfill import backfill_items
 from snapledger.errors import NotFoundError
 from snapledger.models.commands import ExpireSnapshots, ExpiryTarget
 from snapledger.models.ledger import LineageId, SnapshotStatus
@@ -133,14 +134,28 @@ def test_backfill_gives_older_records_their_lookup_keys(ledger, clock):
     with pytest.raises(NotFoundError):
         queries.as_of_lsn(ledger, ORDERS_3, 10)
 
-    report = backfill_lookup_keys(ledger.client, ledger.table_name)
+    report = backfill_items(ledger.client, ledger.table_name)
 
     assert (report.updated, report.skipped_changed) == (4, 0)
     assert queries.by_id(ledger, ORDERS_3, old.snapshot_id) == old
     assert queries.as_of_lsn(ledger, ORDERS_3, 10) == top
     assert queries.as_of_lsn(ledger, ORDERS_3, 3) == records[1]
     assert queries.as_of_time(ledger, ORDERS_3, top.registered_at) == top
-    assert backfill_lookup_keys(ledger.client, ledger.table_name).updated == 0
+    # GC's live read sees the REJECTED one too; the terminal ones got their TTL
+    assert [r.lsn for r in queries.live_snapshots(ledger, ORDERS_3)] == [4, 3, 2]
+    ttls = {
+        int(i["lsn"]["N"]): codec.ttl_of(i)
+        for i in ledger.client.scan(TableName=ledger.table_name)["Items"]
+        if i["sk"]["S"].startswith("SNAP#")
+    }
+    window = codec.DEFAULT_TTL_WINDOW
+    assert ttls == {  # a DELETED record without deleted_at counts from its registry time
+        1: int((old.registered_at + window).timestamp()),
+        2: None,
+        3: int((records[2].registered_at + window).timestamp()),
+        4: None,
+    }
+    assert backfill_items(ledger.client, ledger.table_name).updated == 0
 
 
 def test_the_backfill_command_names_what_it_did(capsys, clock):
@@ -150,7 +165,7 @@ def test_the_backfill_command_names_what_it_did(capsys, clock):
         write_history(ledger, "orders", 3, [DELETED, REGISTERED], clock.now(), lookup_keys=False)
         assert main(["--table", ledger.table_name, "--region", "us-east-1"]) == 0
         assert queries.as_of_lsn(ledger, ORDERS_3, 2).lsn == 2
-    assert "2 snapshot records given their lookup keys" in capsys.readouterr().out
+    assert "2 items given their lookup keys or TTL" in capsys.readouterr().out
 
 
 def test_as_of_a_time_is_the_highest_lsn_recorded_by_then_late_arrivals_included(
@@ -200,3 +215,31 @@ def test_the_local_runtime_upgrades_a_table_an_older_version_created(dynamodb_lo
     assert queries.by_id(ledger, ORDERS_3, records[0].snapshot_id) == records[0]
     assert queries.as_of_lsn(ledger, ORDERS_3, 5) == records[1]
     ensure_table(client, name)  # again: nothing to do
+
+
+@pytest.mark.ddblocal
+def test_the_local_runtime_turns_ttl_on_and_backfills_a_table_from_before_it(dynamodb_local, clock):
+    """A persisted table with both indexes but no TTL (the release before): ``local up``
+    turns TTL on (``ttl``) and gives the older items their live-index keys and TTL."""
+    from snapledger.adapters.dynamodb_ledger import DynamoLedger
+    from snapledger.adapters.table_definition import create_table_request
+    from snapledger.local.runtime import ensure_table
+    from tests.support import local_client
+
+    client = local_client(dynamodb_local.endpoint_url)
+    name = f"nottl-{uuid.uuid4().hex[:8]}"
+    client.create_table(**create_table_request(name))
+    ledger = DynamoLedger(name, client=client)
+    write_history(
+        ledger, "orders", 3, [DELETED, REJECTED, REGISTERED], clock.now(), lookup_keys=False
+    )
+
+    ensure_table(client, name)
+    ensure_table(client, name)  # again: nothing to do
+
+    described = client.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+    assert (described["TimeToLiveStatus"], described["AttributeName"]) == ("ENABLED", "ttl")
+    assert [r.lsn for r in queries.live_snapshots(ledger, ORDERS_3)] == [3, 2]
+    items = client.scan(TableName=name)["Items"]
+    with_ttl = sorted(int(i["lsn"]["N"]) for i in items if "lsn" in i and codec.ttl_of(i))
+    assert with_ttl == [1, 2]

@@ -15,7 +15,8 @@ from snapledger.errors import ConcurrencyError, LostRaceError, TransientStoreErr
 from snapledger.models.commands import ManifestSummary, RegisterSnapshot
 from snapledger.models.ledger import LineageId
 from snapledger.services.commands import RetryPolicy, execute
-from snapledger.services.registration import Outcome, register_manifest
+from snapledger.services.lineage_combiner import LineageCombiner
+from snapledger.services.registration import Outcome, register_manifest, register_manifests
 from tests.support import moto_ledger, write_snapshot
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -135,3 +136,68 @@ def test_other_client_errors_are_not_swallowed():
     with pytest.raises(Exception) as err:
         stubbed_commit("ValidationException")
     assert not isinstance(err.value, ClientError)
+
+
+def test_a_batch_that_committed_but_lost_its_answer_is_reported_with_each_commands_events(
+    store, clock
+):
+    with moto_ledger() as ledger:
+        # Given a client that loses the answer of a transaction that committed
+        ledger.client = LosesFirstAnswer(ledger.client)
+        keys = [write_snapshot(store, lsn=lsn) for lsn in (100, 300, 200)]
+        # When three manifests of one lineage are registered together (one transaction)
+        results = register_manifests(
+            keys, ledger=ledger, store=store, clock=clock, retry=RetryPolicy(base_delay=0)
+        )
+        # Then each hears its own outcome, read back from the events that landed, once
+        assert ledger.client.lost == 1
+        assert [r.outcome for r in results] == [
+            Outcome.BECAME_LATEST,
+            Outcome.BECAME_LATEST,
+            Outcome.RECORDED,
+        ]
+        assert [r.attempts for r in results] == [2, 2, 2]
+        lineage = LineageId(stream="orders", partition=3)
+        assert [e.seq for e in ledger.list_events(lineage).items] == [1, 2, 3, 4, 5]
+
+
+class RacedAfterFirstLoad:
+    """A ledger whose first load is followed by another writer's registration of ``key``."""
+
+    def __init__(self, ledger, register_other):
+        self._ledger = ledger
+        self._register_other = register_other
+        self.raced = False
+
+    def __getattr__(self, name):
+        return getattr(self._ledger, name)
+
+    def load(self, *args, **kwargs):
+        state = self._ledger.load(*args, **kwargs)
+        if not self.raced:
+            self.raced = True
+            self._register_other()
+        return state
+
+
+def test_a_batch_whose_first_command_another_writer_committed_is_decided_again(store, clock):
+    with moto_ledger() as ledger:
+        # Given two manifests of one lineage, the first of which another writer registers
+        # between the batch's load and its commit (its event lands where ours would)
+        first, second = (write_snapshot(store, lsn=lsn) for lsn in (100, 200))
+        raced = RacedAfterFirstLoad(
+            ledger,
+            lambda: register_manifest(
+                first, ledger=ledger, store=store, clock=clock, combiner=LineageCombiner()
+            ),
+        )
+        # When both are registered together
+        results = register_manifests(
+            [first, second], ledger=raced, store=store, clock=clock, retry=RetryPolicy(base_delay=0)
+        )
+        # Then the batch is not taken for ours: it is decided again, the first a duplicate
+        # and the second registered; nothing twice
+        assert raced.raced
+        assert [r.outcome for r in results] == [Outcome.DUPLICATE, Outcome.BECAME_LATEST]
+        lineage = LineageId(stream="orders", partition=3)
+        assert [e.seq for e in ledger.list_events(lineage).items] == [1, 2, 3, 4]

@@ -28,6 +28,7 @@ _IAM_ACTIONS = {
     "s3:HeadObject": "s3:GetObject",
     "s3:ListObjectsV2": "s3:ListBucket",
     "s3:DeleteObjects": "s3:DeleteObject",
+    "sqs:SendMessageBatch": "sqs:SendMessage",
     "dynamodb:TransactGetItems": "dynamodb:GetItem",
 }
 _TRANSACTION_ITEM_ACTIONS = {

@@ -12,11 +12,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import boto3
-from botocore.exceptions import ClientError
 
 from snapledger.adapters import dynamodb_codec as codec
+from snapledger.adapters import dynamodb_writes as writes
 from snapledger.adapters.table_definition import SORT_KEY
-from snapledger.errors import StoreUnavailableError
 from snapledger.layout import LSN_WIDTH, SegmentLocation
 from snapledger.models.ledger import LineageId
 
@@ -40,23 +39,19 @@ class DynamoSegmentStore:
     def record(self, segment: SegmentLocation, size: int, at: datetime) -> bool:
         """Remember the segment; False if it had been seen before (a redelivery)."""
         lineage = LineageId(stream=segment.stream, partition=segment.partition)
+        item = {
+            **codec.key(codec.lineage_pk(lineage), segment_sk(segment)),
+            "first_lsn": {"N": str(segment.first_lsn)},
+            "last_lsn": {"N": str(segment.last_lsn)},
+            "size": {"N": str(size)},
+            "at": {"S": at.isoformat()},
+        }
         try:
-            self.client.put_item(
-                TableName=self.table_name,
-                Item={
-                    **codec.key(codec.lineage_pk(lineage), segment_sk(segment)),
-                    "first_lsn": {"N": str(segment.first_lsn)},
-                    "last_lsn": {"N": str(segment.last_lsn)},
-                    "size": {"N": str(size)},
-                    "at": {"S": at.isoformat()},
-                },
-                ConditionExpression="attribute_not_exists(#sk)",  # count each segment once
-                ExpressionAttributeNames={"#sk": SORT_KEY},
-            )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise StoreUnavailableError(f"could not record segment {segment.key}: {exc}") from exc
+            # Precondition: count each segment once.
+            request = writes.put(self.table_name, item, writes.ABSENT)
+            writes.write(self.client, "put_item", request, what=f"the segment {segment.key}")
+        except writes.PreconditionFailed:
+            return False
         return True
 
     def ending_after(self, lineage: LineageId, lsn: int | None) -> Iterator[tuple[int, int, int]]:
@@ -73,10 +68,9 @@ class DynamoSegmentStore:
             },
         }
         while True:
-            try:
-                response = self.client.query(**request)
-            except ClientError as exc:
-                raise StoreUnavailableError(f"could not read segments of {lineage}: {exc}") from exc
+            response = writes.read(
+                self.client.query, what=f"a read of {lineage}'s segments", **request
+            )
             for item in response.get("Items", []):
                 yield (
                     int(item["first_lsn"]["N"]),

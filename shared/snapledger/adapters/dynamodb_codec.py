@@ -1,5 +1,9 @@
 """Item shapes of the ledger table: models to DynamoDB items and back.
 
+TTL: an item that no reader needs once it is terminal carries ``ttl`` (epoch seconds;
+``ttl_of``): its terminal time plus the configured window. Live items never carry it.
+Every function here is a function of the model (and the window): no clock.
+
 Numbers are DynamoDB numbers both ways: a float field (a policy's hours) is written as a
 number (boto3's serializer takes only ``Decimal``) and read back as an ``int`` when whole,
 else a ``float``, so strict integer fields validate what they wrote.
@@ -8,7 +12,9 @@ else a ``float``, so strict integer fields validate what they wrote.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, get_args
 
@@ -20,6 +26,7 @@ from snapledger.adapters.table_definition import (
     PARTITION_KEY,
     REGISTERED_SK_ATTRIBUTE,
     SORT_KEY,
+    TTL_ATTRIBUTE,
 )
 from snapledger.errors import InvalidRequestError
 from snapledger.models.events import (
@@ -28,6 +35,7 @@ from snapledger.models.events import (
     LedgerEvent,
     StreamEvent,
 )
+from snapledger.models.jobs import JobRecord
 from snapledger.models.ledger import Head, LineageId, SnapshotRecord, SnapshotStatus, StreamHead
 from snapledger.models.policy import StoredPolicy
 
@@ -39,7 +47,15 @@ SEQ_WIDTH = 12
 UNPLACEABLE_PK = "REJECTED"
 UNPLACEABLE_PREFIX = "KEY#"
 SNAPSHOT_KIND_PREFIX = "SNAPSHOT#"
-_KEY_ATTRIBUTES = (PARTITION_KEY, SORT_KEY, KIND_ATTRIBUTE, REGISTERED_SK_ATTRIBUTE)
+#: ``registered_sk`` of the SNAP items GC reads besides REGISTERED ones (whose is ``sk``):
+#: outside the ``SNAP#`` range the as-of lookups read, inside the lineage's index partition.
+LIVE_INDEX_PREFIXES = {
+    SnapshotStatus.EXPIRING: "EXPIRING#",
+    SnapshotStatus.REJECTED: "REJECTED#",
+}
+#: How long a terminal item stays before DynamoDB's TTL removes it, unless configured.
+DEFAULT_TTL_WINDOW = timedelta(days=30)
+_KEY_ATTRIBUTES = (PARTITION_KEY, SORT_KEY, KIND_ATTRIBUTE, REGISTERED_SK_ATTRIBUTE, TTL_ATTRIBUTE)
 
 
 def _event_types(union: object) -> frozenset[str]:
@@ -72,8 +88,16 @@ def key(pk: str, sk: str) -> Item:
     return {PARTITION_KEY: {"S": pk}, SORT_KEY: {"S": sk}}
 
 
-def to_item(pk: str, sk: str, model: BaseModel, *, kind: str | None = None) -> Item:
-    """A low-level DynamoDB item holding ``model``'s fields beside the keys."""
+def to_item(
+    pk: str,
+    sk: str,
+    model: BaseModel,
+    *,
+    kind: str | None = None,
+    expires: datetime | None = None,
+) -> Item:
+    """A low-level DynamoDB item holding ``model``'s fields beside the keys (and its TTL
+    when ``expires`` is given)."""
     body = json.loads(
         json.dumps(model.model_dump(mode="json", exclude_none=True)), parse_float=Decimal
     )
@@ -81,7 +105,51 @@ def to_item(pk: str, sk: str, model: BaseModel, *, kind: str | None = None) -> I
     item.update(key(pk, sk))
     if kind is not None:
         item[KIND_ATTRIBUTE] = {"S": kind}
+    if expires is not None:
+        item[TTL_ATTRIBUTE] = ttl_value(expires)
     return item
+
+
+# --- TTL: when a terminal item may go ------------------------------------------------------
+
+
+def ttl_value(expires: datetime) -> Any:
+    """The TTL attribute's value: epoch seconds, as DynamoDB's TTL reads it."""
+    return {"N": str(int(expires.timestamp()))}
+
+
+def ttl_of(item: Item) -> int | None:
+    """The item's TTL in epoch seconds, or None for an item that never expires."""
+    value = item.get(TTL_ATTRIBUTE)
+    return int(value["N"]) if value else None
+
+
+def _after(terminal_at: datetime | None, window: timedelta | None) -> datetime | None:
+    return None if terminal_at is None or window is None else terminal_at + window
+
+
+def snapshot_expires(record: SnapshotRecord, window: timedelta | None) -> datetime | None:
+    """When a snapshot record may go: a DELETED one ``window`` after its deletion; a
+    REJECTED one ``window`` after it was recorded, or after its last hold ends (never while
+    a hold without an end is on it). Live (REGISTERED, EXPIRING) records: never."""
+    if record.status is SnapshotStatus.DELETED:
+        return _after(record.deleted_at or record.expiring_at or record.registered_at, window)
+    if record.status is not SnapshotStatus.REJECTED:
+        return None
+    ends = [hold.expires_at for hold in record.holds]
+    if None in ends:
+        return None
+    return _after(max([record.registered_at, *(e for e in ends if e is not None)]), window)
+
+
+def job_expires(job: JobRecord, window: timedelta | None) -> datetime | None:
+    """When a job's items may go: ``window`` after it finished; never while it runs."""
+    return _after(job.updated_at, window) if job.terminal else None
+
+
+def event_expires(event: LedgerEvent | StreamEvent, window: timedelta | None) -> datetime | None:
+    """When an event may go: ``window`` after it happened (the archive keeps it longer)."""
+    return _after(event.at, window)
 
 
 def plain(item: Item) -> dict[str, Any]:
@@ -102,8 +170,23 @@ def _json_numbers(value: Any) -> Any:
     return value
 
 
+#: HEAD items' ``by_kind`` key is sharded, ``HEAD#{n}``: one key would take every
+#: registration's index write (a hot partition near 1,000 a second). ``n`` is a stable hash
+#: of the lineage, so a lineage's HEAD stays on one shard. Items written before the
+#: sharding carry ``LEGACY_HEAD_KIND`` until a command rewrites them or the backfill runs.
+HEAD_KIND_SHARDS = 8
+LEGACY_HEAD_KIND = "HEAD"
+HEAD_KINDS = (LEGACY_HEAD_KIND, *(f"HEAD#{n}" for n in range(HEAD_KIND_SHARDS)))
+
+
+def head_kind(lineage: LineageId) -> str:
+    """The ``by_kind`` key of the lineage's HEAD: its shard."""
+    digest = hashlib.sha256(f"{lineage.stream}#{lineage.partition}".encode()).digest()
+    return f"HEAD#{int.from_bytes(digest[:4], 'big') % HEAD_KIND_SHARDS}"
+
+
 def head_item(head: Head) -> Item:
-    return to_item(lineage_pk(head.lineage), HEAD_SK, head, kind="HEAD")
+    return to_item(lineage_pk(head.lineage), HEAD_SK, head, kind=head_kind(head.lineage))
 
 
 def snapshot_kind(snapshot_id: str) -> str:
@@ -114,20 +197,32 @@ def snapshot_kind(snapshot_id: str) -> str:
 def snapshot_lookup_keys(record: SnapshotRecord) -> Item:
     """The index keys a SNAP item carries: by id always; in ``registered`` while REGISTERED."""
     keys: Item = {KIND_ATTRIBUTE: {"S": snapshot_kind(record.snapshot_id)}}
-    if record.status is SnapshotStatus.REGISTERED:
-        keys[REGISTERED_SK_ATTRIBUTE] = {"S": record.sort_key}
+    live_sk = registered_index_sk(record)
+    if live_sk is not None:
+        keys[REGISTERED_SK_ATTRIBUTE] = {"S": live_sk}
     return keys
 
 
-def snapshot_item(record: SnapshotRecord) -> Item:
+def registered_index_sk(record: SnapshotRecord) -> str | None:
+    """The record's sort key in the ``registered`` index: ``sk`` while REGISTERED (the
+    as-of lookups' ``SNAP#`` range), prefixed while EXPIRING or REJECTED (GC reads them),
+    none once DELETED (nothing reads it from the index)."""
+    if record.status is SnapshotStatus.REGISTERED:
+        return record.sort_key
+    prefix = LIVE_INDEX_PREFIXES.get(record.status)
+    return None if prefix is None else prefix + record.sort_key
+
+
+def snapshot_item(record: SnapshotRecord, ttl_window: timedelta | None = None) -> Item:
     pk = lineage_pk(LineageId(stream=record.stream, partition=record.partition))
-    # A whole-item Put: a snapshot leaving REGISTERED drops its ``registered_sk`` with it.
-    return {**to_item(pk, record.sort_key, record), **snapshot_lookup_keys(record)}
+    # A whole-item Put: a snapshot changing status gets (or drops) its index key and TTL.
+    expires = snapshot_expires(record, ttl_window)
+    return {**to_item(pk, record.sort_key, record, expires=expires), **snapshot_lookup_keys(record)}
 
 
-def event_item(event: LedgerEvent) -> Item:
+def event_item(event: LedgerEvent, ttl_window: timedelta | None = None) -> Item:
     pk = lineage_pk(LineageId(stream=event.stream, partition=event.partition))
-    return to_item(pk, event_sk(event.seq), event)
+    return to_item(pk, event_sk(event.seq), event, expires=event_expires(event, ttl_window))
 
 
 def stream_head_item(head: StreamHead) -> Item:
@@ -135,8 +230,9 @@ def stream_head_item(head: StreamHead) -> Item:
     return to_item(stream_pk(head.stream), HEAD_SK, head)
 
 
-def stream_event_item(event: StreamEvent) -> Item:
-    return to_item(stream_pk(event.stream), event_sk(event.seq), event)
+def stream_event_item(event: StreamEvent, ttl_window: timedelta | None = None) -> Item:
+    expires = event_expires(event, ttl_window)
+    return to_item(stream_pk(event.stream), event_sk(event.seq), event, expires=expires)
 
 
 def policy_item(stored: StoredPolicy) -> Item:

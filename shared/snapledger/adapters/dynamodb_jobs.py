@@ -1,24 +1,34 @@
 """Job items on the ledger table: ``JOB#{job_id}`` / ``JOB``, and ``RUN#{run_id}`` pointers.
 
 Every write states its precondition: a job is created only if absent, replaced only if
-its version is the one read; the run-id pointer is created only if absent.
+its version is the one read; the run-id pointer is created only if absent, and given its
+TTL (when the job finishes) only if it names that job.
+
+A finished job (SUCCESS, FAILED, CANCELLED) and its run-id pointer carry ``ttl``
+(``dynamodb_codec.job_expires``): DynamoDB removes them ``ttl_window`` after the job ended.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import boto3
 from botocore.exceptions import ClientError
 
 from snapledger.adapters import dynamodb_codec as codec
-from snapledger.adapters.table_definition import KIND_ATTRIBUTE, KIND_INDEX, SORT_KEY
+from snapledger.adapters.dynamodb_log import LedgerTableClient
+from snapledger.adapters.table_definition import (
+    KIND_ATTRIBUTE,
+    KIND_INDEX,
+    SORT_KEY,
+    TTL_ATTRIBUTE,
+)
 from snapledger.errors import InvalidRequestError, StoreUnavailableError
 from snapledger.models.jobs import JobRecord
 from snapledger.ports import Page
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
+    pass
 
 JOB_SK = "JOB"
 JOB_KIND = "JOB"
@@ -28,19 +38,22 @@ def job_pk(job_id: str) -> str:
     return f"JOB#{job_id}"
 
 
+RUN_PREFIX = "RUN#"
+
+
 def run_pk(run_id: str) -> str:
-    return f"RUN#{run_id}"
+    return f"{RUN_PREFIX}{run_id}"
 
 
-class DynamoJobStore:
+class DynamoJobStore(LedgerTableClient):
     """Jobs on the ledger table (the same table and client as the ledger)."""
 
-    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
-        self.table_name = table_name
-        self.client: DynamoDBClient = client or boto3.client("dynamodb")
+    def _job_item(self, job: JobRecord) -> dict[str, Any]:
+        expires = codec.job_expires(job, self.ttl_window)
+        return codec.to_item(job_pk(job.job_id), JOB_SK, job, kind=JOB_KIND, expires=expires)
 
     def create(self, job: JobRecord) -> JobRecord:
-        item = codec.to_item(job_pk(job.job_id), JOB_SK, job, kind=JOB_KIND)
+        item = self._job_item(job)
         try:
             self.client.put_item(
                 TableName=self.table_name,
@@ -75,28 +88,31 @@ class DynamoJobStore:
             {
                 "Put": {
                     "TableName": self.table_name,
-                    "Item": codec.to_item(job_pk(new.job_id), JOB_SK, new, kind=JOB_KIND),
+                    "Item": self._job_item(new),
                     "ConditionExpression": "#version = :old",
                     "ExpressionAttributeNames": {"#version": "version"},
                     "ExpressionAttributeValues": {":old": {"N": str(old.version)}},
                 }
             }
         ]
+        expires = codec.job_expires(new, self.ttl_window)
         if new.run_id and new.run_id != old.run_id:
+            pointer = {**codec.key(run_pk(new.run_id), JOB_SK), "job_id": {"S": new.job_id}}
+            if expires is not None:
+                pointer[TTL_ATTRIBUTE] = codec.ttl_value(expires)
             items.append(
                 {
                     "Put": {
                         "TableName": self.table_name,
-                        "Item": {
-                            **codec.key(run_pk(new.run_id), JOB_SK),
-                            "job_id": {"S": new.job_id},
-                        },
+                        "Item": pointer,
                         # Precondition: a run id names one job only
                         "ConditionExpression": "attribute_not_exists(#sk)",
                         "ExpressionAttributeNames": {"#sk": SORT_KEY},
                     }
                 }
             )
+        elif new.run_id and expires is not None and not old.terminal:
+            items.append(self._pointer_expiry(new.run_id, new.job_id, expires))
         try:
             self.client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
         except ClientError as exc:
@@ -104,6 +120,27 @@ class DynamoJobStore:
                 return False
             raise _unavailable(exc) from exc
         return True
+
+    def _pointer_expiry(self, run_id: str, job_id: str, expires: datetime) -> dict[str, Any]:
+        """The run-id pointer's TTL, set as its job finishes (created if it was missing)."""
+        return {
+            "Update": {
+                "TableName": self.table_name,
+                "Key": codec.key(run_pk(run_id), JOB_SK),
+                "UpdateExpression": "SET #job = :job, #ttl = :ttl",
+                # Precondition: the pointer names this job (or is missing: it then does).
+                "ConditionExpression": "attribute_not_exists(#sk) OR #job = :job",
+                "ExpressionAttributeNames": {
+                    "#sk": SORT_KEY,
+                    "#job": "job_id",
+                    "#ttl": TTL_ATTRIBUTE,
+                },
+                "ExpressionAttributeValues": {
+                    ":job": {"S": job_id},
+                    ":ttl": codec.ttl_value(expires),
+                },
+            }
+        }
 
     def find_by_run_id(self, run_id: str) -> JobRecord | None:
         response = self._call(

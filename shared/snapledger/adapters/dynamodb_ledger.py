@@ -4,6 +4,7 @@ A command's write is ONE ``TransactWriteItems`` (``dynamodb_log.py``):
 
     HEAD      Put  if  version = :expected          (or attribute_not_exists for version 0)
     SNAP#...  Put  if  version = :old  / attribute_not_exists(sk) for a new snapshot
+    SNAP#...  ConditionCheck  version = :read   (each snapshot the decision read, unchanged)
     EV#n      Put  if  attribute_not_exists(sk)     (for each new event, n gapless)
 
 A SNAP item carries its own index keys (``codec.snapshot_lookup_keys``), so the lookups by
@@ -78,8 +79,17 @@ class DynamoLedger(DynamoLogTable):
             old = before.snapshots.get(sk)
             if old != record:
                 expected = None if old is None else old.version
-                items.append(self._put_if_version(codec.snapshot_item(record), expected))
-        items += [self._event_put(codec.event_item(event)) for event in events]
+                item = codec.snapshot_item(record, self.ttl_window)
+                items.append(self._put_if_version(item, expected))
+        # Every item the decision read and left as it was is checked too: a decision made
+        # on a stale read (a seed, an index page) fails here instead of committing.
+        pk = codec.lineage_pk(before.head.lineage)
+        items += [
+            self._check_version(codec.key(pk, sk), record.version)
+            for sk, record in before.snapshots.items()
+            if after.snapshots.get(sk) == record
+        ]
+        items += [self._event_put(codec.event_item(e, self.ttl_window)) for e in events]
         what = f"the lineage {before.head.lineage}"
         self._transact(items, request_token=request_token, what=what)
 
@@ -155,6 +165,23 @@ class DynamoLedger(DynamoLogTable):
             limit=limit,
             cursor=cursor,
             forward=False,
+            index=(REGISTERED_INDEX, REGISTERED_SK_ATTRIBUTE),
+        )
+        return Page([codec.snapshot_from_item(i) for i in items], next_cursor)
+
+    def list_live(
+        self, lineage: LineageId, *, limit: int = MAX_PAGE, cursor: str | None = None
+    ) -> Page[SnapshotRecord]:
+        """The records GC has work or a promise for (REGISTERED, EXPIRING, REJECTED), in
+        no particular order: one Query of the lineage's partition of ``registered``. DELETED
+        records are not in it, so this reads what is live, never the lineage's history."""
+        items, next_cursor = self._query(
+            codec.lineage_pk(lineage),
+            "#pk = :pk",
+            {},
+            limit=limit,
+            cursor=cursor,
+            forward=True,
             index=(REGISTERED_INDEX, REGISTERED_SK_ATTRIBUTE),
         )
         return Page([codec.snapshot_from_item(i) for i in items], next_cursor)

@@ -1,9 +1,13 @@
 """All lineages, a page at a time, through the sparse ``by_kind`` index; and GC's checkpoint.
 
-HEAD items carry ``kind = "HEAD"``; the index's range key is the lineage's ``pk``, so one
-stream's lineages are a ``begins_with`` on it and a page can resume *after* any lineage
-(the exclusive start key is built from the lineage id, not an opaque token). Index reads
-are eventually consistent: GC re-reads HEAD consistently before every write.
+HEAD items carry ``kind = "HEAD#{n}"``, one of ``HEAD_KIND_SHARDS`` shards (a stable hash
+of the lineage: ``dynamodb_codec.head_kind``), or the unsharded ``"HEAD"`` if no command
+has rewritten them since the sharding (until the backfill runs). The index's range key is
+the lineage's ``pk``, so one stream's lineages are a ``begins_with`` on it and a page can
+resume *after* any lineage (the exclusive start key is built from the lineage id, not an
+opaque token). A page queries every shard from that point, ``limit`` items each, and
+merges them in ``pk`` order: ``1 + HEAD_KIND_SHARDS`` Queries a page. Index reads are
+eventually consistent: GC re-reads HEAD consistently before every write.
 
 The checkpoint (``GC`` / ``CHECKPOINT``) is written only on ``version = :read`` (or if
 absent), so of two runs that stop at once only one moves it.
@@ -14,23 +18,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import boto3
-from botocore.exceptions import ClientError
 
 from snapledger.adapters import dynamodb_codec as codec
-from snapledger.adapters.table_definition import (
-    KIND_ATTRIBUTE,
-    KIND_INDEX,
-    PARTITION_KEY,
-    SORT_KEY,
-)
-from snapledger.errors import InvalidRequestError, StoreUnavailableError
+from snapledger.adapters import dynamodb_writes as writes
+from snapledger.adapters.table_definition import KIND_ATTRIBUTE, KIND_INDEX, PARTITION_KEY
+from snapledger.errors import InvalidRequestError
 from snapledger.models.gc import GcCheckpoint, HeadPage
 from snapledger.models.ledger import LineageId
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-HEAD_KIND = "HEAD"
 CHECKPOINT_PK = "GC"
 CHECKPOINT_SK = "CHECKPOINT"
 
@@ -48,8 +46,21 @@ class DynamoLineageIndex:
         """Up to ``limit`` HEADs after ``after`` (in ``pk`` order), optionally of one stream."""
         if not 1 <= limit <= 1000:
             raise InvalidRequestError(f"limit must be between 1 and 1000, got {limit}")
+        items: list[dict[str, Any]] = []
+        more = False
+        for kind in codec.HEAD_KINDS:
+            response = self._call("query", **self._shard_query(kind, stream, after, limit))
+            items += response.get("Items", [])
+            more = more or bool(response.get("LastEvaluatedKey"))
+        items.sort(key=lambda item: item[PARTITION_KEY]["S"])
+        heads = [codec.head_from_item(item) for item in items[:limit]]
+        return HeadPage(heads, more=more or len(items) > limit)
+
+    def _shard_query(
+        self, kind: str, stream: str | None, after: LineageId | None, limit: int
+    ) -> dict[str, Any]:
         condition = "#kind = :head"
-        values: dict[str, Any] = {":head": {"S": HEAD_KIND}}
+        values: dict[str, Any] = {":head": {"S": kind}}
         if stream is not None:
             condition += " AND begins_with(#pk, :prefix)"
             values[":prefix"] = {"S": f"LIN#{stream}#"}
@@ -64,12 +75,10 @@ class DynamoLineageIndex:
         }
         if after is not None:
             request["ExclusiveStartKey"] = {
-                KIND_ATTRIBUTE: {"S": HEAD_KIND},
+                KIND_ATTRIBUTE: {"S": kind},
                 **codec.key(codec.lineage_pk(after), codec.HEAD_SK),
             }
-        response = self._call("query", **request)
-        heads = [codec.head_from_item(item) for item in response.get("Items", [])]
-        return HeadPage(heads, more=bool(response.get("LastEvaluatedKey")))
+        return request
 
     def load_checkpoint(self) -> GcCheckpoint | None:
         response = self._call(
@@ -84,43 +93,25 @@ class DynamoLineageIndex:
     def save_checkpoint(self, checkpoint: GcCheckpoint, *, read_version: int | None) -> bool:
         """Write ``checkpoint`` if the stored one is still ``read_version`` (None: absent)."""
         item = codec.to_item(CHECKPOINT_PK, CHECKPOINT_SK, checkpoint)
-        return self._conditional("put_item", read_version, Item=item)
+        return self._conditional(
+            "put_item", writes.put(self.table_name, item, writes.expecting(read_version))
+        )
 
     def clear_checkpoint(self, *, read_version: int) -> bool:
         """Delete the checkpoint if it is still ``read_version``: the next run starts over."""
+        key = codec.key(CHECKPOINT_PK, CHECKPOINT_SK)
         return self._conditional(
-            "delete_item", read_version, Key=codec.key(CHECKPOINT_PK, CHECKPOINT_SK)
+            "delete_item", writes.delete(self.table_name, key, writes.AtVersion(read_version))
         )
 
-    def _conditional(self, operation: str, read_version: int | None, **kwargs: Any) -> bool:
-        if read_version is None:
-            condition: dict[str, Any] = {
-                "ConditionExpression": "attribute_not_exists(#sk)",
-                "ExpressionAttributeNames": {"#sk": SORT_KEY},
-            }
-        else:
-            condition = {
-                "ConditionExpression": "#version = :read",
-                "ExpressionAttributeNames": {"#version": "version"},
-                "ExpressionAttributeValues": {":read": {"N": str(read_version)}},
-            }
+    def _conditional(self, operation: str, request: dict[str, Any]) -> bool:
         try:
-            getattr(self.client, operation)(TableName=self.table_name, **kwargs, **condition)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise _unavailable(exc) from exc
+            writes.write(self.client, operation, request, what="GC's checkpoint")
+        except writes.PreconditionFailed:
+            return False
         return True
 
     def _call(self, operation: str, **kwargs: Any) -> Any:
-        try:
-            return getattr(self.client, operation)(**kwargs)
-        except ClientError as exc:
-            raise _unavailable(exc) from exc
-
-
-def _unavailable(exc: ClientError) -> StoreUnavailableError:
-    code = exc.response.get("Error", {}).get("Code", "")
-    return StoreUnavailableError(
-        f"DynamoDB refused the lineage or checkpoint request ({code}): {exc}"
-    )
+        return writes.read(
+            getattr(self.client, operation), what="a read of the lineages' index", **kwargs
+        )

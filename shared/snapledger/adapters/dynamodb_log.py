@@ -17,55 +17,46 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import boto3
-from botocore.exceptions import (
-    ClientError,
-    ConnectionClosedError,
-    EndpointConnectionError,
-    ReadTimeoutError,
-)
 
 from snapledger.adapters import dynamodb_codec as codec
+from snapledger.adapters import dynamodb_writes as writes
 from snapledger.adapters.table_definition import PARTITION_KEY, SORT_KEY
-from snapledger.errors import (
-    InvalidRequestError,
-    LostRaceError,
-    StoreUnavailableError,
-    TransientStoreError,
-)
+from snapledger.errors import InvalidRequestError, LostRaceError, TransientStoreError
 from snapledger.ports import Page
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-TRANSIENT_CODES = {
-    "TransactionConflict",
-    "ThrottlingError",
-    "ProvisionedThroughputExceeded",
-    "RequestLimitExceeded",
-}
-TRANSIENT_ERRORS = {
-    "TransactionInProgressException",
-    "ThrottlingException",
-    "ProvisionedThroughputExceededException",
-    "RequestLimitExceeded",
-    "InternalServerError",
-    "ServiceUnavailable",
-}
-LOST_RESPONSE = (ReadTimeoutError, ConnectionClosedError, EndpointConnectionError)
 MAX_PAGE = 1000
 MAX_TRANSACTION_ITEMS = 100
 EventT = TypeVar("EventT")
 
 
-class DynamoLogTable:
-    """The ledger table (``client`` injectable for DynamoDB Local), as event logs use it."""
+class LedgerTableClient:
+    """The ledger table (``client`` injectable for DynamoDB Local) and its TTL window.
 
-    def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
+    ``ttl_window``: how long terminal items (events, DELETED and REJECTED records, finished
+    jobs) stay before DynamoDB's TTL removes them; None writes no TTL (they stay for ever).
+    """
+
+    def __init__(
+        self,
+        table_name: str,
+        client: DynamoDBClient | None = None,
+        *,
+        ttl_window: timedelta | None = codec.DEFAULT_TTL_WINDOW,
+    ) -> None:
         self.table_name = table_name
         self.client: DynamoDBClient = client or boto3.client("dynamodb")
+        self.ttl_window = ttl_window
+
+
+class DynamoLogTable(LedgerTableClient):
+    """The ledger table as event logs use it: one transaction per command, the reads."""
 
     # --- writes -----------------------------------------------------------------------
 
@@ -80,39 +71,32 @@ class DynamoLogTable:
                 f"one command produced {len(items)} writes; DynamoDB allows "
                 f"{MAX_TRANSACTION_ITEMS} per transaction"
             )
+        # Tokens are account-wide: scope ours to this table.
+        token = hashlib.sha256(f"{self.table_name}|{request_token}".encode()).hexdigest()[:32]
         try:
-            self.client.transact_write_items(
-                TransactItems=items,  # type: ignore[arg-type]
-                # Tokens are account-wide: scope ours to this table.
-                ClientRequestToken=hashlib.sha256(
-                    f"{self.table_name}|{request_token}".encode()
-                ).hexdigest()[:32],
-            )
-        except ClientError as exc:
-            raise _translate_transaction_error(exc, items, what) from exc
-        except LOST_RESPONSE as exc:
-            raise TransientStoreError(
-                f"no answer from DynamoDB for the write to {what}: {exc}"
-            ) from exc
+            writes.transact(self.client, items, what=what, token=token, table=self.table_name)
+        except writes.PreconditionFailed as failed:
+            raise LostRaceError(
+                f"{what} changed since it was read",
+                committed_command_id=_command_id_of_existing_event(failed.reasons, items),
+            ) from failed
 
     def _put_if_version(self, item: dict[str, Any], expected: int | None) -> dict[str, Any]:
         """A transaction Put of ``item`` if the stored one is at ``expected`` (None: absent)."""
-        return {"Put": {"TableName": self.table_name, "Item": item, **_if_version(expected)}}
+        return {"Put": writes.put(self.table_name, item, writes.expecting(expected))}
 
     def _delete_if_version(self, key: dict[str, Any], expected: int) -> dict[str, Any]:
         """A transaction Delete of the item at ``key`` if it is still at ``expected``."""
-        return {"Delete": {"TableName": self.table_name, "Key": key, **_if_version(expected)}}
+        return {"Delete": writes.delete(self.table_name, key, writes.AtVersion(expected))}
+
+    def _check_version(self, key: dict[str, Any], expected: int) -> dict[str, Any]:
+        """A transaction ConditionCheck: the item at ``key``, read but not written, is
+        still at ``expected``."""
+        return {"ConditionCheck": writes.check(self.table_name, key, writes.AtVersion(expected))}
 
     def _event_put(self, item: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "Put": {
-                "TableName": self.table_name,
-                "Item": item,
-                **_if_version(None),
-                # A failed condition returns the event already there: whose was it?
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
-        }
+        # A failed condition returns the event already there: whose was it?
+        return {"Put": writes.put(self.table_name, item, writes.ABSENT, return_old=True)}
 
     # --- reads ------------------------------------------------------------------------
 
@@ -143,14 +127,13 @@ class DynamoLogTable:
         request: dict[str, Any] = {
             "TableName": self.table_name,
             "KeyConditionExpression": condition,
-            "ExpressionAttributeNames": {
-                "#pk": PARTITION_KEY,
-                "#sk": index[1] if index else SORT_KEY,
-            },
+            "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
             "ExpressionAttributeValues": {":pk": {"S": pk}, **values},
             "Limit": limit,
             "ScanIndexForward": forward,
         }
+        if "#sk" in condition:  # DynamoDB refuses a name the expression does not use
+            request["ExpressionAttributeNames"]["#sk"] = index[1] if index else SORT_KEY
         if index:
             request["IndexName"] = index[0]
         if cursor:
@@ -197,59 +180,7 @@ class DynamoLogTable:
         raise TransientStoreError("DynamoDB kept throttling the read: retry later")
 
     def _call(self, operation: Any, **kwargs: Any) -> Any:
-        try:
-            return operation(**kwargs)
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            if code == "ResourceNotFoundException":
-                raise StoreUnavailableError(
-                    f"the ledger table {self.table_name!r} does not exist: deploy the stack or "
-                    "check SNAPLEDGER_TABLE"
-                ) from exc
-            if code in TRANSIENT_ERRORS:
-                raise TransientStoreError(f"DynamoDB is busy ({code}): retry later") from exc
-            raise StoreUnavailableError(f"DynamoDB refused the request ({code}): {exc}") from exc
-        except LOST_RESPONSE as exc:
-            raise TransientStoreError(f"no answer from DynamoDB: {exc}") from exc
-
-
-def _if_version(expected: int | None) -> dict[str, Any]:
-    if expected is None:
-        return {
-            "ConditionExpression": "attribute_not_exists(#sk)",
-            "ExpressionAttributeNames": {"#sk": SORT_KEY},
-        }
-    return {
-        "ConditionExpression": "#version = :expected",
-        "ExpressionAttributeNames": {"#version": "version"},
-        "ExpressionAttributeValues": {":expected": {"N": str(expected)}},
-    }
-
-
-def _translate_transaction_error(
-    exc: ClientError, items: list[dict[str, Any]], what: str
-) -> Exception:
-    code = exc.response.get("Error", {}).get("Code", "")
-    if code == "TransactionCanceledException":
-        reasons: list[Any] = list(exc.response.get("CancellationReasons", []))
-        codes = [r.get("Code", "None") for r in reasons]
-        if "ConditionalCheckFailed" in codes:
-            return LostRaceError(
-                f"{what} changed since it was read",
-                committed_command_id=_command_id_of_existing_event(reasons, items),
-            )
-        if any(c in TRANSIENT_CODES for c in codes):
-            return TransientStoreError(f"transaction cancelled ({', '.join(codes)}): retry")
-        return StoreUnavailableError(
-            f"DynamoDB cancelled the transaction ({', '.join(codes)}): {exc}"
-        )
-    if code in TRANSIENT_ERRORS:
-        return TransientStoreError(f"DynamoDB is busy ({code}): retry later")
-    if code == "IdempotentParameterMismatchException":
-        return StoreUnavailableError(
-            "a retried transaction differed from the first attempt; this is a bug: report it"
-        )
-    return StoreUnavailableError(f"DynamoDB refused the write ({code}): {exc}")
+        return writes.read(operation, what="a read of the ledger", table=self.table_name, **kwargs)
 
 
 def _command_id_of_existing_event(reasons: list[Any], items: list[dict[str, Any]]) -> str | None:

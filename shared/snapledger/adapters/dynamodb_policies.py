@@ -11,10 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import boto3
-from botocore.exceptions import ClientError
 
 from snapledger.adapters import dynamodb_codec as codec
-from snapledger.errors import StoreUnavailableError
+from snapledger.adapters import dynamodb_writes as writes
 from snapledger.models.policy import StoredPolicy
 
 if TYPE_CHECKING:
@@ -30,16 +29,12 @@ class DynamoPolicyStore:
 
     def get(self, stream: str) -> StoredPolicy | None:
         """The stream's stored policy (consistent read), or None if it has none."""
-        try:
-            response = self.client.get_item(
-                TableName=self.table_name,
-                Key=codec.key(codec.stream_pk(stream), codec.POLICY_SK),
-                ConsistentRead=True,
-            )
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            raise StoreUnavailableError(
-                f"DynamoDB refused the policy read ({code}): {exc}"
-            ) from exc
+        response = writes.read(
+            self.client.get_item,
+            what=f"the read of {stream}'s policy",
+            TableName=self.table_name,
+            Key=codec.key(codec.stream_pk(stream), codec.POLICY_SK),
+            ConsistentRead=True,
+        )
         item = response.get("Item")
         return codec.policy_from_item(item) if item else None

@@ -61,7 +61,8 @@ class DynamoStreamLog(DynamoLogTable):
             self._put_if_version(codec.stream_head_item(after.head), before.head.version or None)
         ]
         items += self._policy_writes(before, after)
-        items += [self._event_put(codec.stream_event_item(event)) for event in events]
+        window = self.ttl_window
+        items += [self._event_put(codec.stream_event_item(e, window)) for e in events]
         what = f"the stream {before.head.stream}"
         self._transact(items, request_token=request_token, what=what)
 

@@ -19,12 +19,19 @@ Two sparse GSIs, each indexing only the items that carry its key attribute:
 - ``by_kind`` (``kind``, ``pk``): HEAD and JOB items (``kind = HEAD`` / ``JOB``), so GC and
   the job sweeper page through all lineages or jobs without a scan; and every SNAP item
   (``kind = SNAPSHOT#{snapshot_id}``), so a snapshot is found by id in one Query.
-- ``registered`` (``pk``, ``registered_sk``): the SNAP items of REGISTERED snapshots only
-  (``registered_sk`` = their ``sk``, dropped when they leave REGISTERED), so "as of an LSN"
-  and "as of a time" read live snapshots, never the lineage's DELETED or REJECTED history.
+- ``registered`` (``pk``, ``registered_sk``): the SNAP items GC still has work or a
+  promise for: REGISTERED (``registered_sk`` = their ``sk``), EXPIRING (``EXPIRING#`` +
+  ``sk``) and REJECTED (``REJECTED#`` + ``sk``); a DELETED record leaves it. "As of an
+  LSN" and "as of a time" read the ``SNAP#`` range (REGISTERED only); GC reads the whole
+  lineage partition of the index (live records only, never the DELETED history).
 
 Both are kept by DynamoDB from the SNAP item's own Put: no extra item in a transaction.
-SNAP items written before these keys existed get them from ``snapledger.tools.backfill``.
+SNAP items written before these keys existed get them from ``snapledger.backfill``.
+
+TTL: terminal items (DELETED and REJECTED snapshots, finished jobs and their run-id
+pointers, events) carry ``ttl`` (epoch seconds; ``dynamodb_codec.ttl_of``); DynamoDB
+deletes them some time after it. Live items never carry it. The name is not
+``expires_at``: a hold and the ``SnapshotHeld`` event have a field of that name.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ KIND_INDEX = "by_kind"
 KIND_ATTRIBUTE = "kind"
 REGISTERED_INDEX = "registered"
 REGISTERED_SK_ATTRIBUTE = "registered_sk"
-TTL_ATTRIBUTE = "expires_at"
+TTL_ATTRIBUTE = "ttl"
 DEFAULT_TABLE_NAME = "snapledger-ledger"
 
 
@@ -75,4 +82,12 @@ def create_table_request(table_name: str) -> dict[str, Any]:
             },
         ],
         "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
+    }
+
+
+def time_to_live_request(table_name: str) -> dict[str, Any]:
+    """Arguments for boto3 ``update_time_to_live``: TTL on, read from ``TTL_ATTRIBUTE``."""
+    return {
+        "TableName": table_name,
+        "TimeToLiveSpecification": {"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
     }

@@ -116,8 +116,10 @@ def decide_expire(state: LineageState, cmd: ExpireSnapshots, now: datetime) -> l
 
 
 def decide_claim_orphan(state: LineageState, cmd: ClaimOrphan, now: datetime) -> list[LedgerEvent]:
-    if snapshot_sort_key(cmd.lsn, cmd.snapshot_id) in state.snapshots:
+    existing = state.snapshots.get(snapshot_sort_key(cmd.lsn, cmd.snapshot_id))
+    if existing is not None and existing.status is not SnapshotStatus.DELETED:
         return []  # registered (or claimed) meanwhile: not an orphan
+    # A DELETED record (GC no longer reads them) with objects again: claimed like no record.
     if now - cmd.newest_object_at <= timedelta(hours=cmd.grace_hours):
         return []  # a writer may still be between upload and registration
     ev = Sequencer(state, cmd.command_id, now)
@@ -134,6 +136,9 @@ def decide_claim_orphan(state: LineageState, cmd: ClaimOrphan, now: datetime) ->
                 "reason": (
                     f"no ledger record and no object newer than {cmd.grace_hours:g}h: "
                     "an upload that was never registered"
+                    if existing is None
+                    else f"objects written again after the snapshot was deleted, none newer "
+                    f"than {cmd.grace_hours:g}h"
                 ),
             }
         )

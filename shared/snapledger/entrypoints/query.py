@@ -195,7 +195,50 @@ def answer_history(request: HistoryQuery, rt: Runtime) -> dict[str, Any]:
     else:
         lineage = LineageId(stream=request.stream, partition=request.partition)
         page = queries.history(rt.ledger, lineage, after_seq=after, limit=limit, cursor=cursor)
-    return {"events": [e.model_dump(mode="json") for e in page.items], "cursor": page.cursor}
+    answer: dict[str, Any] = {
+        "events": [e.model_dump(mode="json") for e in page.items],
+        "cursor": page.cursor,
+    }
+    if cursor is None:  # a first page: does it start where asked?
+        through = queries.expired_through(
+            page, after_seq=after, last_seq=lambda: _last_seq(request, rt)
+        )
+        if through is not None:
+            answer["expired"] = _expired_answer(through, answer["events"], rt)
+    return answer
+
+
+def _last_seq(request: HistoryQuery, rt: Runtime) -> int:
+    if request.partition is None:
+        stream_head = rt.streams.get_head(request.stream)
+        return 0 if stream_head is None else stream_head.version
+    head = rt.ledger.get_head(LineageId(stream=request.stream, partition=request.partition))
+    return 0 if head is None else head.version
+
+
+def _expired_answer(through: int, events: list[dict[str, Any]], rt: Runtime) -> dict[str, Any]:
+    """Where the events the table no longer holds are, and how to replay them."""
+    archive = rt.event_archive
+    until = events[0]["at"] if events else "<now>"
+    answer: dict[str, Any] = {
+        "through_seq": through,
+        "why": (
+            f"events up to seq {through} are older than the ledger's TTL window and have "
+            "left the table; the event bus's archive keeps them"
+        ),
+    }
+    if archive is None:
+        answer["archive"] = None
+        answer["replay"] = "this deployment has no event archive configured"
+        return answer
+    answer["archive"] = archive.archive_arn
+    answer["replay"] = (
+        f"aws events start-replay --replay-name <a name> --event-source-arn "
+        f"{archive.archive_arn} --event-start-time <when the stream began> "
+        f"--event-end-time {until} --destination "
+        f"'Arn={archive.bus_arn},FilterArns=[<your rule's ARN>]'"
+    )
+    return answer
 
 
 @query_action(AsOfQuery)

@@ -17,16 +17,27 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from snapledger.adapters.sqs_registration_queue import QueuedManifest, RegistrationQueue
 from snapledger.entrypoints.answers import Answer, MetricSink, count, ok
+from snapledger.entrypoints.registration_queue import (
+    QueuedMessage,
+    deduplication_id,
+    lineage_group,
+)
 from snapledger.entrypoints.s3_events import Arrival, InvalidRecord, ObjectArrival, key_in_store
 from snapledger.errors import SnapledgerError
 from snapledger.layout import MANIFEST_NAME, SNAPSHOTS
 from snapledger.runtime import Runtime
-from snapledger.services.registration import register_manifest
+from snapledger.services.registration import (
+    RegistrationFailed,
+    RegistrationResult,
+    register_manifests,
+)
 
 IGNORED = "ignored"
 INVALID_RECORD = "invalid_record"
 FAILED = "failed"
+QUEUED = "queued"  # handed to the registration queue (AWS): registered by its consumer
 #: Counters are ``Registration_{outcome}``, e.g. ``Registration_became_latest``.
 METRIC_PREFIX = "Registration_"
 MALFORMED_EVENT_METRIC = "Registration_malformed_event"
@@ -71,41 +82,143 @@ class RegistrationBatch:
         """The summary answer; RecordsFailedError (from the first cause) if any failed."""
         if self.failures:
             raise RecordsFailedError(self.failures) from self.failures[0][1]
+        return self.answer()
+
+    def answer(self, **fields: Any) -> Answer:
+        """The summary answer: every record's, and the count of each outcome."""
         counts = Counter(record.outcome for record in self.records)
-        return ok(records=[r.to_dict() for r in self.records], counts=dict(sorted(counts.items())))
+        return ok(
+            records=[r.to_dict() for r in self.records],
+            counts=dict(sorted(counts.items())),
+            **fields,
+        )
 
 
 def register_arrivals(
     arrivals: Sequence[Arrival], rt: Runtime, metrics: MetricSink
 ) -> RegistrationBatch:
-    """Register every manifest among ``arrivals``, counting each outcome."""
+    """Register (or, with a registration queue, queue) every manifest among ``arrivals``.
+
+    Without a queue (the local runtime) a delivery's manifests are registered here, each
+    lineage's together, one writer per lineage in the process. With one (AWS), each
+    manifest naming a lineage is sent to the FIFO queue with its lineage as the message
+    group (``queued``); one naming none is recorded here, as it cannot be grouped.
+    """
     batch = RegistrationBatch()
+    answers: list[RecordAnswer | None] = []
+    manifests: list[tuple[int, ObjectArrival, str]] = []
     for arrival in arrivals:
-        answer = _register_one(arrival, rt, batch)
+        answer, key = _triage(arrival, rt.store.uri)
+        answers.append(answer)
+        if key is not None:
+            manifests.append((len(answers) - 1, arrival, key))  # type: ignore[arg-type]
+    queue = rt.registration_queue
+    if queue is not None:
+        queued = [(i, a, key) for i, a, key in manifests if lineage_group(key) is not None]
+        manifests = [(i, a, key) for i, a, key in manifests if lineage_group(key) is None]
+        for index, answer in zip(
+            (i for i, _, _ in queued), _queue(queued, queue, batch), strict=True
+        ):
+            answers[index] = answer
+    results = register_manifests(
+        [key for _, _, key in manifests], ledger=rt.ledger, store=rt.store, clock=rt.clock
+    )
+    for (index, arrival, key), result in zip(manifests, results, strict=True):
+        answers[index] = _answer(key, result, batch, arrival.request_id)
+    for answer in answers:
+        assert answer is not None
         count(metrics, METRIC_PREFIX + answer.outcome)
         batch.records.append(answer)
     return batch
 
 
-def _register_one(arrival: Arrival, rt: Runtime, batch: RegistrationBatch) -> RecordAnswer:
+def register_queued(
+    messages: Sequence[QueuedMessage], rt: Runtime, metrics: MetricSink
+) -> tuple[RegistrationBatch, list[str]]:
+    """Register the manifests a FIFO delivery holds; the message ids to be redelivered.
+
+    A failed manifest fails the messages of its lineage (message group) that follow it in
+    the delivery too, so a lineage's manifests are retried in the order they came.
+    """
+    batch = RegistrationBatch()
+    results = register_manifests(
+        [m.key for m in messages], ledger=rt.ledger, store=rt.store, clock=rt.clock
+    )
+    failed_groups: set[str] = set()
+    retry: list[str] = []
+    for message, result in zip(messages, results, strict=True):
+        if message.group_id in failed_groups:
+            answer = RecordAnswer(
+                message.key,
+                FAILED,
+                reason="an earlier manifest of its "
+                "lineage in this delivery failed: retried after it",
+            )
+            retry.append(message.message_id)
+        else:
+            answer = _answer(message.key, result, batch, message.message_id)
+            if answer.outcome == FAILED:
+                failed_groups.add(message.group_id)
+                retry.append(message.message_id)
+        count(metrics, METRIC_PREFIX + answer.outcome)
+        batch.records.append(answer)
+    return batch, retry
+
+
+def _triage(arrival: Arrival, store_uri: str) -> tuple[RecordAnswer | None, str | None]:
+    """The answer of a record that names no manifest, or the manifest key it names."""
     if isinstance(arrival, InvalidRecord):
         problems = "; ".join(f"{p['field']}: {p['problem']}" for p in arrival.fields)
         _log.error("record %d is not an S3 record: %s", arrival.index, problems)
-        return RecordAnswer(None, INVALID_RECORD, reason=problems)
-    key, ignored = _manifest_key(arrival, rt.store.uri)
+        return RecordAnswer(None, INVALID_RECORD, reason=problems), None
+    key, ignored = _manifest_key(arrival, store_uri)
     if ignored:
-        return RecordAnswer(key, IGNORED, reason=ignored)
+        return RecordAnswer(key, IGNORED, reason=ignored), None
+    return None, key
+
+
+def _queue(
+    queued: list[tuple[int, ObjectArrival, str]], queue: RegistrationQueue, batch: RegistrationBatch
+) -> list[RecordAnswer]:
+    messages = [
+        QueuedManifest(
+            key=key,
+            group_id=lineage_group(key) or "",
+            deduplication_id=deduplication_id(arrival.bucket, key, arrival.write_token),
+        )
+        for _, arrival, key in queued
+    ]
+    if not messages:
+        return []
     try:
-        result = register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock)
-    except Exception as exc:  # every record is processed; the failure is raised at the end
-        _log.exception("registering %s failed; the delivery will be retried", key)
+        queue.send(messages)
+    except Exception as exc:  # answered per record, raised at the end: the delivery is retried
+        _log.exception(
+            "queueing %d manifest(s) failed; the delivery will be retried", len(messages)
+        )
+        batch.failures += [(m.key, exc) for m in messages]
+        return [
+            RecordAnswer(m.key, FAILED, reason=f"{type(exc).__name__}: {exc}") for m in messages
+        ]
+    return [RecordAnswer(m.key, QUEUED) for m in messages]
+
+
+def _answer(
+    key: str,
+    result: RegistrationResult | RegistrationFailed,
+    batch: RegistrationBatch,
+    request_id: str | None,
+) -> RecordAnswer:
+    if isinstance(result, RegistrationFailed):
+        exc = result.error
+        _log.error("registering %s failed; it will be retried", key, exc_info=exc)
         batch.failures.append((key, exc))
         return RecordAnswer(key, FAILED, reason=f"{type(exc).__name__}: {exc}")
     _log.info(
         "registered %s: %s",
         key,
         result.outcome.value,
-        extra={"registration": result.to_dict(), "s3_request_id": arrival.request_id},
+        extra={"registration": result.to_dict(), "request_id": request_id},
     )
     return RecordAnswer(key, result.outcome.value, result.reason, result.snapshot_id, result.lsn)
 

@@ -42,6 +42,10 @@ class _Bucket(AwsEvent):
 
 class _Object(AwsEvent):
     key: str = Field(min_length=1)
+    # Which write of the key this is (S3 orders them per key): the FIFO deduplication id.
+    sequencer: str | None = None
+    e_tag: str | None = Field(default=None, alias="eTag")
+    etag: str | None = None  # the EventBridge shape's spelling
 
 
 class _Entity(AwsEvent):
@@ -90,6 +94,8 @@ class ObjectArrival:
     request_id: str | None
     created: bool  # an ObjectCreated event (a notification may carry others)
     via: Literal["s3", "eventbridge"]
+    #: Names this write of the key (S3's sequencer, else the ETag): redeliveries share it.
+    write_token: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +128,7 @@ def parse_object_arrivals(event: object) -> list[Arrival]:
                 request_id=created.detail.request_id or created.id,
                 created=True,
                 via="eventbridge",
+                write_token=_write_token(created.detail.object_),
             )
         ]
     raise payload_error(
@@ -147,7 +154,12 @@ def _record(index: int, raw: object) -> Arrival:
         request_id=elements.request_id if elements else None,
         created=record.event_name.startswith("ObjectCreated:"),
         via="s3",
+        write_token=_write_token(record.s3.object_),
     )
+
+
+def _write_token(obj: _Object) -> str | None:
+    return obj.sequencer or obj.e_tag or obj.etag
 
 
 def _in_record(index: int, field: str) -> str:

@@ -21,5 +21,9 @@ def local_dynamodb_client(endpoint_url: str, *, pool_size: int = 32) -> DynamoDB
         region_name=LOCAL_REGION,
         aws_access_key_id="local",
         aws_secret_access_key="local",  # noqa: S106 - DynamoDB Local accepts any credentials
-        config=Config(max_pool_connections=pool_size, retries={"mode": "standard"}),
+        # No client-side parameter validation, as the functions' clients (runtime.py):
+        # DynamoDB Local validates every request as DynamoDB does.
+        config=Config(
+            max_pool_connections=pool_size, retries={"mode": "standard"}, parameter_validation=False
+        ),
     )

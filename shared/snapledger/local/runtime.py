@@ -13,6 +13,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -20,15 +21,21 @@ from typing import Any
 from aws_lambda_powertools.metrics.provider import cold_start
 from botocore.exceptions import ClientError
 
-from snapledger.adapters.dynamodb_backfill import backfill_lookup_keys
+from snapledger.adapters.dynamodb_backfill import backfill_head_kinds, backfill_items
 from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
+from snapledger.adapters.dynamodb_codec import DEFAULT_TTL_WINDOW
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
 from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
 from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
 from snapledger.adapters.object_store_file import FileObjectStore
-from snapledger.adapters.table_definition import DEFAULT_TABLE_NAME, create_table_request
+from snapledger.adapters.table_definition import (
+    DEFAULT_TABLE_NAME,
+    TTL_ATTRIBUTE,
+    create_table_request,
+    time_to_live_request,
+)
 from snapledger.clock import SystemClock
 from snapledger.core.compaction_trigger import CompactionConfig
 from snapledger.gc_settings import GcConfig
@@ -56,20 +63,42 @@ def local_home(home: str | Path | None = None) -> Path:
     return Path(chosen).resolve()
 
 
-def ensure_table(client: Any, table: str) -> None:
-    """Create the ledger table if it does not exist yet (idempotent); upgrade one an older
-    version created: add the indexes it lacks, then backfill the keys they read."""
+def ensure_table(
+    client: Any, table: str, *, ttl_window: timedelta | None = DEFAULT_TTL_WINDOW
+) -> None:
+    """Create the ledger table if it does not exist yet (idempotent), TTL on; upgrade one
+    an older version created: add the indexes it lacks, turn TTL on, then backfill the
+    keys and TTLs its items lack (``backfill_items``), and move unsharded HEADs to
+    their ``by_kind`` shard."""
     request = create_table_request(table)
+    created = True
     try:
         client.create_table(**request)
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") != "ResourceInUseException":
             raise
-        _add_missing_indexes(client, table, request)
+        created = False
     client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 0.2})
+    indexes_added = not created and _add_missing_indexes(client, table, request)
+    ttl_turned_on = enable_ttl(client, table)
+    if indexes_added or (ttl_turned_on and not created):
+        backfill_items(client, table, ttl_window=ttl_window)
+    if not created:
+        backfill_head_kinds(client, table)  # HEADs of an older version: to their shards
 
 
-def _add_missing_indexes(client: Any, table: str, request: dict[str, Any]) -> None:
+def enable_ttl(client: Any, table: str) -> bool:
+    """Turn the table's TTL on (``TTL_ATTRIBUTE``) unless it is on; True if it was off."""
+    described = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
+    on = described.get("TimeToLiveStatus") in ("ENABLED", "ENABLING")
+    if on and described.get("AttributeName") == TTL_ATTRIBUTE:
+        return False
+    client.update_time_to_live(**time_to_live_request(table))
+    return True
+
+
+def _add_missing_indexes(client: Any, table: str, request: dict[str, Any]) -> bool:
+    """Add the indexes the table lacks; True if it lacked any."""
     described = client.describe_table(TableName=table)["Table"]
     present = {index["IndexName"] for index in described.get("GlobalSecondaryIndexes", [])}
     missing = [i for i in request["GlobalSecondaryIndexes"] if i["IndexName"] not in present]
@@ -84,8 +113,7 @@ def _add_missing_indexes(client: Any, table: str, request: dict[str, Any]) -> No
             if all(i["IndexStatus"] == "ACTIVE" for i in indexes):
                 break
             time.sleep(0.2)
-    if missing:
-        backfill_lookup_keys(client, table)
+    return bool(missing)
 
 
 def running_endpoint(home: Path) -> str | None:
@@ -113,6 +141,7 @@ class LocalRuntime:
     thresholds: CompactionConfig = field(default_factory=CompactionConfig)
     runner: JobRunner | None = None
     gc: GcConfig = field(default_factory=GcConfig)
+    ttl_window: timedelta | None = DEFAULT_TTL_WINDOW
     _engine: DynamoDBLocal | None = None
     _saved_env: dict[str, str | None] = field(default_factory=dict)
     runtime: Runtime | None = None
@@ -136,23 +165,23 @@ class LocalRuntime:
             self._engine = DynamoDBLocal(port=free_port(), data_dir=data_dir).start()
             endpoint = self._engine.endpoint_url
         client = local_dynamodb_client(endpoint)
-        ensure_table(client, self.table)
+        ensure_table(client, self.table, ttl_window=self.ttl_window)
         store = FileObjectStore(self.root)
         if self.runner is None:
             from snapledger.local.spark_runner import LocalSparkRunner
 
             self.runner = LocalSparkRunner()
         self.runtime = Runtime(
-            ledger=DynamoLedger(self.table, client=client),
+            ledger=DynamoLedger(self.table, client=client, ttl_window=self.ttl_window),
             store=store,
             clock=SystemClock(),
-            jobs=DynamoJobStore(self.table, client=client),
+            jobs=DynamoJobStore(self.table, client=client, ttl_window=self.ttl_window),
             runner=self.runner,
             segments=DynamoSegmentStore(self.table, client=client),
             thresholds=self.thresholds,
             lineages=DynamoLineageIndex(self.table, client=client),
             policies=DynamoPolicyStore(self.table, client=client),
-            streams=DynamoStreamLog(self.table, client=client),
+            streams=DynamoStreamLog(self.table, client=client, ttl_window=self.ttl_window),
             gc=self.gc,
         )
         use_runtime(self.runtime)

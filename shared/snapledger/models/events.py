@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, TypeAdapter
 
-from snapledger.models.base import Frozen
+from snapledger.models.base import DEFERRED, Frozen
 from snapledger.models.policy import RetentionPolicy
 
 
@@ -203,7 +203,7 @@ LedgerEvent = Annotated[
     | TrimPointAdvanced,
     Field(discriminator="type"),
 ]
-EVENT_ADAPTER: TypeAdapter[LedgerEvent] = TypeAdapter(LedgerEvent)
+EVENT_ADAPTER: TypeAdapter[LedgerEvent] = TypeAdapter(LedgerEvent, config=DEFERRED)
 
 
 # --- the stream's log ------------------------------------------------------------------
@@ -251,4 +251,4 @@ class PolicyReset(StreamEventBase):
 
 
 StreamEvent = Annotated[PolicySet | PolicyReset, Field(discriminator="type")]
-STREAM_EVENT_ADAPTER: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
+STREAM_EVENT_ADAPTER: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent, config=DEFERRED)

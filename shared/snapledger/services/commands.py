@@ -14,10 +14,10 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypedDict, TypeVar, Unpack
 
 from snapledger.core.lineage import Command, LineageState, decide, evolve_all
 from snapledger.core.stream import StreamCommand, StreamState, decide_stream, evolve_stream_all
@@ -55,6 +55,9 @@ class Committed(Generic[StateT, EventT]):
     events: list[EventT]
     state: StateT
     attempts: int
+    #: Attempts that lost the race (a condition failed: another writer got there first).
+    #: ``attempts - 1 - lost_races`` were retried for throttling or a lost answer.
+    lost_races: int = 0
 
 
 CommandResult = Committed[LineageState, LedgerEvent]
@@ -103,40 +106,75 @@ def run_command(
     retry: RetryPolicy | None = None,
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
+    seed: StateT | None = None,
 ) -> Committed[StateT, EventT]:
-    """Decide and commit one command on ``log``; idempotent under redelivery."""
+    """Decide and commit one command on ``log``; idempotent under redelivery.
+
+    ``seed`` is a state the caller already read (perhaps stale: an index page, its own
+    last commit): the first attempt decides on it instead of loading, and its commit,
+    conditioned on every item the decision read, fails if it was stale. A seed is trusted
+    only that way: if it leads to no events, the log is loaded and decided again.
+    """
     policy = retry or RetryPolicy()
     jitter = rng or random.Random()
     # The write whose answer was lost, if any: (the version it expected, its events)
     pending: tuple[int, list[EventT]] | None = None
+    lost = 0
     for attempt in range(1, policy.max_attempts + 1):
-        state = log.load()
+        seeded, seed = seed, None
+        state = seeded if seeded is not None else log.load()
         version = log.version(state)
-        if pending is not None and version > pending[0]:
-            landed = log.get_event(pending[0] + 1)
-            if landed is not None and landed.command_id == command_id:
-                return Committed(events=pending[1], state=state, attempts=attempt)
+        if pending is not None and version > pending[0] and _landed(log, *pending):
+            return Committed(events=pending[1], state=state, attempts=attempt, lost_races=lost)
+        pending = None
         events = log.decide(state)
+        if not events and seeded is not None:
+            state = log.load()
+            version = log.version(state)
+            events = log.decide(state)
         if not events:
-            return Committed(events=[], state=state, attempts=attempt)
+            return Committed(events=[], state=state, attempts=attempt, lost_races=lost)
         after = log.evolve(state, events)
         token = request_token(log.scope, version, command_id, now)
         try:
             log.commit(state, events, after, request_token=token)
         except LostRaceError as exc:
-            if exc.committed_command_id == command_id:
-                # This very write had committed: an SDK retry found its own event there.
-                return Committed(events=events, state=after, attempts=attempt)
-            pending = None
+            if exc.committed_command_id == events[0].command_id:
+                if len({e.command_id for e in events}) == 1:
+                    # This very write had committed: an SDK retry found its own event there.
+                    return Committed(events=events, state=after, attempts=attempt, lost_races=lost)
+                # Several commands' events (a batch): read them all back before saying so.
+                pending = (version, events)
+                continue
+            lost += 1
+            if seeded is not None:
+                continue  # the seed was stale: load and decide again at once
         except TransientStoreError:
             pending = (version, events)
         else:
-            return Committed(events=events, state=after, attempts=attempt)
+            return Committed(events=events, state=after, attempts=attempt, lost_races=lost)
         sleep(policy.delay(attempt, jitter))
     raise ConcurrencyError(
         f"{what} lost the race {policy.max_attempts} times in a row; it is under heavy "
         "contention: retry later"
     )
+
+
+def _landed(log: CommandLog[StateT, EventT], version: int, events: list[EventT]) -> bool:
+    """Whether ``events``, written on ``version``, are in the log: our lost answer committed.
+
+    One read per command among the events (one, unless a batch): the first event of each
+    command must be there, with its command id, at the sequence it was given.
+    """
+    previous: str | None = None
+    for offset, event in enumerate(events):
+        if event.command_id == previous:
+            continue
+        previous = event.command_id
+        landed = log.get_event(version + 1 + offset)
+        if landed is None or landed.command_id != event.command_id:
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -216,20 +254,84 @@ class _StreamLog:
         return self.store.get_event(self.command.stream, seq)
 
 
-def execute(
+@dataclass(frozen=True)
+class _LineageBatchLog(_LineageLog):
+    """Several commands on one lineage decided in turn and committed as one transaction."""
+
+    commands: tuple[Command, ...] = field(default=())
+
+    def decide(self, state: LineageState) -> list[LedgerEvent]:
+        events: list[LedgerEvent] = []
+        for command in self.commands:
+            decided = decide(state, command, self.now)
+            state = evolve_all(state, decided)
+            events += decided
+        return events
+
+
+def execute_batch(
     ledger: LedgerStore,
-    command: Command,
+    commands: Sequence[Command],
     now: datetime,
     *,
     snapshot_keys: tuple[str, ...] = (),
     retry: RetryPolicy | None = None,
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
+    seed: LineageState | None = None,
+) -> CommandResult:
+    """Decide ``commands`` (one lineage) in order and commit their events in one transaction.
+
+    Each event carries its own command's id, exactly as if the commands had run one by
+    one; a command the ones before it made a no-op (a duplicate) adds nothing. The caller
+    keeps the transaction within DynamoDB's 100 items (``MAX_BATCH_COMMANDS``).
+    """
+    if not commands:
+        raise ValueError("execute_batch needs at least one command")
+    lineages = {(c.stream, c.partition) for c in commands}
+    if len(lineages) != 1:
+        raise ValueError(f"a batch is one lineage's commands; got {sorted(lineages)}")
+    log = _LineageBatchLog(ledger, commands[0], now, snapshot_keys, commands=tuple(commands))
+    if len(commands) == 1:
+        command_id, what = commands[0].command_id, f"{commands[0].kind} on {log.lineage}"
+    else:
+        ids = "|".join(c.command_id for c in commands)
+        command_id = "batch:" + hashlib.sha256(ids.encode()).hexdigest()
+        kinds = ", ".join(sorted({c.kind for c in commands}))
+        what = f"{len(commands)} commands ({kinds}) on {log.lineage}"
+    return run_command(
+        log, command_id, now, what=what, retry=retry, sleep=sleep, rng=rng, seed=seed
+    )
+
+
+class LineageRunOptions(TypedDict, total=False):
+    """``execute_batch``'s keyword options, as ``execute`` passes them on."""
+
+    snapshot_keys: tuple[str, ...]
+    retry: RetryPolicy | None
+    sleep: Callable[[float], None]
+    rng: random.Random | None
+    seed: LineageState | None
+
+
+def execute(
+    ledger: LedgerStore, command: Command, now: datetime, **options: Unpack[LineageRunOptions]
 ) -> CommandResult:
     """Decide and commit ``command`` on its lineage; idempotent under redelivery."""
-    log = _LineageLog(ledger, command, now, snapshot_keys)
-    what = f"{command.kind} on {log.lineage}"
-    return run_command(log, command.command_id, now, what=what, retry=retry, sleep=sleep, rng=rng)
+    return execute_batch(ledger, [command], now, **options)
+
+
+def events_by_command(
+    commands: Sequence[Command], events: Sequence[LedgerEvent]
+) -> list[list[LedgerEvent]]:
+    """Each command's events in a batch's result (a repeated command: none, it added none)."""
+    groups: dict[str, list[LedgerEvent]] = {}
+    for event in events:
+        groups.setdefault(event.command_id, []).append(event)
+    answered: list[list[LedgerEvent]] = []
+    for command in commands:
+        answered.append(groups.pop(command.command_id, []))
+    return answered
 
 
 def execute_on_stream(

@@ -41,6 +41,7 @@ from snapledger.models.ledger import LineageId
 from snapledger.ports import MAX_KEYS_PER_REQUEST
 from snapledger.services.commands import CommandResult, execute
 from snapledger.services.gc_deps import Budget, GcDeps
+from snapledger.services.gc_report import LineageReport
 from snapledger.services.object_deletion import failure_message
 
 #: What a lineage does once all its units are resolved: write its last marks (``DeletedPrefix``
@@ -240,8 +241,10 @@ def mark_deleted(
     *,
     run_id: str,
     trim: TrimProposal | None = None,
+    known: LineageReport | None = None,
 ) -> CommandResult:
-    """One ``MarkSnapshotsDeleted`` transaction (at most 45 snapshots, and the trim point)."""
+    """One ``MarkSnapshotsDeleted`` transaction (at most 45 snapshots, and the trim point),
+    seeded with what ``known`` knows of the lineage (else its items are loaded first)."""
     command = MarkSnapshotsDeleted(
         stream=lineage.stream,
         partition=lineage.partition,
@@ -249,7 +252,12 @@ def mark_deleted(
         deleted=tuple(deleted),
         trim=trim,
     )
-    return execute(deps.ledger, command, deps.clock.now(), snapshot_keys=command.snapshot_keys)
+    keys = command.snapshot_keys
+    seed = known.seed(keys) if known is not None else None
+    result = execute(deps.ledger, command, deps.clock.now(), snapshot_keys=keys, seed=seed)
+    if known is not None:
+        known.learn(result.state)
+    return result
 
 
 def mark_all(

@@ -54,7 +54,7 @@ from snapledger.services.deletion_batch import (
     LineageTicket,
     mark_deleted,
 )
-from snapledger.services.gc_deps import Budget, GcDeps, HeadFirstLedger
+from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_report import LineageReport
 from snapledger.services.object_deletion import DeletionFailedError, delete_objects, list_prefix
 
@@ -71,8 +71,13 @@ class Applied:
 def plan_lineage(
     deps: GcDeps, head: Head, policy: RetentionPolicy, config: GcConfig
 ) -> tuple[RetentionPlan, list[SnapshotRecord]]:
-    """Read the lineage's snapshot records and plan them (no write)."""
-    records = list(queries.iter_snapshots(deps.ledger, head.lineage))
+    """Read the lineage's live snapshot records and plan them (no write).
+
+    Live: REGISTERED, EXPIRING and REJECTED (``queries.live_snapshots``). The plan skips
+    DELETED records anyway, and a prefix whose record is DELETED (or gone with its TTL) is
+    the orphan sweep's, as one with no record is (docs/retention.md).
+    """
+    records = queries.live_snapshots(deps.ledger, head.lineage)
     now = deps.clock.now()
     return plan(records, head, policy, now, grace=config.orphan_grace), records
 
@@ -81,13 +86,19 @@ def expire_plan(
     deps: GcDeps,
     report: LineageReport,
     *,
+    head: Head,
     records: list[SnapshotRecord],
     policy: RetentionPolicy,
     config: GcConfig,
     run_id: str,
     budget: Budget,
 ) -> Applied:
-    """Step 1: mark the plan's new deletions EXPIRING (with the ones left EXPIRING before)."""
+    """Step 1: mark the plan's new deletions EXPIRING (with the ones left EXPIRING before).
+
+    The plan's reads (HEAD from the index page, the live records) seed each transaction:
+    no read before it, and a stale seed only makes its commit fail and load.
+    """
+    report.known = LineageState(head=head, snapshots={r.sort_key: r for r in records})
     statuses = {r.sort_key: r.status for r in records}
     expiring = [d.record for d in report.plan.doomed if not d.fresh]
     fresh = [d for d in report.plan.doomed if d.fresh]
@@ -163,7 +174,9 @@ def _record_deleted(
             return True
         last = start + MAX_MARK_PER_COMMAND >= len(done)
         chunk = done[start : start + MAX_MARK_PER_COMMAND]
-        result = mark_deleted(deps, head.lineage, chunk, run_id=run_id, trim=trim if last else None)
+        result = mark_deleted(
+            deps, head.lineage, chunk, run_id=run_id, trim=trim if last else None, known=report
+        )
         _note_trim(report, result.events, result.state.head.trim_lsn)
     if trim is not None and not done:
         alone = AdvanceTrimPoint(
@@ -197,9 +210,9 @@ def _expire(
         grace_hours=config.orphan_grace_hours,
     )
     now = deps.clock.now()
-    result = execute(
-        HeadFirstLedger(deps.ledger), command, now, snapshot_keys=command.snapshot_keys
-    )
+    keys = command.snapshot_keys
+    result = execute(deps.ledger, command, now, snapshot_keys=keys, seed=report.seed(keys))
+    report.learn(result.state)
     report.expired += [e.snapshot_id for e in result.events if isinstance(e, SnapshotExpiring)]
     expiring: list[SnapshotRecord] = []
     for target in command.targets:

@@ -222,6 +222,7 @@ class _Run:
                 applied = expire_plan(
                     self.deps,
                     report,
+                    head=head,
                     records=records,
                     policy=policy,
                     config=self.config,

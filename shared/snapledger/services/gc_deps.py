@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from snapledger.clock import Clock
-from snapledger.core.state import LineageState
 from snapledger.models.gc import GcCheckpoint, HeadPage
-from snapledger.models.ledger import Head, LineageId
+from snapledger.models.ledger import LineageId
 from snapledger.models.policy import StoredPolicy
 from snapledger.ports import JobRunner, JobStore, LedgerReader, LedgerStore, ObjectStore
 
 if TYPE_CHECKING:
-    from snapledger.models.events import LedgerEvent
+    pass
 
 
 class GcLedger(LedgerStore, LedgerReader, Protocol):
@@ -76,40 +74,3 @@ class Budget:
         """The budget for work already in flight once new work stopped: half the reserve
         (the other half is left for saving the checkpoint)."""
         return Budget(self._remaining, self._reserve / 2)
-
-
-class HeadFirstLedger:
-    """The ledger, loading HEAD *before* the snapshot items a decision reads.
-
-    A BatchGetItem reads its items in no particular order. A decision that only reads the
-    items it also writes is safe anyway (each write is conditioned on the item's version),
-    but expiring reads *witnesses* it does not write: the newest min_count snapshots. With
-    HEAD read first, any commit between that read and ours changes HEAD's version, so our
-    transaction (conditioned on it) fails and is decided again: the items we read are
-    exactly the state at the HEAD we read.
-    """
-
-    def __init__(self, ledger: GcLedger) -> None:
-        self._ledger = ledger
-
-    def load(self, lineage: LineageId, snapshot_keys: Sequence[str] = ()) -> LineageState:
-        head = self._ledger.get_head(lineage, consistent=True)
-        state = self._ledger.load(lineage, snapshot_keys)
-        first = head or Head(stream=lineage.stream, partition=lineage.partition)
-        return LineageState(head=first, snapshots=state.snapshots)
-
-    def commit(
-        self,
-        before: LineageState,
-        events: Sequence[LedgerEvent],
-        after: LineageState,
-        *,
-        request_token: str,
-    ) -> None:
-        self._ledger.commit(before, events, after, request_token=request_token)
-
-    def get_event(self, lineage: LineageId, seq: int) -> LedgerEvent | None:
-        return self._ledger.get_event(lineage, seq)
-
-    def record_unplaceable_manifest(self, key: str, reason: str, at: datetime) -> bool:
-        return self._ledger.record_unplaceable_manifest(key, reason, at)

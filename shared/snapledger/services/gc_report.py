@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from snapledger.core.retention import RetentionPlan
+from snapledger.core.state import LineageState
 from snapledger.models.ledger import LineageId
 
 
@@ -46,6 +48,21 @@ class LineageReport:
     orphans: list[OrphanOutcome] = field(default_factory=list)
     jobs_settled: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # What GC last knew of the lineage (the plan's reads, then each of its commits): the
+    # seed of its next command there, checked by that command's commit (not reported).
+    known: LineageState | None = field(default=None, repr=False, compare=False)
+
+    def seed(self, keys: Sequence[str]) -> LineageState | None:
+        """A command's seed (HEAD and the items ``keys``), if GC knows all of them."""
+        known = self.known
+        if known is None or any(k not in known.snapshots for k in keys):
+            return None
+        return LineageState(head=known.head, snapshots={k: known.snapshots[k] for k in keys})
+
+    def learn(self, state: LineageState) -> None:
+        """A commit's resulting state: newer than anything known before it."""
+        base = self.known.snapshots if self.known is not None else {}
+        self.known = LineageState(head=state.head, snapshots={**base, **state.snapshots})
 
     def to_dict(self) -> dict[str, object]:
         planned = self.plan.to_dict()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 
 from snapledger.errors import InvalidRequestError, NotFoundError
@@ -14,6 +14,8 @@ from snapledger.ports import LedgerReader, Page, StreamLogStore
 SCAN_PAGE = 100
 #: REGISTERED snapshots read per request by ``as_of_time`` (DynamoDB's page is <= 1 MB).
 AS_OF_TIME_PAGE = 1000
+#: Live records read per request by GC's planning (``live_snapshots``).
+LIVE_PAGE = 1000
 
 
 def latest(ledger: LedgerReader, lineage: LineageId) -> Head:
@@ -62,6 +64,26 @@ def stream_history(
     return streams.list_events(stream, after_seq=after_seq, limit=limit, cursor=cursor)
 
 
+def expired_through(
+    first_page: Page[LedgerEvent] | Page[StreamEvent],
+    *,
+    after_seq: int,
+    last_seq: Callable[[], int],
+) -> int | None:
+    """The highest sequence number at or after ``after_seq + 1`` whose event is no longer in
+    the table (its TTL passed: the archive has it), or None if the page starts where asked.
+
+    Seqs are gapless and HEAD's version is the last one, so a first page starting above
+    ``after_seq + 1`` (or empty while HEAD is further on) means the events before are gone.
+    ``last_seq`` (HEAD's version) is read only for an empty page.
+    """
+    if first_page.items:
+        first = first_page.items[0].seq
+        return first - 1 if first > after_seq + 1 else None
+    last = last_seq()
+    return last if last > after_seq else None
+
+
 def iter_snapshots(
     ledger: LedgerReader,
     lineage: LineageId,
@@ -82,6 +104,19 @@ def iter_snapshots(
         yield from page.items
         if page.cursor is None:
             return
+        cursor = page.cursor
+
+
+def live_snapshots(ledger: LedgerReader, lineage: LineageId) -> list[SnapshotRecord]:
+    """Every REGISTERED, EXPIRING and REJECTED record of the lineage (what GC plans),
+    newest first: one request per ``LIVE_PAGE`` live records, whatever the history."""
+    records: list[SnapshotRecord] = []
+    cursor: str | None = None
+    while True:
+        page = ledger.list_live(lineage, limit=LIVE_PAGE, cursor=cursor)
+        records += page.items
+        if page.cursor is None:
+            return sorted(records, key=lambda record: record.sort_key, reverse=True)
         cursor = page.cursor
 
 

@@ -7,6 +7,7 @@ raise, so the asynchronous invoke is retried.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 
@@ -25,7 +26,11 @@ from snapledger.models.events import LatestAdvanced, SnapshotRegistered, Snapsho
 from snapledger.models.ledger import SnapshotStatus, snapshot_sort_key
 from snapledger.models.manifest import MAX_MANIFEST_BYTES
 from snapledger.ports import LedgerStore, ObjectStore
-from snapledger.services.commands import CommandResult, RetryPolicy, execute
+from snapledger.services.commands import CommandResult, RetryPolicy
+from snapledger.services.lineage_combiner import LineageCombiner
+
+#: The process's one writer per lineage (see ``lineage_combiner``).
+COMBINER = LineageCombiner()
 
 
 class Outcome(StrEnum):
@@ -50,9 +55,20 @@ class RegistrationResult:
     reason: str | None = None
     latest_lsn: int | None = None
     latest_snapshot_id: str | None = None
+    #: Attempts of the transaction that carried it, and how many lost a race (None: none ran).
+    attempts: int | None = None
+    lost_races: int | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
+class RegistrationFailed:
+    """A manifest whose registration failed unexpectedly (store or table unreachable)."""
+
+    manifest_key: str
+    error: Exception
 
 
 def register_manifest(
@@ -62,22 +78,67 @@ def register_manifest(
     store: ObjectStore,
     clock: Clock,
     retry: RetryPolicy | None = None,
+    combiner: LineageCombiner = COMBINER,
 ) -> RegistrationResult:
     """Record the snapshot whose ``_manifest.json`` is at ``key`` (relative to the root)."""
-    try:
-        location = parse_manifest_key(key)
-    except InvalidKeyError as exc:
-        ledger.record_unplaceable_manifest(key, str(exc), clock.now())
-        return RegistrationResult(Outcome.REJECTED, key, reason=str(exc))
-    command = _command_for(location, key, store)
-    result = execute(
-        ledger,
-        command,
-        clock.now(),
-        snapshot_keys=(snapshot_sort_key(location.lsn, location.snapshot_id),),
-        retry=retry,
+    (answer,) = register_manifests(
+        [key], ledger=ledger, store=store, clock=clock, retry=retry, combiner=combiner
     )
-    return _result(location, key, result)
+    if isinstance(answer, RegistrationFailed):
+        raise answer.error
+    return answer
+
+
+def register_manifests(
+    keys: Sequence[str],
+    *,
+    ledger: LedgerStore,
+    store: ObjectStore,
+    clock: Clock,
+    retry: RetryPolicy | None = None,
+    combiner: LineageCombiner = COMBINER,
+) -> list[RegistrationResult | RegistrationFailed]:
+    """Record each manifest of ``keys``; one answer per key, in order.
+
+    Each manifest is validated on its own; a lineage's commands are then committed
+    together, a transaction per ``MAX_BATCH_COMMANDS``, through ``combiner`` (one writer
+    per lineage in this process). A failure fails only its key, or the keys of the
+    lineage whose transaction failed.
+    """
+    answers: list[RegistrationResult | RegistrationFailed | None] = [None] * len(keys)
+    lineages: dict[tuple[str, int], list[tuple[int, SnapshotLocation, RegisterSnapshot]]] = {}
+    for index, key in enumerate(keys):
+        try:
+            location = parse_manifest_key(key)
+        except InvalidKeyError as exc:
+            try:
+                ledger.record_unplaceable_manifest(key, str(exc), clock.now())
+            except Exception as failure:  # answered per key
+                answers[index] = RegistrationFailed(key, failure)
+            else:
+                answers[index] = RegistrationResult(Outcome.REJECTED, key, reason=str(exc))
+            continue
+        try:
+            command = _command_for(location, key, store)
+        except Exception as failure:  # answered per key
+            answers[index] = RegistrationFailed(key, failure)
+            continue
+        lineage = lineages.setdefault((location.stream, location.partition), [])
+        lineage.append((index, location, command))
+    for members in lineages.values():
+        submitted = [
+            (command, (snapshot_sort_key(location.lsn, location.snapshot_id),))
+            for _, location, command in members
+        ]
+        try:
+            results = combiner.run(ledger, submitted, clock, retry=retry)
+        except Exception as failure:  # answered per key
+            for index, _, command in members:
+                answers[index] = RegistrationFailed(command.manifest_key, failure)
+            continue
+        for (index, location, command), result in zip(members, results, strict=True):
+            answers[index] = _result(location, command.manifest_key, result)
+    return [answer for answer in answers if answer is not None]
 
 
 def _command_for(location: SnapshotLocation, key: str, store: ObjectStore) -> RegisterSnapshot:
@@ -120,6 +181,8 @@ def _result(location: SnapshotLocation, key: str, result: CommandResult) -> Regi
         "snapshot_id": location.snapshot_id,
         "latest_lsn": head.latest_lsn,
         "latest_snapshot_id": head.latest_snapshot_id,
+        "attempts": result.attempts,
+        "lost_races": result.lost_races,
     }
     events = result.events
     if not events:
