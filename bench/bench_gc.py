@@ -21,6 +21,7 @@ from __future__ import annotations
 import builtins
 import math
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -58,6 +59,11 @@ class CountingStore:
     def __init__(self, inner: FileObjectStore) -> None:
         self.inner = inner
         self.requests: Counter[str] = Counter()
+        self._lock = threading.Lock()  # GC works lineages on several threads
+
+    def _count(self, kind: str, requests: int) -> None:
+        with self._lock:
+            self.requests[kind] += requests
 
     @property
     def uri(self) -> str:
@@ -65,22 +71,22 @@ class CountingStore:
 
     def list(self, prefix: str, *, start_after: str | None = None) -> Iterator[ObjectInfo]:
         found = builtins.list(self.inner.list(prefix, start_after=start_after))
-        self.requests["list"] += max(1, math.ceil(len(found) / MAX_KEYS_PER_REQUEST))
+        self._count("list", max(1, math.ceil(len(found) / MAX_KEYS_PER_REQUEST)))
         return iter(found)
 
     def list_page(
         self, prefix: str, *, start_after: str | None = None, limit: int = MAX_KEYS_PER_REQUEST
     ) -> builtins.list[ObjectInfo]:
-        self.requests["list"] += 1
+        self._count("list", 1)
         return self.inner.list_page(prefix, start_after=start_after, limit=limit)
 
     def list_dirs(self, prefix: str) -> Iterator[str]:
         found = builtins.list(self.inner.list_dirs(prefix))
-        self.requests["list_dirs"] += max(1, math.ceil(len(found) / MAX_KEYS_PER_REQUEST))
+        self._count("list_dirs", max(1, math.ceil(len(found) / MAX_KEYS_PER_REQUEST)))
         return iter(found)
 
     def delete_many(self, keys: Sequence[str]) -> DeleteResult:
-        self.requests["delete"] += math.ceil(len(keys) / MAX_KEYS_PER_REQUEST)
+        self._count("delete", math.ceil(len(keys) / MAX_KEYS_PER_REQUEST))
         return self.inner.delete_many(keys)
 
     def __getattr__(self, name: str) -> Any:
@@ -152,9 +158,13 @@ def run(config: Any) -> dict[str, object]:
         store = CountingStore(files)
         deps = bench_deps(ledger, store, clock, client)
         ddb: Counter[str] = Counter()
-        client.meta.events.register(
-            "before-call.dynamodb", lambda model, **_: ddb.update([model.name])
-        )
+        counting = threading.Lock()
+
+        def count(model: Any, **_: Any) -> None:
+            with counting:
+                ddb.update([model.name])
+
+        client.meta.events.register("before-call.dynamodb", count)
 
         started = time.perf_counter()
         records = _query_all(deps)

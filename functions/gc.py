@@ -2,7 +2,9 @@
 
 Plans and applies the minimum-retention rule on every lineage, sweeps orphan prefixes,
 reconciles stuck jobs and advances trim points; stops cleanly when its time runs low and
-resumes on the next run. Payloads: docs/console.md; the rule: docs/retention.md.
+resumes on the next run. Past one invocation it sends lineages in shards to its queue and
+works the shards its SQS trigger delivers. Payloads: docs/console.md; the rule and the
+fan-out: docs/retention.md.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from snapledger.entrypoints.gc import (
     INVALID_METRIC,
     SUBJECT,
     answer_gc,
+    answer_shards,
     is_scheduled_run,
+    is_shard_delivery,
     parse_gc,
 )
 from snapledger.runtime import runtime
@@ -32,6 +36,9 @@ metrics = Metrics()
 @tracer.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> Answer:
+    remaining_seconds = lambda: context.get_remaining_time_in_millis() / 1000  # noqa: E731
+    if is_shard_delivery(event):
+        return answer_shards(event, runtime(), metrics, remaining_seconds=remaining_seconds)
     try:
         request = parse_gc(event)
     except ValidationError as exc:
@@ -40,7 +47,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> Answer:
         request,
         runtime(),
         metrics,
-        remaining_seconds=lambda: context.get_remaining_time_in_millis() / 1000,
+        remaining_seconds=remaining_seconds,
         request_id=context.aws_request_id,
         console=not is_scheduled_run(event),
     )

@@ -77,6 +77,9 @@ EVENT_TYPE_ATTRIBUTE = bus_events.EVENT_TYPE_ATTRIBUTE
 ENRICHMENT_FUNCTION = "ledger_events"
 OUTPUT_EVENT_SCHEMA_REGISTRY = "EventSchemaRegistryName"
 GC_SCHEDULE_HOURS = 6
+# GC shards worked at once by the gc function's SQS trigger (MaximumConcurrency, >= 2);
+# the gc function's reserved concurrency leaves one more for the scheduled coordinator.
+GC_SHARD_WORKERS = 4
 
 # --- Metrics -----------------------------------------------------------------------------
 # Emitted by gc (Powertools Metrics, EMF) with the default ``service`` dimension.

@@ -22,7 +22,8 @@ from infra.constants import (
 from infra.constructs.console_events import ConsoleTestEvents
 from infra.constructs.emr import SparkJobs
 from infra.constructs.events import EnrichmentCode, EventRouting, LedgerEventBus
-from infra.constructs.functions import RUNTIME, FunctionInputs, LedgerFunctions
+from infra.constructs.functions import RUNTIME, SPECS, FunctionInputs, LedgerFunctions
+from infra.constructs.gc_shards import GcShardQueue
 from infra.constructs.guardrails import deny_history_rewrites
 from infra.constructs.ledger_table import LedgerTable
 from infra.constructs.observability import Observability
@@ -94,6 +95,9 @@ class SnapledgerStack(Stack):
             config=config,
         )
         fns = self.functions.functions
+        self.gc_shards = GcShardQueue(
+            self, "GcShards", function=fns["gc"], function_timeout=SPECS["gc"].timeout
+        )
         self.enrichment = enrichment = self.events.publish_ledger_events(
             EnrichmentCode(
                 code=self.functions.code,
@@ -120,6 +124,7 @@ class SnapledgerStack(Stack):
             queues={
                 **self.functions.dead_letter_queues,
                 "pipe": self.events.pipe_dead_letter_queue,
+                "gc_shards": self.gc_shards.dead_letter_queue,
                 "registrations": self.functions.registration_failures,
             },
             table=self.ledger.table,

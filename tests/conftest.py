@@ -13,6 +13,9 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_SESSION_TOKEN", "testing")
 
 from snapledger.local.dynamodb_local import DynamoDBLocal
+from tests.moto_threads import serialize_moto_requests
+
+serialize_moto_requests()  # GC's lineage threads on moto (tests/moto_threads.py)
 
 
 @pytest.fixture(scope="session")

@@ -97,8 +97,8 @@ SPECS: dict[str, FunctionSpec] = {
             "Applies the retention policy: expires and deletes snapshots, sweeps orphans",
             1024,
             Duration.minutes(15),
-            # One GC at a time: overlapping runs are safe but only waste work.
-            reserved=1,
+            # The scheduled coordinator and the shard workers its SQS trigger runs.
+            reserved=1 + names.GC_SHARD_WORKERS,
         ),
     )
 }

@@ -7,6 +7,14 @@ to the table and root every function needs, for ``settings_from_env(GcSettings)`
     SNAPLEDGER_DEFAULT_MAX_COUNT=         SNAPLEDGER_DEFAULT_MAX_AGE_HOURS=
     SNAPLEDGER_ORPHAN_GRACE_HOURS=24      SNAPLEDGER_STUCK_JOB_HOURS=1
     SNAPLEDGER_STOP_WITH_SECONDS_LEFT=30  SNAPLEDGER_DEFAULT_DELETE_CHANGELOG_BELOW_TRIM=false
+    SNAPLEDGER_GC_WORKERS=4               SNAPLEDGER_GC_SHARD_SIZE=50
+    SNAPLEDGER_GC_QUEUE_URL=              SNAPLEDGER_GC_FAN_OUT_ABOVE_LINEAGES=200
+
+Fan-out (docs/retention.md, *Scaling out*): with ``GC_QUEUE_URL`` set, a full run over
+more than ``GC_FAN_OUT_ABOVE_LINEAGES`` lineages sends them, ``GC_SHARD_SIZE`` to a
+message, to that queue, and the gc function's SQS trigger runs each shard; otherwise
+(unset, or a small deployment) one invocation does every lineage itself. Either way an
+invocation works on up to ``GC_WORKERS`` lineages at once.
 """
 
 from __future__ import annotations
@@ -18,6 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from snapledger.models.policy import RetentionPolicy, parse_policy
 from snapledger.settings import LedgerSettings
 
+#: Where the CDK app tells the gc function its shard queue.
+ENV_GC_QUEUE_URL = "SNAPLEDGER_GC_QUEUE_URL"
 #: Under this, an upload in progress (files written, manifest not yet) could be swept.
 MIN_ORPHAN_GRACE_HOURS = 1.0
 #: Under this, a launch still talking to the runner could be failed as "never started".
@@ -48,6 +58,22 @@ class GcConfig(BaseModel):
         default=30.0, ge=0, description="Stop taking new work when the budget is below this"
     )
     page_size: int = Field(default=100, ge=1, le=1000)
+    gc_workers: int = Field(
+        default=4, ge=1, le=16, description="Lineages one invocation works on at once"
+    )
+    gc_queue_url: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The SQS queue of GC shards; unset: every run is a single invocation",
+    )
+    gc_shard_size: int = Field(
+        default=50, ge=1, le=500, description="Lineages per shard message (fan-out)"
+    )
+    gc_fan_out_above_lineages: int = Field(
+        default=200,
+        ge=0,
+        description="A run over this many lineages or fewer stays in one invocation",
+    )
 
     def default_policy(self) -> RetentionPolicy:
         return parse_policy(

@@ -31,6 +31,7 @@ from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
 from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
 from snapledger.adapters.emr_serverless import EmrServerlessRunner
 from snapledger.adapters.object_store import open_object_store
+from snapledger.adapters.sqs_gc_shards import SqsShardQueue
 from snapledger.adapters.sqs_registration_queue import RegistrationQueue, SqsRegistrationQueue
 from snapledger.clock import Clock, SystemClock
 from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds
@@ -47,7 +48,7 @@ from snapledger.ports import (
     StreamLogStore,
 )
 from snapledger.services.changelog_tracking import SegmentStore
-from snapledger.services.gc_deps import LineageIndex, PolicyStore
+from snapledger.services.gc_deps import LineageIndex, PolicyStore, ShardQueue
 from snapledger.settings import (
     ENV_EMR_APPLICATION_ID,
     JobSettings,
@@ -90,6 +91,7 @@ class Runtime:
     policies: PolicyStore
     gc: GcConfig
     streams: StreamLogStore
+    gc_shards: ShardQueue | None = None  # SNAPLEDGER_GC_QUEUE_URL: GC fans out to it
     #: Where ``register`` hands manifests to, one message group per lineage (None: it
     #: registers them itself, as the local runtime does).
     registration_queue: RegistrationQueue | None = None
@@ -147,6 +149,11 @@ def build_runtime(settings: LedgerSettings) -> Runtime:
             client=report_access_denied(boto3.client("emr-serverless", config=CLIENT_CONFIG)),
         )
     window = ttl_window(settings)
+    gc = settings_from_env(GcConfig)
+    shards = None
+    if gc.gc_queue_url is not None:
+        sqs = report_access_denied(boto3.client("sqs", config=CLIENT_CONFIG))
+        shards = SqsShardQueue(gc.gc_queue_url, client=sqs)
     return Runtime(
         ledger=DynamoLedger(settings.table, client=dynamodb, ttl_window=window),
         store=open_object_store(settings.root, s3_client=s3_client),
@@ -158,7 +165,8 @@ def build_runtime(settings: LedgerSettings) -> Runtime:
         lineages=DynamoLineageIndex(settings.table, client=dynamodb),
         policies=DynamoPolicyStore(settings.table, client=dynamodb),
         streams=DynamoStreamLog(settings.table, client=dynamodb, ttl_window=window),
-        gc=settings_from_env(GcConfig),
+        gc=gc,
+        gc_shards=shards,
         registration_queue=(
             SqsRegistrationQueue(
                 settings.registration_queue_url,

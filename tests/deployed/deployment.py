@@ -26,6 +26,7 @@ from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.object_store_s3 import S3ObjectStore
 from snapledger.adapters.table_definition import create_table_request
 from snapledger.clock import Clock
+from snapledger.gc_settings import ENV_GC_QUEUE_URL
 from snapledger.runtime import reset_runtime, runtime, runtime_override
 from tests.deployed.iam_emulation import ACCOUNT, PARTITION, REGION, table_arn
 from tests.functions.support import POWERTOOLS_ENV, FakeLambdaContext, sqs_event
@@ -243,11 +244,14 @@ class EmulatedDeployment:
         *,
         clock: Clock | None = None,
         remaining_ms: int = 900_000,
+        settings: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Call the function's handler as Lambda would, under its role."""
+        """Call the function's handler as Lambda would, under its role (``settings``: more
+        ``SNAPLEDGER_*`` variables than the template sets, e.g. a lower threshold)."""
         module_name, attribute = self.handler_path(name).rsplit(".", 1)
         context = _Context(function_name=name, remaining_ms=remaining_ms)
-        with _environment({**POWERTOOLS_ENV, **self.environment(name), **self.credentials(name)}):
+        variables = {**POWERTOOLS_ENV, **self.environment(name), **(settings or {})}
+        with _environment({**variables, **self.credentials(name)}):
             # Imported with the function's environment: Powertools reads it at import.
             handler = getattr(importlib.import_module(module_name), attribute)
             reset_runtime()
@@ -258,27 +262,34 @@ class EmulatedDeployment:
                 answer: dict[str, Any] = handler(event, context)
         return answer
 
-    def poll_registrations(self) -> list[dict[str, Any]]:
-        """Lambda's SQS poller on the registration queue, with register's role.
+    def deliver_gc_shards(self, *, clock: Clock | None = None) -> list[dict[str, Any]]:
+        """gc's SQS trigger on the GC shard queue, with gc's role: one shard (batch size
+        1) per invocation. Returns gc's answers."""
+        return self._poll("gc", self.environment("gc")[ENV_GC_QUEUE_URL], 1, clock=clock)
 
-        It reads the queue's attributes, receives batches of up to 10 messages (one message
-        group's at a time in flight, as FIFO gives them), invokes register with each batch
-        as the event source mapping's SQS event, and deletes the messages not returned in
-        ``batchItemFailures`` (those stay invisible until their visibility timeout).
-        Returns the consumer's answers.
-        """
-        sqs = self.client_as("register", "sqs")
-        url = self.registration_queue_url
+    def poll_registrations(self) -> list[dict[str, Any]]:
+        """Lambda's SQS poller on the registration queue, with register's role (batches of
+        up to 10, one message group's at a time in flight, as FIFO gives them)."""
+        return self._poll("register", self.registration_queue_url, 10)
+
+    def _poll(
+        self, name: str, url: str, batch_size: int, *, clock: Clock | None = None
+    ) -> list[dict[str, Any]]:
+        """What an event source mapping does with the function's role: read the queue's
+        attributes, receive batches, invoke the function with each as the SQS event, and
+        delete the messages not returned in ``batchItemFailures`` (those stay invisible
+        until their visibility timeout). Returns the function's answers."""
+        sqs = self.client_as(name, "sqs")
         attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])
         arn = attributes["Attributes"]["QueueArn"]
         answers = []
         while True:
             messages = sqs.receive_message(
-                QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"]
+                QueueUrl=url, MaxNumberOfMessages=batch_size, AttributeNames=["All"]
             ).get("Messages", [])
             if not messages:
                 return answers
-            answer = self.invoke("register", sqs_event(messages, arn, REGION))
+            answer = self.invoke(name, sqs_event(messages, arn, REGION), clock=clock)
             answers.append(answer)
             retried = {failure["itemIdentifier"] for failure in answer["batchItemFailures"]}
             for message in messages:
@@ -405,6 +416,10 @@ def stand_up(synth: Synthesized) -> EmulatedDeployment:
         (ids["queue"], "Arn"): queue_arn,
         (ids["queue"], "QueueUrl"): queue_url,
     }
+    shards = admin.client("sqs").create_queue(QueueName="snapledger-gc-shards")["QueueUrl"]
+    shards_id = synth.logical_id(stack.gc_shards.queue)
+    refs[shards_id] = shards
+    attributes[(shards_id, "Arn")] = f"arn:{PARTITION}:sqs:{REGION}:{ACCOUNT}:snapledger-gc-shards"
     for name in FUNCTION_NAMES:
         function_id = synth.logical_id(stack.functions.functions[name])
         refs[function_id] = f"snapledger-{name}"

@@ -13,6 +13,8 @@ module closes those gaps, so a role that works here works in AWS for the same ca
 - SQS ``SendMessageBatch`` is checked as ``sqs:SendMessage`` on the queue, as AWS does.
 - EMR Serverless requests are checked against the application or job run ARN, and
   ``StartJobRun`` also needs ``iam:PassRole`` on the execution role, as AWS requires.
+- SQS batch requests are checked as the action IAM knows (``SendMessageBatch`` as
+  ``sqs:SendMessage``, ``DeleteMessageBatch`` as ``sqs:DeleteMessage``) on the queue.
 
 What moto still does not evaluate: policy conditions (``iam:PassedToService``) and
 ``emr-serverless:TagResource`` for tag-on-create; docs/deploy.md says so.
@@ -46,6 +48,14 @@ _TRANSACT_WRITE_ACTIONS = {
     "Update": "UpdateItem",
     "Delete": "DeleteItem",
     "ConditionCheck": "ConditionCheckItem",
+}
+
+
+# SQS's batch APIs have no IAM action of their own: AWS checks the single one.
+_SQS_BATCH_ACTIONS = {
+    "sqs:SendMessageBatch": "sqs:SendMessage",
+    "sqs:DeleteMessageBatch": "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibilityBatch": "sqs:ChangeMessageVisibility",
 }
 
 
@@ -153,7 +163,8 @@ def enforced_iam() -> Iterator[DecisionLog]:
     original_check = IAMRequestBase.check_action_permitted
 
     def check(self: IAMRequestBase, resource: str) -> None:
-        checks = getattr(resource, "checks", None) or [(self._action, resource)]
+        action = _SQS_BATCH_ACTIONS.get(self._action, self._action)
+        checks = getattr(resource, "checks", None) or [(action, resource)]
         if self._action == "s3:DeleteObject" and self._body and b"<Delete" in self._body:
             # moto checks DeleteObjects once, on the bucket, and then each key against the
             # bucket policy only; AWS checks the caller's policy for every key.

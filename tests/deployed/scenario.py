@@ -191,4 +191,15 @@ def run_scenario(app: EmulatedDeployment) -> Scenario:
             "request_id": "scenario-restore-by-id",
         },
     )
+    # --- gc fan-out: the scheduled run sends shards, gc's SQS trigger works each --------
+    # Four more snapshots: under the default policy (min_count 3) the first of them may go.
+    newer = [write_snapshot(store, STREAM, PARTITION, lsn) for lsn in (2_500, 3_000, 3_500, 4_000)]
+    answers["register.newer"] = app.invoke("register", _s3_event(*newer))
+    answers["gc.coordinator"] = app.invoke(
+        "gc",
+        sample_event("eventbridge-scheduled.json"),
+        clock=later,
+        settings={"SNAPLEDGER_GC_FAN_OUT_ABOVE_LINEAGES": "0"},  # fan out at any size
+    )
+    answers["gc.shards"] = app.deliver_gc_shards(clock=later)
     return done

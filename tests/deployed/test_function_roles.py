@@ -144,6 +144,21 @@ def test_gc_expires_sweeps_trims_the_changelog_and_reconciles_stuck_jobs(
     assert not [key for key in left if "00000000000000000800-" in key]  # the orphan
 
 
+def test_gc_fans_out_shards_and_its_sqs_trigger_works_them(deployed: Deployed) -> None:
+    coordinator = deployed.scenario["gc.coordinator"]["report"]
+    assert coordinator["complete"] and coordinator["counts"]["errors"] == 0, coordinator
+    assert coordinator["counts"]["shards_sent"] >= 1
+    assert coordinator["counts"]["lineages"] == 0  # it worked none itself
+    shards = deployed.scenario["gc.shards"]
+    assert len(shards) == coordinator["counts"]["shards_sent"]
+    assert all(answer["batchItemFailures"] == [] for answer in shards)
+    reports = [entry["report"] for answer in shards for entry in answer["shards"]]
+    assert {r["run_id"] for r in reports} == {coordinator["run_id"]}
+    lineages = sum(r["counts"]["lineages"] for r in reports)
+    assert lineages == coordinator["counts"]["lineages_sent"]
+    assert sum(r["counts"]["snapshots_deleted"] for r in reports) >= 1
+
+
 def test_every_granted_action_is_used_by_a_path_or_by_the_platform(deployed: Deployed) -> None:
     used: dict[str, list[Decision]] = {}
     for decision in deployed.iam.decisions:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 from datetime import timedelta
@@ -9,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from snapledger.services.gc_fanout import GcShard, ShardLineage
 from snapledger.services.registration import register_manifest
-from tests.functions.support import sample_event
+from tests.functions.support import FakeLambdaContext, sample_event, sqs_event
 from tests.support import write_snapshot
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
@@ -163,3 +165,69 @@ def test_an_invalid_policy_is_refused_with_a_reason(rt, gc_handler, context):
         {"action": "policy_set", "stream": "orders", "max_count": 1, "min_count": 3}, context
     )
     assert answer["ok"] is False and answer["error"] == "invalid_request", answer
+
+
+REGION = "us-east-1"
+QUEUE_ARN = f"arn:aws:sqs:{REGION}:123456789012:snapledger-gc-shards"
+
+
+def message(message_id: str, body: str) -> dict[str, object]:
+    """A message as ReceiveMessage returns it."""
+    return {
+        "MessageId": message_id,
+        "ReceiptHandle": f"handle-{message_id}",
+        "Body": body,
+        "Attributes": {"ApproximateReceiveCount": "1"},
+        "MD5OfBody": hashlib.md5(body.encode()).hexdigest(),
+    }
+
+
+def shard_message(message_id: str, *partitions: int) -> dict[str, object]:
+    lineages = tuple(ShardLineage(stream="orders", partition=p) for p in partitions)
+    return message(
+        message_id, GcShard(run_id="coordinator-run", lineages=lineages).model_dump_json()
+    )
+
+
+def test_a_shard_from_the_queue_is_collected_and_acknowledged(aged, rt, gc_handler, context):
+    # Given a shard naming orders/3 and a lineage that does not exist
+    event = sqs_event([shard_message("m-1", 3, 99)], QUEUE_ARN, REGION)
+    # When the trigger delivers it
+    answer = gc_handler(event, context)
+    # Then the lineage is collected under the default policy and no message is failed
+    assert answer["batchItemFailures"] == []
+    [shard] = answer["shards"]
+    assert shard["report"]["run_id"] == "coordinator-run" and shard["report"]["complete"]
+    assert [(r["stream"], r["partition"]) for r in shard["report"]["lineages"]] == [("orders", 3)]
+    statuses = dict(snapshot_state(rt)[0])
+    assert [statuses[lsn] for lsn in (100, 200, 300)] == ["DELETED"] * 3
+
+
+def test_a_message_that_is_not_a_shard_is_failed_for_the_dead_letter_queue(
+    aged, rt, gc_handler, context
+):
+    before = snapshot_state(rt)
+    event = sqs_event(
+        [message("m-bad", '{"lineages": "orders/3"}'), shard_message("m-ok", 3)],
+        QUEUE_ARN,
+        REGION,
+    )
+    answer = gc_handler(event, context)
+    # The bad one is named (run_id missing, lineages not a list); the good one still ran
+    assert answer["batchItemFailures"] == [{"itemIdentifier": "m-bad"}]
+    bad = answer["shards"][0]
+    assert "not a GC shard" in bad["error"] and "run_id" in bad["error"]
+    assert snapshot_state(rt) != before
+
+
+class OutOfTime(FakeLambdaContext):
+    def get_remaining_time_in_millis(self) -> int:
+        return 1_000  # under the 30 s reserve
+
+
+def test_a_shard_cut_short_by_the_time_budget_is_delivered_again(aged, rt, gc_handler):
+    before = snapshot_state(rt)
+    event = sqs_event([shard_message("m-1", 3)], QUEUE_ARN, REGION)
+    answer = gc_handler(event, OutOfTime())
+    assert answer["batchItemFailures"] == [{"itemIdentifier": "m-1"}]
+    assert snapshot_state(rt) == before

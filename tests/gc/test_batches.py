@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -27,10 +28,11 @@ class RecordingStore:
     """Counts listing pages and keeps each delete_many call's keys."""
 
     def __init__(self, inner) -> None:
-        self.inner, self.pages, self.deletes = inner, 0, []
+        self.inner, self.pages, self.deletes, self._lock = inner, 0, [], threading.Lock()
 
     def list_page(self, prefix, **kw):
-        self.pages += 1
+        with self._lock:
+            self.pages += 1
         return self.inner.list_page(prefix, **kw)
 
     def delete_many(self, keys):
@@ -130,24 +132,35 @@ def test_a_refused_key_in_a_shared_batch_keeps_only_its_snapshot_expiring(ledger
 
 
 class Trace:
-    """One timeline of budget checks and the requests between them."""
+    """Each thread's timeline of budget checks and the requests between them (GC works
+    lineages on several threads: each must check before each of its own requests)."""
 
     def __init__(self) -> None:
-        self.events: list[str] = []
+        self.timelines: dict[int, list[str]] = {}
+
+    @property
+    def events(self) -> list[str]:
+        return [event for timeline in self.timelines.values() for event in timeline]
+
+    def add(self, event: str) -> None:
+        self.timelines.setdefault(threading.get_ident(), []).append(event)
 
     def remaining(self) -> float:
-        self.events.append("check")
+        self.add("check")
         return 1_000.0
 
     def longest_unchecked_stretch(self) -> list[str]:
-        stretches, current = [], []
-        for event in self.events:
-            if event == "check":
-                stretches.append(current)
-                current = []
-            else:
-                current.append(event)
-        return max([*stretches, current], key=len)
+        stretches: list[list[str]] = []
+        for timeline in self.timelines.values():
+            current: list[str] = []
+            for event in timeline:
+                if event == "check":
+                    stretches.append(current)
+                    current = []
+                else:
+                    current.append(event)
+            stretches.append(current)
+        return max(stretches, key=len)
 
 
 class TracedStore:
@@ -155,11 +168,11 @@ class TracedStore:
         self.inner, self.trace = inner, trace
 
     def list_page(self, prefix, **kw):
-        self.trace.events.append(f"list {prefix}")
+        self.trace.add(f"list {prefix}")
         return self.inner.list_page(prefix, **kw)
 
     def delete_many(self, keys):
-        self.trace.events.append(f"delete {len(keys)} keys")
+        self.trace.add(f"delete {len(keys)} keys")
         return self.inner.delete_many(keys)
 
     def __getattr__(self, name):
@@ -171,7 +184,7 @@ class TracedLedger:
         self.inner, self.trace = inner, trace
 
     def commit(self, before, events, after, *, request_token):
-        self.trace.events.append("commit " + ",".join(sorted({e.type for e in events})))
+        self.trace.add("commit " + ",".join(sorted({e.type for e in events})))
         self.inner.commit(before, events, after, request_token=request_token)
 
     def __getattr__(self, name):

@@ -8,6 +8,7 @@ unledgered-stream sweep's two: the streams, and the one stream's partitions).
 from __future__ import annotations
 
 import math
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -48,8 +49,11 @@ def world() -> Iterator[World]:
         client.create_bucket(Bucket=BUCKET)
         found = World(ledger, S3ObjectStore(BUCKET, client=client), ManualClock())
 
+        counting = threading.Lock()  # GC's lineage threads call S3 at once
+
         def count(model: Any, **_: Any) -> None:
-            found.requests[model.name] += 1
+            with counting:
+                found.requests[model.name] += 1
 
         client.meta.events.register("before-call.s3", count)
         yield found
@@ -104,10 +108,11 @@ class PageCounter:
     """The file store, counting listing pages (each one ListObjectsV2)."""
 
     def __init__(self, inner: FileObjectStore) -> None:
-        self.inner, self.pages = inner, 0
+        self.inner, self.pages, self._lock = inner, 0, threading.Lock()
 
     def list_page(self, prefix, **kw):
-        self.pages += 1
+        with self._lock:
+            self.pages += 1
         return self.inner.list_page(prefix, **kw)
 
     def __getattr__(self, name):

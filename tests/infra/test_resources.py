@@ -256,7 +256,7 @@ def test_reserved_concurrency_opt_in_caps_the_table_writers(tmp_path: Path) -> N
         reserved[name] = props["Properties"].get("ReservedConcurrentExecutions")
     # Then the ledger writers are capped (gc runs alone) and query is not
     assert reserved == {name: SPECS[name].reserved for name in reserved}
-    assert reserved["gc"] == 1 and reserved["query"] is None
+    assert reserved["gc"] == 1 + names.GC_SHARD_WORKERS and reserved["query"] is None
     # and the quota docs/deploy.md states is what Lambda needs for that reservation
     assert sum(r or 0 for r in reserved.values()) + 100 == REQUIRED_ACCOUNT_CONCURRENCY
     deploy_doc = (names.REPO_ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")

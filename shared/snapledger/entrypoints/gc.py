@@ -4,6 +4,9 @@
   schedule delivers its EventBridge ``Scheduled Event``, which is a full run;
 - ``{"action": "hold", "stream", "partition", "snapshot_id", "expires_at"?, "reason"?, "by"?}``;
 - ``{"action": "release", "stream", "partition", "snapshot_id", "hold_id"?}``;
+- an SQS event of GC shards (``Records`` with ``eventSource`` ``aws:sqs``): the queue a
+  coordinating run fans out to; each message is one shard (``services/gc_fanout.py``),
+  answered with ``batchItemFailures`` naming the shards to deliver again;
 - ``{"action": "policy_get", "stream"}``, ``{"action": "policy_set", "stream", ...fields}``
   and ``{"action": "policy_reset", "stream"}``; a set or reset takes ``by``,
   ``expected_version`` and ``request_id`` (default: the Lambda request id, the same across
@@ -15,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, Field
+from pydantic import AwareDatetime, Field, ValidationError
 
 from snapledger.entrypoints.answers import (
     Answer,
@@ -30,14 +33,16 @@ from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, Snap
 from snapledger.errors import SnapledgerError
 from snapledger.layout import STREAM_PATTERN
 from snapledger.runtime import Runtime
-from snapledger.services.gc import run_gc
-from snapledger.services.gc_deps import GcDeps
+from snapledger.services.gc import run_gc, run_gc_shard
+from snapledger.services.gc_deps import Budget, GcDeps
+from snapledger.services.gc_fanout import GcShard
 from snapledger.services.holds import hold_snapshot, release_hold
 from snapledger.services.policies import get_policy, reset_policy, set_policy
 
 SUBJECT = "gc request"
 INVALID_METRIC = "Gc_invalid"
 STUCK_JOBS_METRIC = "StuckJobs"
+SQS_SOURCE = "aws:sqs"
 
 
 class GcRun(ConsolePayload):
@@ -111,6 +116,60 @@ def is_scheduled_run(event: object) -> bool:
     )
 
 
+def is_shard_delivery(event: object) -> bool:
+    """An SQS event (the shard queue's trigger), not a console payload or the schedule."""
+    if not isinstance(event, dict):
+        return False
+    records = event.get("Records")
+    return (
+        isinstance(records, list)
+        and bool(records)
+        and all(isinstance(r, dict) and r.get("eventSource") == SQS_SOURCE for r in records)
+    )
+
+
+def answer_shards(
+    event: dict[str, Any],
+    rt: Runtime,
+    metrics: MetricSink,
+    remaining_seconds: Callable[[], float] | None = None,
+) -> Answer:
+    """Run GC over each shard delivered; ``batchItemFailures`` lists the messages to
+    deliver again: a shard cut short by the time budget, one that failed, one that is not
+    a shard at all (after the queue's retries it waits in the dead-letter queue, which
+    alarms). Lineages a redelivered shard already finished cost only their reads."""
+    deps = _gc_deps(rt)
+    budget = Budget(remaining_seconds, rt.gc.stop_with_seconds_left)
+    failures: list[dict[str, str]] = []
+    reports: list[dict[str, Any]] = []
+    for record in event["Records"]:
+        message_id = str(record.get("messageId", ""))
+        if budget.exhausted():
+            count(metrics, "Gc_shard_deferred")
+            failures.append({"itemIdentifier": message_id})
+            continue
+        try:
+            shard = GcShard.model_validate_json(str(record.get("body", "")))
+        except ValidationError as exc:
+            count(metrics, "Gc_shard_invalid")
+            reports.append({"message_id": message_id, "error": f"not a GC shard: {exc}"})
+            failures.append({"itemIdentifier": message_id})
+            continue
+        try:
+            report = run_gc_shard(deps, shard, config=rt.gc, remaining_seconds=remaining_seconds)
+        except SnapledgerError as exc:
+            count(metrics, "Gc_shard_failed")
+            reports.append({"message_id": message_id, "error": str(exc)})
+            failures.append({"itemIdentifier": message_id})
+            continue
+        count(metrics, "Gc_shard")
+        reports.append({"message_id": message_id, "report": report.to_dict()})
+        if not report.complete:
+            failures.append({"itemIdentifier": message_id})
+    # What the trigger reads is batchItemFailures; the reports are for the logs and tests.
+    return {"batchItemFailures": failures, "shards": reports}
+
+
 def parse_gc(event: object) -> GcRequest:
     """The request a payload carries; a ValidationError naming the fields otherwise."""
     payload = as_object(event, SUBJECT)
@@ -161,17 +220,8 @@ def _answer(
 ) -> dict[str, Any]:
     default = rt.gc.default_policy()
     if isinstance(request, GcRun):
-        deps = GcDeps(
-            ledger=rt.ledger,
-            store=rt.store,
-            clock=rt.clock,
-            lineages=rt.lineages,
-            policies=rt.policies,
-            jobs=rt.jobs,
-            runner=rt.runner,
-        )
         report = run_gc(
-            deps,
+            _gc_deps(rt),
             dry_run=request.dry_run,
             stream=request.stream,
             config=rt.gc,
@@ -224,3 +274,16 @@ def _answer(
     )
     changed = set_policy(rt.streams, request.stream, fields, **change)
     return {"action": "policy_set", **changed.to_dict()}
+
+
+def _gc_deps(rt: Runtime) -> GcDeps:
+    return GcDeps(
+        ledger=rt.ledger,
+        store=rt.store,
+        clock=rt.clock,
+        lineages=rt.lineages,
+        policies=rt.policies,
+        jobs=rt.jobs,
+        runner=rt.runner,
+        shards=rt.gc_shards,
+    )

@@ -24,6 +24,7 @@ next run, which resumes after ``finished_through``.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -75,7 +76,14 @@ class LineageTicket:
 
 
 class DeletionBatch:
-    """Queue units; send DeleteObjects of up to 1,000 keys; mark what went, lineage by lineage."""
+    """Queue units; send DeleteObjects of up to 1,000 keys; mark what went, lineage by lineage.
+
+    Thread-safe: the workers of a parallel pass (``services/gc_parallel.py``) share one,
+    so requests fill across all their lineages. Each public method holds the batch's lock
+    for its whole length, requests and transactions included: one thread at a time sends
+    deletes and writes marks, in the order the methods are called, exactly as one thread
+    would; the other threads meanwhile plan, expire and list their own lineages.
+    """
 
     def __init__(self, deps: GcDeps, *, run_id: str, budget: Budget) -> None:
         self._deps = deps
@@ -84,40 +92,48 @@ class DeletionBatch:
         self._queue: deque[tuple[LineageTicket, DeletionUnit, list[str]]] = deque()
         self._queued_keys = 0
         self._tickets: deque[LineageTicket] = deque()
+        self._lock = threading.RLock()
         self.stopped = False
         self.finished_through: LineageId | None = None
+        # Told of each lineage as it is finished (the parallel pass tracks resume points).
+        self.on_finished: Callable[[LineageId], None] = lambda lineage: None
 
     def open(self, lineage: LineageId, errors: list[str]) -> LineageTicket:
         """Start a lineage's units; ``close`` it once all are added."""
         ticket = LineageTicket(lineage=lineage, errors=errors)
-        self._tickets.append(ticket)
+        with self._lock:
+            self._tickets.append(ticket)
         return ticket
 
     def add(self, ticket: LineageTicket, unit: DeletionUnit) -> None:
         """Queue ``unit`` (its manifests last); sends every full batch now waiting."""
         keys = sorted(unit.keys, key=lambda key: (key.endswith("/" + MANIFEST_NAME), key))
-        unit.keys, unit.unsent = keys, len(keys)
-        ticket.open_units += 1
-        if not keys:  # already gone (a crashed run deleted them): mark it
-            self._resolve(ticket, unit)
-        else:
-            self._queue.append((ticket, unit, keys))
-            self._queued_keys += len(keys)
-        self._send(full_only=True)
+        with self._lock:
+            unit.keys, unit.unsent = keys, len(keys)
+            ticket.open_units += 1
+            if not keys:  # already gone (a crashed run deleted them): mark it
+                self._resolve(ticket, unit)
+            else:
+                self._queue.append((ticket, unit, keys))
+                self._queued_keys += len(keys)
+            self._send(full_only=True)
 
     def close(self, ticket: LineageTicket) -> None:
-        ticket.closed = True
-        self._finish_ready()
+        with self._lock:
+            ticket.closed = True
+            self._finish_ready()
 
     def flush(self) -> None:
         """Send everything queued and finish every closed lineage (unless the budget runs out)."""
-        self._send(full_only=False)
+        with self._lock:
+            self._send(full_only=False)
 
     def drain(self, budget: Budget) -> None:
         """Out of time for new work: flush what is in flight on ``budget`` (the reserve's)."""
-        self._budget, self.stopped = budget, False
-        self._mark_full_chunks()
-        self._send(full_only=False)
+        with self._lock:
+            self._budget, self.stopped = budget, False
+            self._mark_full_chunks()
+            self._send(full_only=False)
 
     # -- internals -------------------------------------------------------------------
 
@@ -215,6 +231,7 @@ class DeletionBatch:
                 return
             self._tickets.popleft()
             self.finished_through = ticket.lineage
+            self.on_finished(ticket.lineage)
 
 
 def mark_deleted(

@@ -44,7 +44,7 @@ from snapledger.models.commands import (
 from snapledger.models.events import LedgerEvent, SnapshotExpiring, TrimPointAdvanced
 from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus
 from snapledger.models.policy import RetentionPolicy
-from snapledger.ports import ObjectInfo
+from snapledger.ports import MAX_KEYS_PER_REQUEST, ObjectInfo
 from snapledger.services import queries
 from snapledger.services.commands import execute
 from snapledger.services.deletion_batch import (
@@ -149,7 +149,7 @@ def finisher(
         trim = _trim_proposal(report, head, records)
         stopped = _record_deleted(deps, report, head, remaining, trim, run_id=run_id, budget=budget)
         if policy.delete_changelog_below_trim and not stopped:
-            _delete_segments(deps, report, head)
+            _delete_segments(deps, report, head, budget)
         return stopped
 
     return finish
@@ -285,7 +285,10 @@ def _note_trim(report: LineageReport, events: list[LedgerEvent], trim_lsn: int |
     report.trim_lsn = trim_lsn
 
 
-def _delete_segments(deps: GcDeps, report: LineageReport, head: Head) -> None:
+def _delete_segments(deps: GcDeps, report: LineageReport, head: Head, budget: Budget) -> None:
+    """The lineage's changelog segments wholly below its trim point: listed and deleted a
+    request at a time, the budget checked before each (what is left waits for the next
+    run)."""
     fresh = deps.ledger.get_head(head.lineage, consistent=True)
     if fresh is None or fresh.trim_lsn is None:
         return
@@ -293,14 +296,19 @@ def _delete_segments(deps: GcDeps, report: LineageReport, head: Head) -> None:
     if any(job.base_lsn is None or job.base_lsn < fresh.trim_lsn for job in jobs):
         return  # a running job reads the changelog below the trim point
     below: list[str] = []
-    for info in list_prefix(deps.store, lineage_changelog_prefix(head.stream, head.partition)):
+    changelog = lineage_changelog_prefix(head.stream, head.partition)
+    for info in list_prefix(deps.store, changelog, stop=budget.exhausted):
         try:
             segment = parse_segment_key(info.key)
         except InvalidKeyError:
             continue  # not a segment: not ours to delete
         if segment.last_lsn < fresh.trim_lsn:
             below.append(info.key)
-    try:
-        report.segments_deleted += delete_objects(deps.store, below)
-    except DeletionFailedError as exc:
-        report.errors.append(f"changelog below LSN {fresh.trim_lsn}: {exc}")
+    for start in range(0, len(below), MAX_KEYS_PER_REQUEST):
+        if budget.exhausted():
+            return
+        try:
+            chunk = below[start : start + MAX_KEYS_PER_REQUEST]
+            report.segments_deleted += delete_objects(deps.store, chunk)
+        except DeletionFailedError as exc:
+            report.errors.append(f"changelog below LSN {fresh.trim_lsn}: {exc}")

@@ -1,11 +1,14 @@
 """One GC run: stuck jobs, then every lineage (plan, apply, trim, orphans), then the
 lineages that exist only in the object store. docs/retention.md tells the whole story.
 
-The run pages through lineages (HEAD items via the ``by_kind`` index) and stops taking
-new work when ``remaining_seconds()`` drops under the configured reserve. Where it stopped
-is saved as a checkpoint item (a conditional write) and the next scheduled run resumes
-there; a lineage cut short is redone whole, which is safe because every step is
-idempotent. A dry run, or a run over one stream, neither reads nor moves the checkpoint.
+The run pages through lineages (HEAD items via the ``by_kind`` index) and works up to
+``gc_workers`` of them at once (``gc_parallel.py``); past ``gc_fan_out_above_lineages``,
+with a shard queue, it sends them to workers instead (``gc_fanout.py``, ``run_gc_shard``).
+It stops taking new work when ``remaining_seconds()`` drops under the configured reserve.
+Where it stopped is saved as a checkpoint item (a conditional write) and the next
+scheduled run resumes there; a lineage cut short is redone whole, which is safe because
+every step is idempotent. A dry run, or a run over one stream, neither reads nor moves
+the checkpoint.
 
 ``run_gc(..., dry_run=True)`` reads the same things and writes nothing: no ledger event,
 no object deleted, no checkpoint; its report is the plan with every reason.
@@ -13,7 +16,8 @@ no object deleted, no checkpoint; its report is the plan with every reason.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import itertools
+from collections.abc import Callable, Iterator, Mapping
 
 from snapledger.core.retention import RetentionPlan
 from snapledger.errors import SnapledgerError
@@ -30,7 +34,9 @@ from snapledger.models.ledger import (
 )
 from snapledger.services.deletion_batch import DeletionBatch, LineageTicket
 from snapledger.services.expiry import expire_plan, finisher, plan_lineage, queue_deletions
-from snapledger.services.gc_deps import Budget, GcDeps
+from snapledger.services.gc_deps import Budget, GcDeps, LineageIndex
+from snapledger.services.gc_fanout import GcShard, dispatch, shard_heads
+from snapledger.services.gc_parallel import run_lineages
 from snapledger.services.gc_report import GcReport, LineageReport
 from snapledger.services.object_deletion import list_lineage
 from snapledger.services.orphans import sweep_lineage, sweep_unledgered_streams
@@ -51,19 +57,27 @@ def run_gc(
     run_id: str | None = None,
 ) -> GcReport:
     """Apply (or, with ``dry_run``, only plan) retention on every lineage, or one stream's."""
-    config = config or GcConfig()
     if stream is not None:
         check_stream_name(stream)
-    run = _Run(
-        deps=deps,
-        config=config,
-        budget=Budget(remaining_seconds, config.stop_with_seconds_left),
-        policies=PolicyCache(deps.policies, config.default_policy()),
-        report=GcReport(
-            run_id=run_id or new_ulid(), dry_run=dry_run, stream=stream, started_at=deps.clock.now()
-        ),
+    run = _Run.start(
+        deps, config, remaining_seconds, run_id=run_id or new_ulid(), dry_run=dry_run, stream=stream
     )
     run.execute()
+    return run.report
+
+
+def run_gc_shard(
+    deps: GcDeps,
+    shard: GcShard,
+    *,
+    config: GcConfig | None = None,
+    remaining_seconds: Callable[[], float] | None = None,
+) -> GcReport:
+    """GC over one shard's lineages (sent by a coordinator): the lineage pass only, no
+    checkpoint. ``complete`` is False if the budget ran out first: the shard is then
+    delivered again, and the lineages already done cost only their reads."""
+    run = _Run.start(deps, config, remaining_seconds, run_id=shard.run_id)
+    run.execute_shard(shard)
     return run.report
 
 
@@ -83,6 +97,28 @@ class _Run:
         self.policies = policies
         self.report = report
 
+    @classmethod
+    def start(
+        cls,
+        deps: GcDeps,
+        config: GcConfig | None,
+        remaining_seconds: Callable[[], float] | None,
+        *,
+        run_id: str,
+        dry_run: bool = False,
+        stream: str | None = None,
+    ) -> _Run:
+        config = config or GcConfig()
+        return cls(
+            deps=deps,
+            config=config,
+            budget=Budget(remaining_seconds, config.stop_with_seconds_left),
+            policies=PolicyCache(deps.policies, config.default_policy()),
+            report=GcReport(
+                run_id=run_id, dry_run=dry_run, stream=stream, started_at=deps.clock.now()
+            ),
+        )
+
     @property
     def dry_run(self) -> bool:
         return self.report.dry_run
@@ -97,7 +133,7 @@ class _Run:
         after_stream: str | None = None
         if checkpoint is None or checkpoint.phase == "lineages":
             start = _lineage_from(checkpoint.after) if checkpoint and checkpoint.after else None
-            finished, last = self._lineage_pass(start)
+            finished, last = self._lineage_phase(start)
             if not finished:
                 self._stop(checkpoint, "lineages", None if last is None else str(last))
                 return
@@ -120,40 +156,57 @@ class _Run:
         if checkpoint is not None and resumable:
             self.deps.lineages.clear_checkpoint(read_version=checkpoint.version)
 
-    def _lineage_pass(self, start: LineageId | None) -> tuple[bool, LineageId | None]:
-        """Every lineage after ``start``; (finished, the last lineage fully done).
+    def execute_shard(self, shard: GcShard) -> None:
+        self.report.complete, _ = self._lineage_pass(shard_heads(self.deps.ledger, shard), None)
 
-        Deletes go into one batch across lineages; a lineage is fully done once the batch
-        has sent its objects and written its marks, so a stop resumes after the last such.
-        """
-        batch = DeletionBatch(self.deps, run_id=self.report.run_id, budget=self.budget)
-        after = start
-        while True:
-            page = self.deps.lineages.list_heads(
-                stream=self.report.stream, after=after, limit=self.config.page_size
-            )
-            for head in page.heads:
-                if self.budget.exhausted() or batch.stopped:
-                    return self._drained(batch, start)
-                ticket = batch.open(head.lineage, [])
-                lineage_report, stopped = self._collect(head, batch, ticket)
-                self.report.lineages.append(lineage_report)
-                if stopped:
-                    return self._drained(batch, start)  # this lineage is redone next time
-                batch.close(ticket)
-                after = head.lineage
-            if not page.more or not page.heads:
-                batch.flush()
-                if batch.stopped:
-                    return self._drained(batch, start)
-                return True, batch.finished_through or start
+    def _lineage_phase(self, start: LineageId | None) -> tuple[bool, LineageId | None]:
+        """Every lineage after ``start``, here or sent out in shards; (finished, where a
+        stopped run resumes)."""
+        heads = paged_heads(
+            self.deps.lineages,
+            stream=self.report.stream,
+            after=start,
+            page_size=self.config.page_size,
+        )
+        queue = self.deps.shards
+        if queue is None or self.dry_run or self.report.stream is not None:
+            return self._lineage_pass(heads, start)
+        threshold = self.config.gc_fan_out_above_lineages
+        ahead = list(itertools.islice(heads, threshold + 1))
+        if len(ahead) <= threshold:
+            return self._lineage_pass(iter(ahead), start)  # small: one invocation does it
+        sent = dispatch(
+            itertools.chain(ahead, heads),
+            queue,
+            run_id=self.report.run_id,
+            shard_size=self.config.gc_shard_size,
+            budget=self.budget,
+            start=start,
+        )
+        self.report.shards_sent += sent.shards
+        self.report.lineages_sent += sent.lineages
+        self.report.errors += sent.errors
+        return sent.finished, sent.last_sent
 
-    def _drained(
-        self, batch: DeletionBatch, start: LineageId | None
+    def _lineage_pass(
+        self, heads: Iterator[Head], start: LineageId | None
     ) -> tuple[bool, LineageId | None]:
-        """Stopped: finish what the batch holds on the reserve; resume after what is done."""
-        batch.drain(self.budget.for_finishing())
-        return False, batch.finished_through or start
+        """Work every lineage of ``heads`` here, ``gc_workers`` at a time.
+
+        A lineage is fully done once its batch has sent its objects and written its marks,
+        so a stop resumes after the last lineage done with every one before it done too.
+        """
+        result = run_lineages(
+            heads,
+            self._collect,
+            deps=self.deps,
+            run_id=self.report.run_id,
+            budget=self.budget,
+            workers=self.config.gc_workers,
+            start=start,
+        )
+        self.report.lineages += result.reports
+        return result.finished, result.finished_through
 
     def _collect(
         self, head: Head, batch: DeletionBatch, ticket: LineageTicket
@@ -209,7 +262,9 @@ class _Run:
                 batch=batch,
                 ticket=ticket,
             )
-            report.jobs_settled = settle_lineage_jobs(self.deps, head, dry_run=self.dry_run)
+            report.jobs_settled = settle_lineage_jobs(
+                self.deps, head, dry_run=self.dry_run, budget=self.budget
+            )
         except SnapledgerError as exc:
             report.errors.append(str(exc))
             return report, False
@@ -247,6 +302,19 @@ def _owned_by_ledger(statuses: Mapping[str, SnapshotStatus]) -> Callable[[str], 
         return status is not None and status not in _DELETABLE
 
     return owned
+
+
+def paged_heads(
+    index: LineageIndex, *, stream: str | None, after: LineageId | None, page_size: int
+) -> Iterator[Head]:
+    """Every lineage's HEAD after ``after`` (of ``stream``, or all), a page read at a time
+    as the caller gets to it."""
+    while True:
+        page = index.list_heads(stream=stream, after=after, limit=page_size)
+        yield from page.heads
+        if not page.more or not page.heads:
+            return
+        after = page.heads[-1].lineage
 
 
 def _lineage_from(text: str) -> LineageId:

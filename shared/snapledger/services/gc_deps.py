@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -34,6 +34,14 @@ class LineageIndex(Protocol):
     def clear_checkpoint(self, *, read_version: int) -> bool: ...
 
 
+class ShardQueue(Protocol):
+    """Where a coordinating GC run sends shards of lineages (an SQS queue)."""
+
+    def send(self, bodies: Sequence[str]) -> list[int]:
+        """Send up to ten message bodies in one request; the indexes of the ones refused."""
+        ...
+
+
 class PolicyStore(Protocol):
     """Per-stream retention policies, as GC reads them (the stream's log writes them)."""
 
@@ -49,6 +57,7 @@ class GcDeps:
     policies: PolicyStore
     jobs: JobStore
     runner: JobRunner | None = None  # None: stuck jobs are reported, not reconciled
+    shards: ShardQueue | None = None  # None: every run works its lineages itself
 
 
 class Budget:

@@ -119,6 +119,8 @@ class GcReport:
     errors: list[str] = field(default_factory=list)
     complete: bool = False
     resume_after: str | None = None  # where the next run resumes (when not complete)
+    shards_sent: int = 0  # fan-out: shard messages sent to the workers
+    lineages_sent: int = 0  # ... and the lineages in them (not in ``lineages``)
 
     def counts(self) -> dict[str, int]:
         all_orphans = self.orphans + [o for r in self.lineages for o in r.orphans]
@@ -134,6 +136,8 @@ class GcReport:
             "orphans_in_flight": sum(1 for o in all_orphans if o.action == "in_flight"),
             "trim_points_advanced": sum(1 for r in self.lineages if r.trim_advanced),
             "segments_deleted": sum(r.segments_deleted for r in self.lineages),
+            "shards_sent": self.shards_sent,
+            "lineages_sent": self.lineages_sent,
             "stuck_jobs_found": len(self.stuck_jobs),
             "stuck_jobs_reconciled": sum(
                 1 for j in self.stuck_jobs if j.action in ("reconciled", "failed_never_started")

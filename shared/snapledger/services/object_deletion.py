@@ -24,11 +24,16 @@ class DeletionFailedError(StoreUnavailableError):
     """Some objects could not be deleted; the snapshot stays EXPIRING and is retried."""
 
 
-def list_prefix(store: ObjectStore, prefix: str) -> list[ObjectInfo]:
-    """Every object under ``prefix``, one request per 1,000."""
+def list_prefix(
+    store: ObjectStore, prefix: str, *, stop: Callable[[], bool] | None = None
+) -> list[ObjectInfo]:
+    """Every object under ``prefix``, one request per 1,000; only the pages before ``stop``
+    (asked before each request after the first) said so."""
     found: list[ObjectInfo] = []
     after: str | None = None
     while True:
+        if after is not None and stop is not None and stop():
+            return found
         page = store.list_page(prefix, start_after=after, limit=MAX_KEYS_PER_REQUEST)
         found += page
         if len(page) < MAX_KEYS_PER_REQUEST:

@@ -120,7 +120,9 @@ def _sweep_unledgered_stream(
     outcomes: list[OrphanOutcome] = []
     errors: list[str] = []
     batch = DeletionBatch(deps, run_id=run_id, budget=budget)
-    with_head = _partitions_with_head(deps, name)
+    with_head = _partitions_with_head(deps, name, budget)
+    if with_head is None:
+        return outcomes, True
     for partition in _partitions(deps, name):
         if partition in with_head:
             continue  # swept with its lineage in the lineage pass
@@ -253,10 +255,14 @@ def _partitions(deps: GcDeps, stream: str) -> list[int]:
     return found
 
 
-def _partitions_with_head(deps: GcDeps, stream: str) -> set[int]:
+def _partitions_with_head(deps: GcDeps, stream: str, budget: Budget) -> set[int] | None:
+    """The stream's partitions that have a HEAD; None if the budget ran out first (a
+    partial set would make lineages with a HEAD look like orphans)."""
     found: set[int] = set()
     after: LineageId | None = None
     while True:
+        if budget.exhausted():
+            return None
         page = deps.lineages.list_heads(stream=stream, after=after, limit=1000)
         found |= {head.partition for head in page.heads}
         if not page.more or not page.heads:

@@ -40,6 +40,8 @@ def reconcile_stuck_jobs(
         for job in page.items:
             if job.terminal or (stream is not None and job.stream != stream):
                 continue
+            if budget.exhausted():
+                return found  # the next run finds the rest
             stuck_for = now - job.updated_at
             if stuck_for <= config.stuck_job_after:
                 continue
@@ -63,10 +65,15 @@ def reconcile_stuck_jobs(
     return found
 
 
-def settle_lineage_jobs(deps: GcDeps, head: Head, *, dry_run: bool) -> list[str]:
-    """Replay the final state of jobs HEAD lists as active but whose job item has ended."""
+def settle_lineage_jobs(
+    deps: GcDeps, head: Head, *, dry_run: bool, budget: Budget | None = None
+) -> list[str]:
+    """Replay the final state of jobs HEAD lists as active but whose job item has ended
+    (until ``budget`` runs out: the next run settles the rest)."""
     settled: list[str] = []
     for job_id in sorted(head.active_jobs):
+        if budget is not None and budget.exhausted():
+            return settled
         job = deps.jobs.get(job_id)
         if job is None or not job.terminal:
             continue
