@@ -15,9 +15,12 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 if TYPE_CHECKING:
     from snapledger.core.lineage import LineageState
     from snapledger.core.stream import StreamState
+    from snapledger.layout import SegmentLocation
     from snapledger.models.events import LedgerEvent, StreamEvent
+    from snapledger.models.gc import GcCheckpoint, HeadPage
     from snapledger.models.jobs import JobRecord, PartitionPlan
     from snapledger.models.ledger import Head, LineageId, SnapshotRecord, StreamHead
+    from snapledger.models.policy import StoredPolicy
 
 T = TypeVar("T")
 
@@ -275,3 +278,60 @@ class JobStore(Protocol):
     def find_by_run_id(self, run_id: str) -> JobRecord | None: ...
 
     def list_jobs(self, *, limit: int = 100, cursor: str | None = None) -> Page[JobRecord]: ...
+
+
+class Ledger(LedgerStore, LedgerReader, Protocol):
+    """The ledger as the services use it: commands and reads on one store."""
+
+
+class LineageIndex(Protocol):
+    """Every lineage's HEAD, a page at a time, and the checkpoint of an unfinished run."""
+
+    def list_heads(
+        self, *, stream: str | None = None, after: LineageId | None = None, limit: int = 100
+    ) -> HeadPage: ...
+
+    def load_checkpoint(self) -> GcCheckpoint | None: ...
+
+    def save_checkpoint(self, checkpoint: GcCheckpoint, *, read_version: int | None) -> bool: ...
+
+    def clear_checkpoint(self, *, read_version: int) -> bool: ...
+
+
+class ShardQueue(Protocol):
+    """Where a coordinating GC run sends shards of lineages (an SQS queue)."""
+
+    def send(self, bodies: Sequence[str]) -> list[int]:
+        """Send up to ten message bodies in one request; the indexes of the ones refused."""
+        ...
+
+
+class PolicyStore(Protocol):
+    """Per-stream retention policies, as GC reads them (the stream's log writes them)."""
+
+    def get(self, stream: str) -> StoredPolicy | None: ...
+
+
+class SegmentStore(Protocol):
+    """Segments seen per lineage (adapters/dynamodb_changelog.py)."""
+
+    def record(self, segment: SegmentLocation, size: int, at: datetime) -> bool: ...
+
+    def ending_after(
+        self, lineage: LineageId, lsn: int | None
+    ) -> Iterable[tuple[int, int, int]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedManifest:
+    """One message: the manifest key (the body), its lineage (group) and its dedup id."""
+
+    key: str
+    group_id: str
+    deduplication_id: str
+
+
+class RegistrationQueue(Protocol):
+    def send(self, messages: Sequence[QueuedManifest]) -> None:
+        """Send every message, or raise ``StoreUnavailableError`` naming the ones not sent."""
+        ...

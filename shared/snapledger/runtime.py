@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import boto3
 from botocore.config import Config
@@ -32,7 +32,7 @@ from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
 from snapledger.adapters.emr_serverless import EmrServerlessRunner
 from snapledger.adapters.object_store import open_object_store
 from snapledger.adapters.sqs_gc_shards import SqsShardQueue
-from snapledger.adapters.sqs_registration_queue import RegistrationQueue, SqsRegistrationQueue
+from snapledger.adapters.sqs_registration_queue import SqsRegistrationQueue
 from snapledger.clock import Clock, SystemClock
 from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds
 from snapledger.errors import JobStartError
@@ -42,13 +42,15 @@ from snapledger.ports import (
     JobRunSpec,
     JobRunStatus,
     JobStore,
-    LedgerReader,
-    LedgerStore,
+    Ledger,
+    LineageIndex,
     ObjectStore,
+    PolicyStore,
+    RegistrationQueue,
+    SegmentStore,
+    ShardQueue,
     StreamLogStore,
 )
-from snapledger.services.changelog_tracking import SegmentStore
-from snapledger.services.gc_deps import LineageIndex, PolicyStore, ShardQueue
 from snapledger.settings import (
     ENV_EMR_APPLICATION_ID,
     JobSettings,
@@ -70,10 +72,6 @@ CLIENT_CONFIG = Config(retries={"mode": "standard"}, connect_timeout=5, read_tim
 # ~11 ms with it, ~5 ms without), so the DynamoDB clients skip it.
 DYNAMODB_CLIENT_CONFIG = CLIENT_CONFIG.merge(Config(parameter_validation=False))
 LOCAL_REGION = "us-east-1"
-
-
-class Ledger(LedgerStore, LedgerReader, Protocol):
-    """The ledger as the functions use it: commands and reads on one store."""
 
 
 @dataclass(frozen=True)

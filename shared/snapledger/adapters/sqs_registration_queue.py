@@ -9,30 +9,15 @@ batch per message group at a time: one writer per lineage, in parallel across li
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from botocore.exceptions import ClientError
 
 from snapledger.errors import StoreUnavailableError
+from snapledger.ports import QueuedManifest
 
 #: SendMessageBatch takes at most 10 entries.
 MAX_BATCH_ENTRIES = 10
-
-
-@dataclass(frozen=True, slots=True)
-class QueuedManifest:
-    """One message: the manifest key (the body), its lineage (group) and its dedup id."""
-
-    key: str
-    group_id: str
-    deduplication_id: str
-
-
-class RegistrationQueue(Protocol):
-    def send(self, messages: Sequence[QueuedManifest]) -> None:
-        """Send every message, or raise ``StoreUnavailableError`` naming the ones not sent."""
-        ...
 
 
 class SqsRegistrationQueue:

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from snapledger.adapters.sqs_registration_queue import QueuedManifest, RegistrationQueue
 from snapledger.entrypoints.answers import Answer, MetricSink, count, ok
 from snapledger.entrypoints.registration_queue import (
     QueuedMessage,
@@ -27,6 +26,7 @@ from snapledger.entrypoints.registration_queue import (
 from snapledger.entrypoints.s3_events import Arrival, InvalidRecord, ObjectArrival, key_in_store
 from snapledger.errors import SnapledgerError
 from snapledger.layout import MANIFEST_NAME, SNAPSHOTS
+from snapledger.ports import QueuedManifest, RegistrationQueue
 from snapledger.runtime import Runtime
 from snapledger.services.registration import (
     RegistrationFailed,

@@ -8,10 +8,7 @@ request id derived from the latest snapshot: concurrent arrivals start one job.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Protocol
 
 from snapledger.core.compaction_trigger import (
     CompactionConfig,
@@ -19,21 +16,12 @@ from snapledger.core.compaction_trigger import (
     due,
 )
 from snapledger.errors import InvalidKeyError, InvalidRequestError
-from snapledger.layout import SegmentLocation, parse_segment_key
+from snapledger.layout import parse_segment_key
 from snapledger.models.jobs import JobKind
 from snapledger.models.ledger import LineageId
 from snapledger.models.requests import LaunchRequest
+from snapledger.ports import SegmentStore
 from snapledger.services.launch import LaunchDeps, launch
-
-
-class SegmentStore(Protocol):
-    """Segments seen per lineage (adapters/dynamodb_changelog.py)."""
-
-    def record(self, segment: SegmentLocation, size: int, at: datetime) -> bool: ...
-
-    def ending_after(
-        self, lineage: LineageId, lsn: int | None
-    ) -> Iterable[tuple[int, int, int]]: ...
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,10 @@ from snapledger.models.ledger import (
     SnapshotStatus,
     snapshot_sort_key,
 )
+from snapledger.ports import LineageIndex
 from snapledger.services.deletion_batch import DeletionBatch, LineageTicket
 from snapledger.services.expiry import expire_plan, finisher, plan_lineage, queue_deletions
-from snapledger.services.gc_deps import Budget, GcDeps, LineageIndex
+from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_fanout import GcShard, dispatch, shard_heads
 from snapledger.services.gc_parallel import run_lineages
 from snapledger.services.gc_report import GcReport, LineageReport

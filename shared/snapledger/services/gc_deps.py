@@ -2,55 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from snapledger.clock import Clock
-from snapledger.models.gc import GcCheckpoint, HeadPage
-from snapledger.models.ledger import LineageId
-from snapledger.models.policy import StoredPolicy
-from snapledger.ports import JobRunner, JobStore, LedgerReader, LedgerStore, ObjectStore
+from snapledger.ports import (
+    JobRunner,
+    JobStore,
+    Ledger,
+    LineageIndex,
+    ObjectStore,
+    PolicyStore,
+    ShardQueue,
+)
 
 if TYPE_CHECKING:
     pass
 
 
-class GcLedger(LedgerStore, LedgerReader, Protocol):
-    """The ledger as GC uses it: commands and reads."""
-
-
-class LineageIndex(Protocol):
-    """Every lineage's HEAD, a page at a time, and the checkpoint of an unfinished run."""
-
-    def list_heads(
-        self, *, stream: str | None = None, after: LineageId | None = None, limit: int = 100
-    ) -> HeadPage: ...
-
-    def load_checkpoint(self) -> GcCheckpoint | None: ...
-
-    def save_checkpoint(self, checkpoint: GcCheckpoint, *, read_version: int | None) -> bool: ...
-
-    def clear_checkpoint(self, *, read_version: int) -> bool: ...
-
-
-class ShardQueue(Protocol):
-    """Where a coordinating GC run sends shards of lineages (an SQS queue)."""
-
-    def send(self, bodies: Sequence[str]) -> list[int]:
-        """Send up to ten message bodies in one request; the indexes of the ones refused."""
-        ...
-
-
-class PolicyStore(Protocol):
-    """Per-stream retention policies, as GC reads them (the stream's log writes them)."""
-
-    def get(self, stream: str) -> StoredPolicy | None: ...
-
-
 @dataclass(frozen=True)
 class GcDeps:
-    ledger: GcLedger
+    ledger: Ledger
     store: ObjectStore
     clock: Clock
     lineages: LineageIndex

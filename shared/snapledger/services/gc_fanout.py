@@ -24,7 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from snapledger.errors import SnapledgerError
 from snapledger.layout import STREAM_PATTERN
 from snapledger.models.ledger import Head, LineageId
-from snapledger.services.gc_deps import Budget, GcLedger, ShardQueue
+from snapledger.ports import Ledger, ShardQueue
+from snapledger.services.gc_deps import Budget
 
 #: SQS takes at most ten messages per SendMessageBatch.
 MAX_MESSAGES_PER_REQUEST = 10
@@ -134,7 +135,7 @@ def _body(run_id: str, lineages: list[LineageId]) -> str:
     return shard.model_dump_json()
 
 
-def shard_heads(ledger: GcLedger, shard: GcShard) -> Iterator[Head]:
+def shard_heads(ledger: Ledger, shard: GcShard) -> Iterator[Head]:
     """The shard's lineages' HEADs, read as each is taken (a lineage with none is skipped)."""
     for lineage in shard.lineage_ids():
         head = ledger.get_head(lineage, consistent=True)

@@ -17,9 +17,9 @@ from snapledger.ids import new_ulid
 from snapledger.models.commands import HoldSnapshot, ReleaseHold
 from snapledger.models.events import SnapshotReleased
 from snapledger.models.ledger import Hold, LineageId, SnapshotRecord
+from snapledger.ports import Ledger
 from snapledger.services import queries
 from snapledger.services.commands import execute
-from snapledger.services.gc_deps import GcLedger
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class HoldResult:
 
 
 def hold_snapshot(
-    ledger: GcLedger,
+    ledger: Ledger,
     lineage: LineageId,
     snapshot_id: str,
     *,
@@ -74,7 +74,7 @@ def hold_snapshot(
 
 
 def release_hold(
-    ledger: GcLedger,
+    ledger: Ledger,
     lineage: LineageId,
     snapshot_id: str,
     *,

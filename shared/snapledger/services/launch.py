@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Protocol
 
 from snapledger.clock import Clock
 from snapledger.core.coverage import check_covers
@@ -23,14 +22,16 @@ from snapledger.models.commands import RequestJob
 from snapledger.models.jobs import JobKind, JobRecord, JobState, JobTransition, PartitionPlan
 from snapledger.models.ledger import LineageId, SnapshotRecord, snapshot_sort_key
 from snapledger.models.requests import FromLsn, FromSnapshotId, FromTime, LaunchRequest
-from snapledger.ports import JobRunner, JobRunSpec, JobStore, LedgerReader, LedgerStore, ObjectStore
+from snapledger.ports import (
+    JobRunner,
+    JobRunSpec,
+    JobStore,
+    Ledger,
+    ObjectStore,
+)
 from snapledger.services import queries
 from snapledger.services.commands import execute
 from snapledger.services.job_state import base_keys, record_on_lineages
-
-
-class Ledger(LedgerStore, LedgerReader, Protocol):
-    """The ledger as launch uses it: commands and reads."""
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,8 @@ from snapledger.layout import check_stream_name
 from snapledger.models.commands import ResetPolicy, SetPolicy
 from snapledger.models.events import StreamEvent
 from snapledger.models.policy import RetentionPolicy, StoredPolicy
-from snapledger.ports import StreamLogStore
+from snapledger.ports import PolicyStore, StreamLogStore
 from snapledger.services.commands import execute_on_stream
-from snapledger.services.gc_deps import PolicyStore
 
 POLICY_FIELDS = frozenset(RetentionPolicy.model_fields)
 
