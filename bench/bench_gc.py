@@ -14,6 +14,12 @@ older than min_age, under the default policy (min_count 3): 17 expire per lineag
   scaled from ``LINEAGES`` lineages to 1,000, beside the time of merely reading the same
   lineages (HEAD pages through the index + each lineage's snapshot records) in the same
   run: ``gc_vs_query_floor``. ``gc_steady_...`` is a second run with nothing to delete.
+- ``ddb_requests_vs_floor``: GC's DynamoDB requests ÷ DynamoDB's floor for the same
+  work, from its limits (100 items per transaction, 1 MB per Query page): per lineage one
+  Query of its live records, one transaction to mark its due snapshots EXPIRING and one
+  to mark them DELETED (each ⌈(2 * due + HEAD + witnesses) / 100⌉), plus one page of the
+  HEADs (150 HEADs are well under 1 MB). The two-phase protocol is the floor's, not the
+  code's: EXPIRING must be durable before any object is deleted.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from typing import Any
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
+from snapledger.adapters.dynamodb_log import MAX_TRANSACTION_ITEMS
 from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.adapters.table_definition import create_table_request
@@ -193,6 +200,9 @@ def run(config: Any) -> dict[str, object]:
         1, math.ceil(lineage_keys / MAX_KEYS_PER_REQUEST)
     )
     apply_requests = gc_requests.get("list", 0) + gc_requests.get("delete", 0)
+    due = SNAPSHOTS - 3
+    transaction = math.ceil((2 * due + 1 + 3) / MAX_TRANSACTION_ITEMS)
+    ddb_floor = LINEAGES * (1 + 2 * transaction) + 1
     scale = 1000 / LINEAGES
     return {
         "lineages_measured": LINEAGES,
@@ -203,6 +213,7 @@ def run(config: Any) -> dict[str, object]:
         "s3_requests_per_expired_snapshot_floor": floor_requests / expired,
         "sweep_requests_per_lineage": gc_requests.get("list_dirs", 0) / LINEAGES,
         "ddb_requests_per_lineage": gc_ddb / LINEAGES,
+        "ddb_requests_vs_floor": gc_ddb / ddb_floor,
         "gc_seconds_per_1000_lineages": gc_s * scale,
         "query_seconds_per_1000_lineages": query_s * scale,
         "gc_vs_query_floor": gc_s / query_s,
