@@ -115,25 +115,31 @@ if set(SPECS) != set(FUNCTION_NAMES):  # pragma: no cover - a programming error
 # DeleteItem); GetItem reads one item (a job), BatchGetItem loads a log's HEAD and items for
 # a command, Query reads events, segments and pages. gc's DeleteItem removes its resume
 # checkpoint when a run completes, and a stream's POLICY item on policy_reset (inside the
-# stream log's transaction). tests/deployed runs every path.
+# stream log's transaction); its ConditionChecks (IAM: ConditionCheckItem) are the snapshots
+# an expiry or a mark read without writing (the witnesses, the trim point's snapshot).
+# tests/deployed runs every path.
 _GET, _BATCH_GET, _QUERY = "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"
-_PUT, _DELETE = "dynamodb:PutItem", "dynamodb:DeleteItem"
+_PUT, _DELETE, _CHECK = "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"
+# A job's UpdateItem sets its run-id pointer's TTL as the job finishes (inside the job's
+# transaction: dynamodb_jobs._pointer_expiry).
+_UPDATE = "dynamodb:UpdateItem"
 LEDGER_ACTIONS: dict[str, tuple[str, ...]] = {
     "register": (_BATCH_GET, _PUT),
     "track_changelog": (_GET, _BATCH_GET, _QUERY, _PUT),
     # launch reads snapshots through the indexes only (INDEX_READERS).
     "launch": (_GET, _BATCH_GET, _PUT),
-    "job_state": (_GET, _BATCH_GET, _PUT),
+    "job_state": (_GET, _BATCH_GET, _PUT, _UPDATE),
     "query": (_GET, _QUERY),
-    "gc": (_GET, _BATCH_GET, _QUERY, _PUT, _DELETE),
+    "gc": (_GET, _BATCH_GET, _PUT, _DELETE, _CHECK, _UPDATE),
 }
 # The ledger's sparse indexes each function queries: by_kind lists all lineages or jobs
 # and finds a snapshot by id (query; launch's base snapshot; gc's holds); registered finds
-# the snapshot as of an LSN or a time (query; launch's base snapshot).
+# the snapshot as of an LSN or a time (query; launch's base snapshot) and a lineage's live
+# records (gc's planning).
 INDEX_READERS: dict[str, tuple[str, ...]] = {
     "query": (KIND_INDEX, REGISTERED_INDEX),
     "launch": (KIND_INDEX, REGISTERED_INDEX),
-    "gc": (KIND_INDEX,),
+    "gc": (KIND_INDEX, REGISTERED_INDEX),
 }
 _XRAY_REASON = (
     "Active X-Ray tracing (Powertools Tracer): xray:PutTraceSegments and "

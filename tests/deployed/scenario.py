@@ -194,7 +194,7 @@ def run_scenario(app: EmulatedDeployment) -> Scenario:
     # --- gc fan-out: the scheduled run sends shards, gc's SQS trigger works each --------
     # Four more snapshots: under the default policy (min_count 3) the first of them may go.
     newer = [write_snapshot(store, STREAM, PARTITION, lsn) for lsn in (2_500, 3_000, 3_500, 4_000)]
-    answers["register.newer"] = app.invoke("register", _s3_event(*newer))
+    answers["register.newer"] = _register(app, *newer)
     answers["gc.coordinator"] = app.invoke(
         "gc",
         sample_event("eventbridge-scheduled.json"),

@@ -4,7 +4,7 @@ A command's write is ONE ``TransactWriteItems`` (``dynamodb_log.py``):
 
     HEAD      Put  if  version = :expected          (or attribute_not_exists for version 0)
     SNAP#...  Put  if  version = :old  / attribute_not_exists(sk) for a new snapshot
-    SNAP#...  ConditionCheck  version = :read   (each snapshot the decision read, unchanged)
+    SNAP#...  ConditionCheck  version = :read   (GC: each snapshot read and left unchanged)
     EV#n      Put  if  attribute_not_exists(sk)     (for each new event, n gapless)
 
 A SNAP item carries its own index keys (``codec.snapshot_lookup_keys``), so the lookups by
@@ -79,13 +79,13 @@ class DynamoLedger(DynamoLogTable):
                 expected = None if old is None else old.version
                 item = codec.snapshot_item(record, self.ttl_window)
                 items.append(self._put_if_version(item, expected))
-        # Every item the decision read and left as it was is checked too: a decision made
-        # on a stale read (a seed, an index page) fails here instead of committing.
+        # Where asked, every item the decision read and left as it was is checked too: a
+        # decision made on a stale read (a seed, an index page) fails here instead.
         pk = codec.lineage_pk(before.head.lineage)
         items += [
             self._check_version(codec.key(pk, sk), record.version)
             for sk, record in before.snapshots.items()
-            if after.snapshots.get(sk) == record
+            if before.check_unchanged and after.snapshots.get(sk) == record
         ]
         items += [self._event_put(codec.event_item(e, self.ttl_window)) for e in events]
         what = f"the lineage {before.head.lineage}"

@@ -15,6 +15,10 @@ class LineageState:
 
     head: Head
     snapshots: Mapping[str, SnapshotRecord] = field(default_factory=dict)
+    #: The commit also checks the snapshots it holds and leaves unchanged (GC's expiry
+    #: and marks: witnesses and a trim point read without being written, perhaps from a
+    #: seed); other commands decide only on the items they write, which their Puts check.
+    check_unchanged: bool = False
 
     @classmethod
     def empty(cls, stream: str, partition: int) -> LineageState:

@@ -15,13 +15,14 @@ import hashlib
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Generic, Protocol, TypedDict, TypeVar, Unpack
 
 from snapledger.core.lineage import Command, LineageState, decide, evolve_all
 from snapledger.core.stream import StreamCommand, StreamState, decide_stream, evolve_stream_all
 from snapledger.errors import ConcurrencyError, LostRaceError, TransientStoreError
+from snapledger.models.commands import ExpireSnapshots, MarkSnapshotsDeleted
 from snapledger.models.events import LedgerEvent, StreamEvent
 from snapledger.models.ledger import LineageId
 from snapledger.ports import LedgerStore, StreamLogStore
@@ -212,6 +213,8 @@ class _LineageLog:
         *,
         request_token: str,
     ) -> None:
+        if isinstance(self.command, ExpireSnapshots | MarkSnapshotsDeleted):
+            before = replace(before, check_unchanged=True)  # reads it does not write
         self.ledger.commit(before, events, after, request_token=request_token)
 
     def get_event(self, seq: int) -> LedgerEvent | None:
