@@ -14,11 +14,17 @@ older than min_age, under the default policy (min_count 3): 17 expire per lineag
   scaled from ``LINEAGES`` lineages to 1,000, beside the time of merely reading the same
   lineages (HEAD pages through the index + each lineage's snapshot records) in the same
   run: ``gc_vs_query_floor``. ``gc_steady_...`` is a second run with nothing to delete.
+- ``ddb_replay_...``: GC's DynamoDB requests alone. Every request of the first run is
+  recorded and sent again, verbatim, to a copy of the table taken before it
+  (``bench/ddb_replay.py``), on as many threads as GC used (``..._sequential``: on one).
+  ``ddb_replay_vs_query_floor`` is the least ``gc_vs_query_floor`` any GC making these
+  requests could have on this engine; ``gc_vs_ddb_replay`` is what GC's own work (its
+  decisions, the object store, its serialization) adds to them.
 - ``ddb_requests_vs_floor``: GC's DynamoDB requests ÷ DynamoDB's floor for the same
   work, from its limits (100 items per transaction, 1 MB per Query page): per lineage one
   Query of its live records, one transaction to mark its due snapshots EXPIRING and one
-  to mark them DELETED (each ⌈(2 * due + HEAD + witnesses) / 100⌉), plus one page of the
-  HEADs (150 HEADs are well under 1 MB). The two-phase protocol is the floor's, not the
+  to mark them DELETED (each ⌈(2 * due + HEAD + witnesses) / 100⌉), plus one Query per
+  HEAD shard (150 HEADs are well under 1 MB). The two-phase protocol is the floor's, not the
   code's: EXPIRING must be durable before any object is deleted.
 """
 
@@ -37,6 +43,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.ddb_replay import Recorder, copy_table, replay
+from snapledger.adapters.dynamodb_codec import HEAD_KIND_SHARDS
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
@@ -136,6 +144,19 @@ def bench_deps(ledger: DynamoLedger, store: ObjectStore, clock: ManualClock, cli
     )
 
 
+def ddb_requests_floor(lineages: int, due: int, *, kept: int) -> int:
+    """DynamoDB's floor for GC over ``lineages`` lineages of ``due`` due snapshots each.
+
+    From DynamoDB's limits (100 items per transaction, 1 MB per Query page): per lineage
+    one Query of its live records and the two transactions of the two-phase protocol,
+    each marking the due snapshots (a SNAP update and an event each), the HEAD and a
+    ConditionCheck of each kept snapshot the decision read; plus one Query per HEAD
+    shard (a page of HEADs is well under 1 MB at these sizes).
+    """
+    transaction = math.ceil((2 * due + 1 + kept) / MAX_TRANSACTION_ITEMS)
+    return lineages * (1 + 2 * transaction) + HEAD_KIND_SHARDS
+
+
 def _query_all(deps: GcDeps) -> int:
     """Read what GC reads, and nothing else: every HEAD, every lineage's records."""
     seen = 0
@@ -172,6 +193,9 @@ def run(config: Any) -> dict[str, object]:
                 ddb.update([model.name])
 
         client.meta.events.register("before-call.dynamodb", count)
+        copies = {"sequential": f"{TABLE}-replay-1", "parallel": f"{TABLE}-replay-2"}
+        for copy_name in copies.values():
+            copy_table(client, TABLE, copy_name)
 
         started = time.perf_counter()
         records = _query_all(deps)
@@ -179,9 +203,10 @@ def run(config: Any) -> dict[str, object]:
         assert records == LINEAGES * SNAPSHOTS, records
         ddb.clear()
 
-        started = time.perf_counter()
-        report = run_gc(deps)
-        gc_s = time.perf_counter() - started
+        with Recorder(client) as recorded:
+            started = time.perf_counter()
+            report = run_gc(deps)
+            gc_s = time.perf_counter() - started
         counts = report.counts()
         expired = counts["snapshots_deleted"]
         assert report.complete and counts["errors"] == 0, report.errors
@@ -193,6 +218,11 @@ def run(config: Any) -> dict[str, object]:
         steady = run_gc(deps)
         steady_s = time.perf_counter() - started
         assert steady.counts()["snapshots_deleted"] == 0
+        client.meta.events.unregister("before-call.dynamodb", count)
+        replay_s = {
+            how: replay(client, recorded.calls, TABLE, copy_name, parallel=how == "parallel")
+            for how, copy_name in copies.items()
+        }
 
     objects = FILES + 1
     lineage_keys = (SNAPSHOTS - 3) * objects
@@ -200,9 +230,7 @@ def run(config: Any) -> dict[str, object]:
         1, math.ceil(lineage_keys / MAX_KEYS_PER_REQUEST)
     )
     apply_requests = gc_requests.get("list", 0) + gc_requests.get("delete", 0)
-    due = SNAPSHOTS - 3
-    transaction = math.ceil((2 * due + 1 + 3) / MAX_TRANSACTION_ITEMS)
-    ddb_floor = LINEAGES * (1 + 2 * transaction) + 1
+    ddb_floor = ddb_requests_floor(LINEAGES, SNAPSHOTS - 3, kept=3)
     scale = 1000 / LINEAGES
     return {
         "lineages_measured": LINEAGES,
@@ -217,6 +245,10 @@ def run(config: Any) -> dict[str, object]:
         "gc_seconds_per_1000_lineages": gc_s * scale,
         "query_seconds_per_1000_lineages": query_s * scale,
         "gc_vs_query_floor": gc_s / query_s,
+        "ddb_replay_seconds_per_1000_lineages": replay_s["parallel"] * scale,
+        "ddb_replay_sequential_seconds_per_1000_lineages": replay_s["sequential"] * scale,
+        "ddb_replay_vs_query_floor": replay_s["parallel"] / query_s,
+        "gc_vs_ddb_replay": gc_s / replay_s["parallel"],
         "gc_steady_seconds_per_1000_lineages": steady_s * scale,
         "gc_steady_vs_query_floor": steady_s / query_s,
     }

@@ -26,8 +26,11 @@ GC runs over that stream.
 The floor comes from S3's batch limits, not from what the code does: the due keys, all
 lineages together, in ⌈keys/1000⌉ DeleteObjects, plus ⌈keys/1000⌉ listings per lineage
 (at least one: a lineage's objects cannot be found without listing it).
-``gc_s3_requests_vs_floor`` is the worst ratio of the sizes (target ≤ 1.5). Request
-counts are exact (no timing), so one run of each size is the measurement.
+``gc_s3_requests_vs_floor`` is the worst ratio of the sizes (target ≤ 1.5). Its DynamoDB
+requests the same way: ``gc_ddb_requests_vs_floor`` against DynamoDB's floor from its
+limits (``bench.bench_gc.ddb_requests_floor``: per lineage a Query and the two
+transactions of the two-phase protocol, plus a Query per HEAD shard; target ≤ 1.5).
+Request counts are exact (no timing), so one run of each size is the measurement.
 
 GC's planning reads: ``gc_reads_per_lineage_long_history`` is the DynamoDB requests
 ``plan_lineage`` makes for a lineage of 3 live records behind 5,000 DELETED ones (target
@@ -62,7 +65,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.bench_gc import CountingStore, bench_deps, bench_world, populate
+from bench.bench_gc import CountingStore, bench_deps, bench_world, ddb_requests_floor, populate
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.adapters.table_definition import create_table_request
@@ -186,13 +189,23 @@ def _gc_requests(config: Any) -> dict[str, object]:
         clock.advance(timedelta(days=3))
         for size in SIZES:
             store = CountingStore(files)
-            report = run_gc(bench_deps(ledger, store, clock, client), stream=f"scale{size}")
+            ddb: list[str] = []
+
+            def count(model: Any, ddb: list[str] = ddb, **_: Any) -> None:
+                ddb.append(model.name)
+
+            client.meta.events.register("before-call.dynamodb", count)
+            try:
+                report = run_gc(bench_deps(ledger, store, clock, client), stream=f"scale{size}")
+            finally:
+                client.meta.events.unregister("before-call.dynamodb", count)
             due = size * (SNAPSHOTS - MIN_COUNT)
             counts = report.counts()
             assert report.complete and counts["errors"] == 0, report.errors
             assert counts["snapshots_deleted"] == due, counts
             requests = sum(store.requests.values())
             best = floor(size, SNAPSHOTS - MIN_COUNT, FILES + 1)
+            ddb_best = ddb_requests_floor(size, SNAPSHOTS - MIN_COUNT, kept=MIN_COUNT)
             rows.append(
                 {
                     "lineages": size,
@@ -200,9 +213,15 @@ def _gc_requests(config: Any) -> dict[str, object]:
                     "requests": dict(store.requests),
                     "floor": best,
                     "ratio": requests / best,
+                    "ddb_requests": len(ddb),
+                    "ddb_floor": ddb_best,
+                    "ddb_ratio": len(ddb) / ddb_best,
                 }
             )
-    print("   lineages  due snapshots  S3 requests (list/list_dirs/delete)  floor  ratio")
+    print(
+        "   lineages  due snapshots  S3 requests (list/list_dirs/delete)  floor  ratio"
+        "  DynamoDB  floor  ratio"
+    )
     for row in rows:
         made: dict[str, int] = row["requests"]  # type: ignore[assignment]
         split = "/".join(str(made.get(k, 0)) for k in ("list", "list_dirs", "delete"))
@@ -210,10 +229,13 @@ def _gc_requests(config: Any) -> dict[str, object]:
         print(
             f"   {row['lineages']:>8}  {row['due_snapshots']:>13}  "
             f"{total:>8} ({split}){'':>14}  {row['floor']:>5}  {row['ratio']:.3f}"
+            f"  {row['ddb_requests']:>8}  {row['ddb_floor']:>5}  {row['ddb_ratio']:.3f}"
         )
     return {
         "gc_s3_requests_vs_floor": max(float(row["ratio"]) for row in rows),  # type: ignore[arg-type]
         "gc_s3_requests_vs_floor_target": 1.5,
+        "gc_ddb_requests_vs_floor": max(float(row["ddb_ratio"]) for row in rows),  # type: ignore[arg-type]
+        "gc_ddb_requests_vs_floor_target": 1.5,
         "gc_s3_table": rows,
     }
 
