@@ -7,8 +7,9 @@ items into a new table of the same definition, so the copy is in the state the r
 work started from;
 ``replay`` then sends the same requests, retargeted to the copy, verbatim (conditions
 included, so a replay that drifted from the recording fails instead of timing something
-else; only a transaction's idempotency token is new): sequentially, or each recording
-thread's requests on a thread of its own.
+else; only a transaction's idempotency token is new): sequentially, or on as many threads
+as recorded, each lineage's requests in their order (GC's workers hand a lineage's marks
+to each other, so a lineage's requests are not one thread's).
 
 The replay's time is the floor of the work on this engine: what its DynamoDB requests
 cost with nothing around them (no decisions, no object store, no serialization beyond
@@ -106,12 +107,24 @@ def replay(
     if not parallel:
         send(ordered)
     else:
-        by_thread: dict[int, list[Call]] = {}
+        by_lineage: dict[str, list[Call]] = {}
         for call in ordered:
-            by_thread.setdefault(call.thread, []).append(call)
-        with ThreadPoolExecutor(max_workers=len(by_thread) or 1) as pool:
-            list(pool.map(send, by_thread.values()))
+            by_lineage.setdefault(_lineage_of(call.params), []).append(call)
+        workers = len({call.thread for call in ordered}) or 1
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(send, by_lineage.values()))
     return time.perf_counter() - started
+
+
+def _lineage_of(value: Any) -> str:
+    """The first lineage key (``LIN#...``) a request names, or "" for none (HEAD pages)."""
+    if isinstance(value, str):
+        return value if value.startswith("LIN#") else ""
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for item in items:
+        if found := _lineage_of(item):
+            return found
+    return ""
 
 
 def _retarget(value: Any, source: str, target: str) -> Any:
