@@ -14,12 +14,6 @@ older than min_age, under the default policy (min_count 3): 17 expire per lineag
   scaled from ``LINEAGES`` lineages to 1,000, beside the time of merely reading the same
   lineages (HEAD pages through the index + each lineage's snapshot records) in the same
   run: ``gc_vs_query_floor``. ``gc_steady_...`` is a second run with nothing to delete.
-- ``ddb_replay_...``: GC's DynamoDB requests alone. Every request of the first run is
-  recorded and sent again, verbatim, to a copy of the table taken before it
-  (``bench/ddb_replay.py``), on as many threads as GC used, each lineage's in order.
-  ``ddb_replay_vs_query_floor`` is the least ``gc_vs_query_floor`` any GC making these
-  requests could have on this engine; ``gc_vs_ddb_replay`` is what GC's own work (its
-  decisions, the object store, its serialization) adds to them.
 - ``ddb_requests_vs_floor``: GC's DynamoDB requests ÷ DynamoDB's floor for the same
   work, from its limits (100 items per transaction, 1 MB per Query page): per lineage one
   Query of its live records, one transaction to mark its due snapshots EXPIRING and one
@@ -43,7 +37,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.ddb_replay import Recorder, copy_table, replay
 from snapledger.adapters.dynamodb_codec import HEAD_KIND_SHARDS
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
@@ -66,7 +59,6 @@ LINEAGES = 150
 SNAPSHOTS = 20
 FILES = 3
 TABLE = "bench-gc"
-REPLAY_TABLE = "bench-gc-replay"
 
 
 class CountingStore:
@@ -194,7 +186,6 @@ def run(config: Any) -> dict[str, object]:
                 ddb.update([model.name])
 
         client.meta.events.register("before-call.dynamodb", count)
-        copy_table(client, TABLE, REPLAY_TABLE)
 
         started = time.perf_counter()
         records = _query_all(deps)
@@ -202,10 +193,9 @@ def run(config: Any) -> dict[str, object]:
         assert records == LINEAGES * SNAPSHOTS, records
         ddb.clear()
 
-        with Recorder(client) as recorded:
-            started = time.perf_counter()
-            report = run_gc(deps)
-            gc_s = time.perf_counter() - started
+        started = time.perf_counter()
+        report = run_gc(deps)
+        gc_s = time.perf_counter() - started
         counts = report.counts()
         expired = counts["snapshots_deleted"]
         assert report.complete and counts["errors"] == 0, report.errors
@@ -217,8 +207,6 @@ def run(config: Any) -> dict[str, object]:
         steady = run_gc(deps)
         steady_s = time.perf_counter() - started
         assert steady.counts()["snapshots_deleted"] == 0
-        client.meta.events.unregister("before-call.dynamodb", count)
-        replay_s = replay(client, recorded.calls, TABLE, REPLAY_TABLE, parallel=True)
 
     objects = FILES + 1
     lineage_keys = (SNAPSHOTS - 3) * objects
@@ -241,9 +229,6 @@ def run(config: Any) -> dict[str, object]:
         "gc_seconds_per_1000_lineages": gc_s * scale,
         "query_seconds_per_1000_lineages": query_s * scale,
         "gc_vs_query_floor": gc_s / query_s,
-        "ddb_replay_seconds_per_1000_lineages": replay_s * scale,
-        "ddb_replay_vs_query_floor": replay_s / query_s,
-        "gc_vs_ddb_replay": gc_s / replay_s,
         "gc_steady_seconds_per_1000_lineages": steady_s * scale,
         "gc_steady_vs_query_floor": steady_s / query_s,
     }
