@@ -20,6 +20,11 @@ older than min_age, under the default policy (min_count 3): 17 expire per lineag
   to mark them DELETED (each ⌈(2 * due + HEAD + witnesses) / 100⌉), plus one Query per
   HEAD shard (150 HEADs are well under 1 MB). The two-phase protocol is the floor's, not the
   code's: EXPIRING must be durable before any object is deleted.
+- ``write_floor_vs_query_floor``: the least ``gc_vs_query_floor`` any GC could have on this
+  engine, from the same run: the read floor plus, per lineage, two bare TransactWriteItems
+  of as many ledger-sized items as GC's two transactions hold (``bare_transaction_ms``,
+  best of 3 rounds of 30, copies of a bench lineage's items under fresh keys), over the
+  read floor. Sequential, as the read floor is.
 """
 
 from __future__ import annotations
@@ -137,6 +142,47 @@ def bench_deps(ledger: DynamoLedger, store: ObjectStore, clock: ManualClock, cli
     )
 
 
+def transaction_items(due: int, *, kept: int) -> int:
+    """The items of each of GC's two transactions on a lineage: a SNAP update and an event
+    per due snapshot, the HEAD, a ConditionCheck per kept snapshot its decision read."""
+    return 2 * due + 1 + kept
+
+
+def _bare_transaction_seconds(client: Any, items: int, *, rounds: int = 3, each: int = 30) -> float:
+    """The best mean time of a bare TransactWriteItems of ``items`` ledger-sized Puts
+    (copies of a bench lineage's items under fresh keys), ``rounds`` rounds of ``each``."""
+    pk = next(iter(client.scan(TableName=TABLE, Limit=1)["Items"]))["pk"]["S"]
+    sample = client.query(
+        TableName=TABLE,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": pk}},
+        Limit=items,
+    )["Items"]
+    best = math.inf
+    for round_ in range(rounds):
+        started = time.perf_counter()
+        for n in range(each):
+            scratch = f"BENCH#bare#{round_}#{n}"
+            client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": TABLE,
+                            "Item": {
+                                **sample[i % len(sample)],
+                                "pk": {"S": scratch},
+                                "sk": {"S": f"{i:04d}"},
+                            },
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    }
+                    for i in range(items)
+                ]
+            )
+        best = min(best, (time.perf_counter() - started) / each)
+    return best
+
+
 def ddb_requests_floor(lineages: int, due: int, *, kept: int) -> int:
     """DynamoDB's floor for GC over ``lineages`` lineages of ``due`` due snapshots each.
 
@@ -146,7 +192,7 @@ def ddb_requests_floor(lineages: int, due: int, *, kept: int) -> int:
     ConditionCheck of each kept snapshot the decision read; plus one Query per HEAD
     shard (a page of HEADs is well under 1 MB at these sizes).
     """
-    transaction = math.ceil((2 * due + 1 + kept) / MAX_TRANSACTION_ITEMS)
+    transaction = math.ceil(transaction_items(due, kept=kept) / MAX_TRANSACTION_ITEMS)
     return lineages * (1 + 2 * transaction) + HEAD_KIND_SHARDS
 
 
@@ -207,6 +253,8 @@ def run(config: Any) -> dict[str, object]:
         steady = run_gc(deps)
         steady_s = time.perf_counter() - started
         assert steady.counts()["snapshots_deleted"] == 0
+        client.meta.events.unregister("before-call.dynamodb", count)
+        bare_write_s = _bare_transaction_seconds(client, transaction_items(SNAPSHOTS - 3, kept=3))
 
     objects = FILES + 1
     lineage_keys = (SNAPSHOTS - 3) * objects
@@ -229,6 +277,9 @@ def run(config: Any) -> dict[str, object]:
         "gc_seconds_per_1000_lineages": gc_s * scale,
         "query_seconds_per_1000_lineages": query_s * scale,
         "gc_vs_query_floor": gc_s / query_s,
+        "bare_transaction_ms": bare_write_s * 1000,
+        "query_ms_per_lineage": query_s / LINEAGES * 1000,
+        "write_floor_vs_query_floor": (query_s + 2 * LINEAGES * bare_write_s) / query_s,
         "gc_steady_seconds_per_1000_lineages": steady_s * scale,
         "gc_steady_vs_query_floor": steady_s / query_s,
     }
