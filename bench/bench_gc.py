@@ -42,7 +42,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from snapledger.adapters.dynamodb_codec import HEAD_KIND_SHARDS
+from snapledger.adapters.dynamodb_codec import HEAD_KIND_SHARDS, lineage_pk
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
@@ -148,16 +148,19 @@ def transaction_items(due: int, *, kept: int) -> int:
     return 2 * due + 1 + kept
 
 
-def _bare_transaction_seconds(client: Any, items: int, *, rounds: int = 3, each: int = 30) -> float:
+def _bare_transaction_seconds(
+    client: Any, lineage: LineageId, items: int, *, rounds: int = 3, each: int = 30
+) -> float:
     """The best mean time of a bare TransactWriteItems of ``items`` ledger-sized Puts
-    (copies of a bench lineage's items under fresh keys), ``rounds`` rounds of ``each``."""
-    pk = next(iter(client.scan(TableName=TABLE, Limit=1)["Items"]))["pk"]["S"]
-    sample = client.query(
+    (copies of ``lineage``'s items, its SNAP records, events and HEAD alike, under fresh
+    keys), ``rounds`` rounds of ``each``."""
+    pages = client.get_paginator("query").paginate(
         TableName=TABLE,
         KeyConditionExpression="pk = :pk",
-        ExpressionAttributeValues={":pk": {"S": pk}},
-        Limit=items,
-    )["Items"]
+        ExpressionAttributeValues={":pk": {"S": lineage_pk(lineage)}},
+    )
+    partition = [item for page in pages for item in page["Items"]]
+    sample = [partition[n * len(partition) // items] for n in range(items)]
     best = math.inf
     for round_ in range(rounds):
         started = time.perf_counter()
@@ -169,7 +172,7 @@ def _bare_transaction_seconds(client: Any, items: int, *, rounds: int = 3, each:
                         "Put": {
                             "TableName": TABLE,
                             "Item": {
-                                **sample[i % len(sample)],
+                                **sample[i],
                                 "pk": {"S": scratch},
                                 "sk": {"S": f"{i:04d}"},
                             },
@@ -254,7 +257,9 @@ def run(config: Any) -> dict[str, object]:
         steady_s = time.perf_counter() - started
         assert steady.counts()["snapshots_deleted"] == 0
         client.meta.events.unregister("before-call.dynamodb", count)
-        bare_write_s = _bare_transaction_seconds(client, transaction_items(SNAPSHOTS - 3, kept=3))
+        lineage = deps.lineages.list_heads(limit=1).heads[0].lineage
+        due_items = transaction_items(SNAPSHOTS - 3, kept=3)
+        bare_write_s = _bare_transaction_seconds(client, lineage, due_items)
 
     objects = FILES + 1
     lineage_keys = (SNAPSHOTS - 3) * objects
