@@ -45,6 +45,8 @@ class ParsedManifest:
             total_bytes=m.total_bytes,
             row_count=m.total_rows,
             source_kind=m.source.kind,
+            format=m.format,
+            offsets=m.offsets,
         )
 
 

@@ -115,6 +115,8 @@ def evolve_registration(
                 total_bytes=event.total_bytes,
                 row_count=event.row_count,
                 source_kind=event.source_kind,
+                format=event.format,
+                offsets=event.offsets,
                 registered_at=event.at,
                 version=event.seq,
             )

@@ -20,6 +20,10 @@ class ManifestSummary(Frozen):
     total_bytes: int
     row_count: int | None = None
     source_kind: str | None = None
+    format: str = Field(default="kv-parquet", description="The manifest's format")
+    offsets: dict[str, int] | None = Field(
+        default=None, description="The processor's input positions the state matches"
+    )
 
 
 class RegisterSnapshot(Frozen):

@@ -44,6 +44,10 @@ class SnapshotRegistered(EventBase):
     total_bytes: int
     row_count: int | None = None
     source_kind: str | None = None
+    format: str = Field(default="kv-parquet", description="The manifest's format")
+    offsets: dict[str, int] | None = Field(
+        default=None, description="The processor's input positions the state matches"
+    )
 
 
 class SnapshotRejected(EventBase):

@@ -65,6 +65,10 @@ class SnapshotRecord(Stored):
     total_bytes: int = 0
     row_count: int | None = None
     source_kind: str | None = None
+    format: str = Field(default="kv-parquet", description="The manifest's format")
+    offsets: dict[str, int] | None = Field(
+        default=None, description="The processor's input positions the state matches"
+    )
     registered_at: datetime = Field(description="Registry (server) time it was recorded")
     rejection_code: str | None = None
     rejection_reason: str | None = None

@@ -16,6 +16,14 @@ from snapledger.models.base import Frozen
 
 MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_MANIFEST_FILES = 100_000
+MAX_OFFSETS = 10_000
+#: The checksum algorithms a manifest may name: the three S3 stores as additional
+#: checksums (``crc64nvme``, ``crc32c``, ``sha256``), and ``md5``.
+CHECKSUM_ALGORITHMS = ("crc64nvme", "crc32c", "sha256", "md5")
+#: ``kv-parquet``: Parquet files of ``key``, ``value``, ``lsn``, the columns the jobs
+#: read. ``opaque``: any files (e.g. a RocksDB checkpoint), registered, retained and
+#: collected like any other, but refused as a job's base.
+SnapshotFormat = Literal["kv-parquet", "opaque"]
 
 
 class ManifestFile(Frozen):
@@ -36,8 +44,10 @@ class ManifestFile(Frozen):
         str | None,
         Field(
             default=None,
-            pattern=r"^(sha256|crc32c|md5):[0-9A-Za-z+/=]+$",
-            description="Optional '{algorithm}:{digest}', e.g. 'sha256:<hex>'.",
+            pattern=rf"^({'|'.join(CHECKSUM_ALGORITHMS)}):[0-9A-Za-z+/=]+$",
+            description="Optional '{algorithm}:{digest}', algorithm one of "
+            f"{', '.join(CHECKSUM_ALGORITHMS)}; e.g. 'sha256:<hex>' or S3's base64 form "
+            "'crc64nvme:<base64>'.",
         ),
     ] = None
 
@@ -80,6 +90,22 @@ class ManifestV1(Frozen):
     source: ManifestSource
     files: Annotated[list[ManifestFile], Field(max_length=MAX_MANIFEST_FILES)]
     row_count: Annotated[int | None, Field(default=None, ge=0)] = None
+    format: SnapshotFormat = Field(
+        default="kv-parquet",
+        description="'kv-parquet' (the default): Parquet files of key, value, lsn, which "
+        "the jobs read. 'opaque': any files, e.g. a RocksDB checkpoint; registered, "
+        "retained and collected, but refused as a job's base.",
+    )
+    offsets: Annotated[
+        dict[Annotated[str, Field(min_length=1, max_length=256)], Annotated[int, Field(ge=0)]]
+        | None,
+        Field(
+            default=None,
+            max_length=MAX_OFFSETS,
+            description="The processor's input positions the state matches, e.g. "
+            "{'orders-3': 18213}: returned by queries and in a restore's _restore.json.",
+        ),
+    ] = None
 
     @property
     def total_bytes(self) -> int:
