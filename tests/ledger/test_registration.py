@@ -191,3 +191,34 @@ def test_vanished_manifest_is_recorded_rejected(ledger, store, clock):
     result = register(key, ledger, store, clock)
     assert result.outcome is Outcome.REJECTED
     assert "no longer existed" in result.reason
+
+
+def test_format_and_offsets_are_recorded_with_the_snapshot_and_its_event(ledger, store, clock):
+    # Given an opaque snapshot (a RocksDB checkpoint) with the processor's input offsets
+    key = write_snapshot(
+        store,
+        files={"000042.sst": b"sst", "CURRENT": b"MANIFEST-000001\n"},
+        format="opaque",
+        offsets={"orders-3": 18213, "customers-3": 7},
+    )
+    # When it is registered
+    result = register(key, ledger, store, clock)
+    # Then the record and the SnapshotRegistered event keep both, as the producer wrote them
+    assert result.outcome is Outcome.BECAME_LATEST
+    record = ledger.get_snapshot(ORDERS_3, snapshot_sort_key(100, result.snapshot_id))
+    assert (record.format, record.offsets) == ("opaque", {"orders-3": 18213, "customers-3": 7})
+    event = ledger.get_event(ORDERS_3, 1)
+    assert (event.format, event.offsets) == ("opaque", {"orders-3": 18213, "customers-3": 7})
+
+
+def test_a_manifest_without_format_or_offsets_is_kv_parquet_with_none(ledger, store, clock):
+    result = register(write_snapshot(store), ledger, store, clock)
+    record = ledger.get_snapshot(ORDERS_3, snapshot_sort_key(100, result.snapshot_id))
+    assert (record.format, record.offsets) == ("kv-parquet", None)
+
+
+@pytest.mark.parametrize("offsets", [{"": 1}, {"orders-3": -1}, {"orders-3": "12"}])
+def test_bad_offsets_are_rejected_with_the_field_named(ledger, store, clock, offsets):
+    result = register(write_snapshot(store, offsets=offsets), ledger, store, clock)
+    assert result.outcome is Outcome.REJECTED
+    assert "offsets" in result.reason

@@ -97,7 +97,10 @@ class ManifestV1(Frozen):
         "retained and collected, but refused as a job's base.",
     )
     offsets: Annotated[
-        dict[Annotated[str, Field(min_length=1, max_length=256)], Annotated[int, Field(ge=0)]]
+        dict[
+            Annotated[str, Field(min_length=1, max_length=256)],
+            Annotated[int, Field(ge=0, strict=True)],
+        ]
         | None,
         Field(
             default=None,
