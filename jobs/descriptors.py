@@ -26,6 +26,7 @@ class Provenance:
     base_lsn: int | None
     changelog_from_lsn: int | None  # first LSN applied; None when no record was applied
     changelog_to_lsn: int | None
+    base_offsets: dict[str, int] | None = None  # the base manifest's input positions
 
 
 def manifest(
@@ -72,7 +73,11 @@ def restore_descriptor(
         "lsn": lsn,
         "base": None
         if provenance.base_snapshot_id is None
-        else {"snapshot_id": provenance.base_snapshot_id, "lsn": provenance.base_lsn},
+        else {
+            "snapshot_id": provenance.base_snapshot_id,
+            "lsn": provenance.base_lsn,
+            "offsets": provenance.base_offsets,
+        },
         "changelog_from_lsn": provenance.changelog_from_lsn,
         "changelog_to_lsn": provenance.changelog_to_lsn,
         "created_at": _now(),

@@ -159,6 +159,7 @@ def _committed(
         job_id=args.job_id,
         base_snapshot_id=base.snapshot_id if base else None,
         base_lsn=base.lsn if base else None,
+        base_offsets=base.offsets if base else None,
         changelog_from_lsn=plan.base_lsn + 1 if plan.segments else None,
         changelog_to_lsn=plan.target_lsn if plan.segments else None,
     )

@@ -16,6 +16,8 @@ from jobs.layout import MANIFEST_NAME, parse_snapshot_prefix
 from jobs.schema import STATE_COLUMNS, STATE_SCHEMA
 from jobs.storage import ObjectStore
 
+KV_PARQUET = "kv-parquet"  # a manifest without ``format`` is one
+
 
 @dataclass(frozen=True, slots=True)
 class BaseSnapshot:
@@ -27,6 +29,7 @@ class BaseSnapshot:
     lsn: int
     file_keys: tuple[str, ...]
     row_count: int
+    offsets: dict[str, int] | None = None  # the producer's input positions, as written
 
 
 def load_base(store: ObjectStore, stream: str, partition: int, prefix: str) -> BaseSnapshot:
@@ -53,6 +56,13 @@ def load_base(store: ObjectStore, stream: str, partition: int, prefix: str) -> B
         raise SnapshotError(f"{manifest_key}: not a readable manifest ({exc})") from None
     if wrong:
         raise SnapshotError(f"{manifest_key}: {', '.join(wrong)} disagree with the prefix")
+    snapshot_format = manifest.get("format", KV_PARQUET)
+    if snapshot_format != KV_PARQUET:
+        raise SnapshotError(
+            f"{manifest_key}: format is {snapshot_format!r}; jobs read only {KV_PARQUET!r} "
+            "snapshots (Parquet files of key, value, lsn). Start from a kv-parquet snapshot "
+            "of this partition (restore --snapshot-id ...) or bootstrap from the changelog."
+        )
     for path, size, _ in files:
         stored = listing.get(prefix + path)
         if stored != size:
@@ -68,6 +78,7 @@ def load_base(store: ObjectStore, stream: str, partition: int, prefix: str) -> B
         lsn=lsn,
         file_keys=tuple(prefix + path for path, _, _ in files),
         row_count=int(row_count),
+        offsets=manifest.get("offsets"),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,28 @@ def test_a_base_without_manifest_or_with_a_wrong_size_is_refused(spark, tmp_path
 def test_job_errors_carry_exit_codes() -> None:
     assert ChangelogError("x").exit_code == SnapshotError("x").exit_code == 3
     assert issubclass(ChangelogError, JobError)
+
+
+def _rewrite_manifest(root: Path, prefix: str, **fields) -> None:
+    path = root / prefix / "_manifest.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
+
+
+def test_an_opaque_base_is_refused_naming_its_format_and_nothing_is_published(
+    spark, tmp_path
+) -> None:
+    write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
+    prefix = write_processor_snapshot(tmp_path, "s", 0, 4, {"k1": (b"v", 1)})
+    _rewrite_manifest(tmp_path, prefix, format="opaque")
+    with pytest.raises(SnapshotError, match=r"_manifest\.json: format is 'opaque'; jobs read only"):
+        bootstrap(spark, tmp_path, [0], bases={0: prefix}, kind="restore")
+    assert not list(tmp_path.glob("restores/**/_restore.json"))
+
+
+def test_a_restore_names_its_base_snapshots_offsets(spark, tmp_path) -> None:
+    write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
+    prefix = write_processor_snapshot(tmp_path, "s", 0, 4, {"k1": (b"v", 1)})
+    _rewrite_manifest(tmp_path, prefix, offsets={"orders-0": 18213})
+    bootstrap(spark, tmp_path, [0], bases={0: prefix}, kind="restore")
+    (descriptor,) = tmp_path.glob("restores/**/_restore.json")
+    assert json.loads(descriptor.read_text())["base"]["offsets"] == {"orders-0": 18213}

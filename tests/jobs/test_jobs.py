@@ -116,7 +116,11 @@ def test_bootstrap_then_restore_round_trips(spark, store) -> None:
         assert result.lsn == generated.last_lsn(result.partition)
         assert read_state(root, result.prefix) == oracle(records, result.lsn)
         descriptor = check_descriptor_files(root, result.prefix, "_restore.json")
-        assert descriptor["base"] == {"snapshot_id": bases[result.partition][-27:-1], "lsn": 1200}
+        assert descriptor["base"] == {
+            "snapshot_id": bases[result.partition][-27:-1],
+            "lsn": 1200,
+            "offsets": None,
+        }
         assert descriptor["changelog_from_lsn"] == 1201
         assert result.base_rows == len(read_state(root, bases[result.partition]))
         assert result.changelog_rows == result.lsn - 1200
