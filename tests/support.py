@@ -57,6 +57,8 @@ def manifest_document(
         "source": {"kind": "processor"},
         "files": [{"path": path, "size": len(data), "rows": 1} for path, data in files.items()],
     }
+    if "files_override" in overrides:  # the files' entries as given (e.g. with checksums)
+        document["files"] = overrides.pop("files_override")
     document.update(overrides)
     return document
 

@@ -77,6 +77,12 @@ class ObjectStore(Protocol):
         """The object's info, or None if absent."""
         ...
 
+    def stored_checksum(self, key: str, algorithm: str) -> bytes | None:
+        """The ``algorithm`` digest the store holds for the object (S3: its additional
+        checksum, one HeadObject), or None when it holds none of that algorithm (or only a
+        composite one of a multipart upload). NotFoundError if the object is absent."""
+        ...
+
     def put(self, key: str, data: bytes) -> None:
         """Write (overwrite) an object."""
         ...

@@ -577,3 +577,28 @@ def test_open_object_store_names_the_accepted_forms_on_error(uri: str) -> None:
         open_object_store(uri)
     assert ACCEPTED_FORMS in str(raised.value)
     assert repr(uri) in str(raised.value)
+
+
+def test_s3_returns_the_sha256_it_stored_and_none_for_an_algorithm_it_did_not() -> None:
+    import hashlib
+
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-1")
+        client.create_bucket(Bucket=BUCKET)
+        store = S3ObjectStore(BUCKET, S3_PREFIX, client=client)
+        client.put_object(
+            Bucket=BUCKET, Key=f"{S3_PREFIX}/a", Body=b"data", ChecksumAlgorithm="SHA256"
+        )
+        assert store.stored_checksum("a", "sha256") == hashlib.sha256(b"data").digest()
+        assert store.stored_checksum("a", "md5") is None
+        client.put_object(Bucket=BUCKET, Key=f"{S3_PREFIX}/b", Body=b"data")
+        assert store.stored_checksum("b", "sha256") is None
+
+
+def test_the_file_store_computes_each_algorithm_from_the_bytes(tmp_path: Path) -> None:
+    from snapledger.core.checksums import compute
+
+    store = FileObjectStore(tmp_path)
+    store.put("a", b"123456789")
+    for algorithm in ("crc64nvme", "crc32c", "sha256", "md5"):
+        assert store.stored_checksum("a", algorithm) == compute(algorithm, b"123456789").digest

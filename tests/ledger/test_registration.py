@@ -222,3 +222,35 @@ def test_bad_offsets_are_rejected_with_the_field_named(ledger, store, clock, off
     result = register(write_snapshot(store, offsets=offsets), ledger, store, clock)
     assert result.outcome is Outcome.REJECTED
     assert "offsets" in result.reason
+
+
+@pytest.mark.parametrize("algorithm", ["crc64nvme", "crc32c", "sha256", "md5"])
+def test_a_checksum_that_does_not_match_its_file_is_rejected_naming_both(
+    ledger, store, clock, algorithm
+):
+    from snapledger.core.checksums import compute
+
+    data = {"part-00000.parquet": b"the bytes written", "part-00001.parquet": b"other"}
+    stated = compute(algorithm, b"the bytes meant")  # not what was stored
+    right = compute(algorithm, b"other")
+    files = [
+        {"path": "part-00000.parquet", "size": 17, "checksum": f"{algorithm}:{stated.s3_form}"},
+        {"path": "part-00001.parquet", "size": 5, "checksum": str(right)},
+    ]
+    result = register(write_snapshot(store, files=data, files_override=files), ledger, store, clock)
+    assert result.outcome is Outcome.REJECTED
+    stored = compute(algorithm, b"the bytes written")
+    assert "part-00000.parquet" in result.reason
+    assert stated.digest.hex() in result.reason and stored.digest.hex() in result.reason
+    assert "part-00001.parquet" not in result.reason
+
+
+def test_checksums_that_match_register(ledger, store, clock):
+    from snapledger.core.checksums import compute
+
+    data = {"part-00000.parquet": b"abc"}
+    files = [
+        {"path": "part-00000.parquet", "size": 3, "checksum": str(compute("crc64nvme", b"abc"))}
+    ]
+    result = register(write_snapshot(store, files=data, files_override=files), ledger, store, clock)
+    assert result.outcome is Outcome.BECAME_LATEST

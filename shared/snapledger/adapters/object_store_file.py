@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from stat import S_ISREG
 
+from snapledger.core.checksums import compute
 from snapledger.errors import (
     InvalidKeyError,
     InvalidRequestError,
@@ -145,6 +146,11 @@ class FileObjectStore:
         if not S_ISREG(stat.st_mode):
             return None
         return _info(key, stat)
+
+    def stored_checksum(self, key: str, algorithm: str) -> bytes | None:
+        """The store keeps no checksums beside its files: computed from the bytes, for
+        every algorithm a manifest may name (what S3 would have stored at upload)."""
+        return compute(algorithm, self.get(key)).digest
 
     # -- writes ----------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ retry policy handles throttling; what is left after it is a StoreUnavailableErro
 
 from __future__ import annotations
 
+import base64
 import builtins
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -29,6 +30,13 @@ from snapledger.errors import (
     StoreUnavailableError,
 )
 from snapledger.ports import MAX_KEYS_PER_REQUEST, DeleteResult, ObjectInfo, chunked
+
+#: HeadObject's response field for each algorithm S3 stores as an additional checksum.
+_CHECKSUM_FIELDS = {
+    "crc64nvme": "ChecksumCRC64NVME",
+    "crc32c": "ChecksumCRC32C",
+    "sha256": "ChecksumSHA256",
+}
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -127,6 +135,22 @@ class S3ObjectStore:
             size=response["ContentLength"],
             last_modified=_utc(response["LastModified"]),
         )
+
+    def stored_checksum(self, key: str, algorithm: str) -> bytes | None:
+        """One HeadObject with checksum mode: S3's additional checksum of ``algorithm``.
+        A multipart upload's composite checksum ('...-N') is not the whole object's
+        digest, so it is None (unverifiable), as is an algorithm the object lacks."""
+        field = _CHECKSUM_FIELDS.get(algorithm)
+        if field is None:
+            return None  # md5: S3 keeps none we can read as such (an ETag is not one)
+        with self._translated("head", key):
+            response = self._client.head_object(
+                Bucket=self._bucket, Key=self._full(key), ChecksumMode="ENABLED"
+            )
+        value = str(response.get(field) or "")
+        if not value or "-" in value:
+            return None
+        return base64.b64decode(value)
 
     # -- writes ----------------------------------------------------------------------
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pydantic import ValidationError
 
+from snapledger.core.checksums import Checksum, ChecksumError, mismatch, parse_checksum
 from snapledger.layout import MANIFEST_NAME, SnapshotLocation
 from snapledger.models.commands import ManifestSummary
 from snapledger.models.manifest import MAX_MANIFEST_BYTES, MAX_MANIFEST_FILES, ManifestV1
@@ -120,6 +121,28 @@ def check_files_present(
             )
     if problems:
         raise ManifestRejectedError(_join(problems), epoch=manifest.epoch)
+
+
+def checksum_problems(
+    manifest: ManifestV1, stored: Callable[[str, str], bytes | None]
+) -> list[str]:
+    """Each stated checksum that is unreadable or differs from the store's digest of the
+    file (``stored(path, algorithm)``; None: the store holds none, nothing to compare)."""
+    problems = []
+    for index, entry in enumerate(manifest.files):
+        if entry.checksum is None:
+            continue
+        try:
+            stated = parse_checksum(entry.checksum)
+        except ChecksumError as exc:
+            problems.append(f"files[{index}] {exc}")
+            continue
+        digest = stored(entry.path, stated.algorithm)
+        if digest is not None:
+            found = mismatch(entry.path, stated, Checksum(stated.algorithm, digest))
+            if found:
+                problems.append(f"files[{index}] {found}")
+    return problems
 
 
 def path_problem(path: str) -> str | None:  # noqa: PLR0911 - one rule, one return

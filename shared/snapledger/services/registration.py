@@ -8,6 +8,7 @@ raise, so the asynchronous invoke is retried.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 
@@ -15,6 +16,7 @@ from snapledger.clock import Clock
 from snapledger.core.manifest_rules import (
     ManifestRejectedError,
     check_files_present,
+    checksum_problems,
     manifest_digest,
     oversize_reason,
     parse_manifest,
@@ -24,13 +26,15 @@ from snapledger.layout import SnapshotLocation, parse_manifest_key
 from snapledger.models.commands import RegisterSnapshot
 from snapledger.models.events import LatestAdvanced, SnapshotRegistered, SnapshotRejected
 from snapledger.models.ledger import SnapshotStatus, snapshot_sort_key
-from snapledger.models.manifest import MAX_MANIFEST_BYTES
+from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestV1
 from snapledger.ports import LedgerStore, ObjectStore
 from snapledger.services.commands import CommandResult, RetryPolicy
 from snapledger.services.lineage_combiner import LineageCombiner
 
 #: The process's one writer per lineage (see ``lineage_combiner``).
 COMBINER = LineageCombiner()
+#: Checksum reads in flight per manifest (S3 HeadObjects).
+CHECKSUM_READERS = 16
 
 
 class Outcome(StrEnum):
@@ -164,11 +168,36 @@ def _command_for(location: SnapshotLocation, key: str, store: ObjectStore) -> Re
         parsed = parse_manifest(location, raw)
         # One listing of the prefix (1,000 keys a request), not one request per file.
         check_files_present(location, parsed.manifest, store.list(location.prefix))
+        check_checksums(location, parsed.manifest, store)
     except ManifestRejectedError as rejected:
         return RegisterSnapshot(
             **common, manifest_digest=digest, rejection=rejected.reason, epoch_hint=rejected.epoch
         )
     return RegisterSnapshot(**common, manifest_digest=digest, summary=parsed.summary)
+
+
+def check_checksums(location: SnapshotLocation, manifest: ManifestV1, store: ObjectStore) -> None:
+    """Each stated checksum against the store's digest of its file: one request per file
+    with a checksum (S3: a HeadObject), ``CHECKSUM_READERS`` at a time."""
+    wanted = [f for f in manifest.files if f.checksum is not None]
+    if not wanted:
+        return
+    with ThreadPoolExecutor(max_workers=min(CHECKSUM_READERS, len(wanted))) as pool:
+        digests = dict(
+            zip(
+                [f.path for f in wanted],
+                pool.map(
+                    lambda f: store.stored_checksum(
+                        location.prefix + f.path, (f.checksum or "").partition(":")[0]
+                    ),
+                    wanted,
+                ),
+                strict=True,
+            )
+        )
+    problems = checksum_problems(manifest, lambda path, _algorithm: digests.get(path))
+    if problems:
+        raise ManifestRejectedError("; ".join(problems), epoch=manifest.epoch)
 
 
 def _result(location: SnapshotLocation, key: str, result: CommandResult) -> RegistrationResult:
