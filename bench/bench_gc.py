@@ -117,11 +117,11 @@ def populate(
     files: int = FILES,
 ) -> None:
     """``lineages`` partitions of ``stream``, each with ``snapshots`` registered snapshots."""
-    from tests.support import write_snapshot  # the same writer the tests use
+    from tests.support import kv_parquet, write_snapshot  # the same writer the tests use
 
     def lineage(partition: int) -> None:
         for n in range(snapshots):
-            data = {f"part-{i:05d}.parquet": b"x" * 64 for i in range(files)}
+            data = {f"part-{i:05d}.parquet": kv_parquet(f"{i}") for i in range(files)}
             key = write_snapshot(store, stream, partition, 100 * (n + 1), files=data)
             register_manifest(key, ledger=ledger, store=store, clock=clock)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import io
 import json
 import uuid
 from collections.abc import Iterator
@@ -63,6 +65,25 @@ def manifest_document(
     return document
 
 
+@functools.lru_cache(maxsize=4096)
+def kv_parquet(tag: str, rows: int = 1) -> bytes:
+    """A small Parquet file of the kv-parquet columns (key, value, lsn), distinct per ``tag``:
+    the data file registration accepts for a ``kv-parquet`` snapshot."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(
+        {
+            "key": pa.array([f"{tag}-{i}" for i in range(rows)], pa.string()),
+            "value": pa.array([tag.encode()] * rows, pa.binary()),
+            "lsn": pa.array([0] * rows, pa.int64()),
+        }
+    )
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
 def write_snapshot(
     store: ObjectStore,
     stream: str = "orders",
@@ -77,7 +98,7 @@ def write_snapshot(
 ) -> str:
     """Write data files, then the manifest (last, as writers must); return its key."""
     sid = snapshot_id or new_ulid()
-    data = files if files is not None else {"part-00000.parquet": b"parquet-bytes-" + sid.encode()}
+    data = files if files is not None else {"part-00000.parquet": kv_parquet(sid)}
     prefix = snapshot_prefix(stream, partition, lsn, sid)
     for path, content in data.items():
         store.put(prefix + path, content)

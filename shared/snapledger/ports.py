@@ -73,6 +73,11 @@ class ObjectStore(Protocol):
         InvalidRequestError if ``max_bytes`` is given and exceeded."""
         ...
 
+    def get_tail(self, key: str, length: int) -> bytes:
+        """The object's last ``length`` bytes (all of it when shorter): one ranged GET.
+        NotFoundError if absent."""
+        ...
+
     def head(self, key: str) -> ObjectInfo | None:
         """The object's info, or None if absent."""
         ...

@@ -204,6 +204,19 @@ def test_put_overwrites_and_get_reads_in_one_request(backend: Backend) -> None:
     assert (info.key, info.size) == ("m/_manifest.json", len(b"second version"))
 
 
+def test_get_tail_reads_the_last_bytes_in_one_ranged_request(backend: Backend) -> None:
+    backend.store.put("p/part.parquet", bytes(range(100)))
+    with pytest.raises(NotFoundError):
+        backend.store.get_tail("p/missing", 8)
+    backend.requests.clear()
+
+    tails = [backend.store.get_tail("p/part.parquet", n) for n in (8, 100, 500)]
+
+    assert tails == [bytes(range(92, 100)), bytes(range(100)), bytes(range(100))]
+    if backend.name == "s3":
+        assert backend.requests == Counter({"GetObject": 3})
+
+
 def test_get_enforces_max_bytes_before_reading(backend: Backend) -> None:
     # Given a 100-byte object
     backend.store.put("big", b"x" * 100)

@@ -14,7 +14,7 @@ from snapledger.models.ledger import LineageId, SnapshotRecord, SnapshotStatus
 from snapledger.services.gc_deps import GcDeps
 from snapledger.services.queries import iter_snapshots
 from snapledger.services.registration import register_manifest
-from tests.support import write_snapshot
+from tests.support import kv_parquet, write_snapshot
 
 
 def gc_deps(ledger, store, clock, runner=None) -> GcDeps:
@@ -36,7 +36,7 @@ def stream_log(ledger) -> DynamoStreamLog:
 
 def register(ledger, store, clock, lsn: int, *, stream="orders", partition=3, files=2, **kw) -> str:
     """Write a snapshot with ``files`` data files, register it, return its snapshot id."""
-    data = {f"part-{i:05d}.parquet": f"{stream}-{lsn}-{i}".encode() for i in range(files)}
+    data = {f"part-{i:05d}.parquet": kv_parquet(f"{stream}-{lsn}-{i}") for i in range(files)}
     key = write_snapshot(store, stream, partition, lsn, files=data, **kw)
     result = register_manifest(key, ledger=ledger, store=store, clock=clock)
     assert result.snapshot_id is not None

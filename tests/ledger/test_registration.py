@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from snapledger.core.checksums import compute
 from snapledger.ids import new_ulid
 from snapledger.layout import snapshot_prefix
 from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
 from snapledger.services.registration import Outcome, register_manifest
-from tests.support import manifest_document, write_snapshot
+from tests.support import kv_parquet, manifest_document, write_snapshot
 
 ORDERS_3 = LineageId(stream="orders", partition=3)
 
@@ -228,29 +232,110 @@ def test_bad_offsets_are_rejected_with_the_field_named(ledger, store, clock, off
 def test_a_checksum_that_does_not_match_its_file_is_rejected_naming_both(
     ledger, store, clock, algorithm
 ):
-    from snapledger.core.checksums import compute
-
-    data = {"part-00000.parquet": b"the bytes written", "part-00001.parquet": b"other"}
-    stated = compute(algorithm, b"the bytes meant")  # not what was stored
-    right = compute(algorithm, b"other")
+    written, other = kv_parquet("written"), kv_parquet("other")
+    data = {"part-00000.parquet": written, "part-00001.parquet": other}
+    stated = compute(algorithm, kv_parquet("meant"))  # not what was stored
+    right = compute(algorithm, other)
     files = [
-        {"path": "part-00000.parquet", "size": 17, "checksum": f"{algorithm}:{stated.s3_form}"},
-        {"path": "part-00001.parquet", "size": 5, "checksum": str(right)},
+        {
+            "path": "part-00000.parquet",
+            "size": len(written),
+            "checksum": f"{algorithm}:{stated.s3_form}",
+        },
+        {"path": "part-00001.parquet", "size": len(other), "checksum": str(right)},
     ]
     result = register(write_snapshot(store, files=data, files_override=files), ledger, store, clock)
     assert result.outcome is Outcome.REJECTED
-    stored = compute(algorithm, b"the bytes written")
+    stored = compute(algorithm, written)
     assert "part-00000.parquet" in result.reason
     assert stated.digest.hex() in result.reason and stored.digest.hex() in result.reason
     assert "part-00001.parquet" not in result.reason
 
 
 def test_checksums_that_match_register(ledger, store, clock):
-    from snapledger.core.checksums import compute
-
-    data = {"part-00000.parquet": b"abc"}
+    data = {"part-00000.parquet": kv_parquet("abc")}
     files = [
-        {"path": "part-00000.parquet", "size": 3, "checksum": str(compute("crc64nvme", b"abc"))}
+        {
+            "path": "part-00000.parquet",
+            "size": len(data["part-00000.parquet"]),
+            "checksum": str(compute("crc64nvme", data["part-00000.parquet"])),
+        }
     ]
     result = register(write_snapshot(store, files=data, files_override=files), ledger, store, clock)
     assert result.outcome is Outcome.BECAME_LATEST
+
+
+def _parquet(**columns) -> bytes:
+    table = pa.table(columns)
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("columns", "named"),
+    [
+        # the processor's own column names
+        (
+            {"k": pa.array(["a"]), "v": pa.array([b"1"])},
+            ["missing column 'key'", "missing column 'lsn'", "k BYTE_ARRAY STRING"],
+        ),
+        # the right names, wrong types
+        (
+            {"key": pa.array([1]), "value": pa.array([b"1"]), "lsn": pa.array([1], pa.int64())},
+            ["column 'key' is INT64"],
+        ),
+        (
+            {"key": pa.array(["a"]), "value": pa.array([b"1"]), "lsn": pa.array(["1"])},
+            ["column 'lsn' is BYTE_ARRAY STRING"],
+        ),
+        (
+            {"key": pa.array(["a"]), "value": pa.array([b"1"]), "lsn": pa.array([1], pa.int32())},
+            ["column 'lsn' is INT32"],
+        ),
+    ],
+)
+def test_a_kv_parquet_file_without_the_columns_is_rejected_naming_file_and_columns(
+    ledger, store, clock, columns, named
+):
+    good, bad = kv_parquet("good"), _parquet(**columns)
+    data = {"part-00000.parquet": good, "part-00001.parquet": bad}
+    result = register(write_snapshot(store, files=data), ledger, store, clock)
+    assert result.outcome is Outcome.REJECTED
+    assert "'part-00001.parquet'" in result.reason
+    assert "part-00000.parquet" not in result.reason
+    for words in named:
+        assert words in result.reason
+    assert result.latest_snapshot_id is None  # it did not become latest
+
+
+def test_a_file_that_is_not_parquet_is_rejected_unless_the_snapshot_is_opaque(ledger, store, clock):
+    data = {"part-00000.parquet": b"rocksdb bytes, not parquet"}
+    refused = register(write_snapshot(store, lsn=100, files=data), ledger, store, clock)
+    assert refused.outcome is Outcome.REJECTED
+    assert "not a readable Parquet file" in refused.reason
+    assert '"format": "opaque"' in refused.reason
+    accepted = register(
+        write_snapshot(store, lsn=200, files=data, format="opaque"), ledger, store, clock
+    )
+    assert accepted.outcome is Outcome.BECAME_LATEST
+
+
+def test_a_long_footer_is_read_in_two_ranged_reads(ledger, store, clock, monkeypatch):
+    from snapledger.core import parquet_footer
+
+    monkeypatch.setattr(parquet_footer, "FIRST_READ", 64)  # shorter than any footer
+    wide = _parquet(
+        key=pa.array(["a"]),
+        value=pa.array([b"1"]),
+        lsn=pa.array([1], pa.int64()),
+        **{f"extra{i}": pa.array([i]) for i in range(20)},
+    )
+    reads = []
+    real = store.get_tail
+    monkeypatch.setattr(store, "get_tail", lambda key, n: reads.append(n) or real(key, n))
+    result = register(
+        write_snapshot(store, files={"part-00000.parquet": wide}), ledger, store, clock
+    )
+    assert result.outcome is Outcome.BECAME_LATEST
+    assert len(reads) == 2 and reads[0] == 64 and reads[1] > 64

@@ -6,8 +6,18 @@ import base64
 import hashlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from snapledger.core.checksums import ChecksumError, compute, mismatch, parse_checksum
+from snapledger.core import checksums
+from snapledger.core.checksums import (
+    DIGEST_BYTES,
+    ChecksumError,
+    Hasher,
+    compute,
+    mismatch,
+    parse_checksum,
+)
 
 CHECK = b"123456789"  # the CRC catalogue's check input
 
@@ -54,3 +64,21 @@ def test_a_mismatch_names_the_file_and_both_values():
     assert "part-00000.parquet" in reason
     assert stated.digest.hex() in reason and stored.digest.hex() in reason
     assert mismatch("part-00000.parquet", stated, compute("crc32c", b"a")) is None
+
+
+@settings(max_examples=50, deadline=None)
+@given(data=st.binary(max_size=3000), cut=st.integers(min_value=0, max_value=3000))
+def test_a_digest_taken_in_chunks_is_the_digest_of_the_whole(data: bytes, cut: int) -> None:
+    for algorithm in DIGEST_BYTES:
+        hasher = Hasher(algorithm)
+        hasher.update(data[:cut])
+        hasher.update(data[cut:])
+        assert hasher.checksum() == compute(algorithm, data)
+
+
+@settings(max_examples=50, deadline=None)
+@given(data=st.binary(max_size=3000), previous=st.integers(min_value=0, max_value=2**32 - 1))
+def test_the_native_crcs_agree_with_the_pure_python_tables(data: bytes, previous: int) -> None:
+    crt = pytest.importorskip("awscrt.checksums")
+    assert checksums._crc32c_python(data, previous) == crt.crc32c(data, previous)
+    assert checksums._crc64nvme_python(data, previous) == crt.crc64nvme(data, previous)

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from stat import S_ISREG
 
-from snapledger.core.checksums import compute
+from snapledger.core.checksums import Hasher
 from snapledger.errors import (
     InvalidKeyError,
     InvalidRequestError,
@@ -33,6 +33,7 @@ from snapledger.ports import MAX_KEYS_PER_REQUEST, DeleteResult, ObjectInfo, chu
 TEMP_PREFIX = ".tmp-"
 #: How often a write retries when a concurrent delete removes its (empty) directory.
 _WRITE_ATTEMPTS = 5
+_DIGEST_CHUNK = 8 * 1024 * 1024
 
 
 def check_key(key: str) -> str:
@@ -147,10 +148,30 @@ class FileObjectStore:
             return None
         return _info(key, stat)
 
+    def get_tail(self, key: str, length: int) -> bytes:
+        """The file's last ``length`` bytes."""
+        if length <= 0:
+            return b""
+        try:
+            with self._path(key).open("rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                handle.seek(max(0, size - length))
+                return handle.read()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as exc:
+            raise NotFoundError(f"object {key!r} does not exist in {self.uri}") from exc
+
     def stored_checksum(self, key: str, algorithm: str) -> bytes | None:
         """The store keeps no checksums beside its files: computed from the bytes, for
-        every algorithm a manifest may name (what S3 would have stored at upload)."""
-        return compute(algorithm, self.get(key)).digest
+        every algorithm a manifest may name (what S3 would have stored at upload),
+        streamed in 8 MiB reads."""
+        hasher = Hasher(algorithm)
+        try:
+            with self._path(key).open("rb") as handle:
+                while chunk := handle.read(_DIGEST_CHUNK):
+                    hasher.update(chunk)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as exc:
+            raise NotFoundError(f"object {key!r} does not exist in {self.uri}") from exc
+        return hasher.checksum().digest
 
     # -- writes ----------------------------------------------------------------------
 

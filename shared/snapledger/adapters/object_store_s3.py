@@ -123,6 +123,16 @@ class S3ObjectStore:
                 )
             return body.read()
 
+    def get_tail(self, key: str, length: int) -> bytes:
+        """One ranged GetObject of the last ``length`` bytes (a suffix range)."""
+        if length <= 0:
+            return b""
+        with self._translated("get", key):
+            response = self._client.get_object(
+                Bucket=self._bucket, Key=self._full(key), Range=f"bytes=-{length}"
+            )
+            return response["Body"].read()
+
     def head(self, key: str) -> ObjectInfo | None:
         """One HeadObject: the object's info, or None if absent."""
         try:
@@ -138,8 +148,9 @@ class S3ObjectStore:
 
     def stored_checksum(self, key: str, algorithm: str) -> bytes | None:
         """One HeadObject with checksum mode: S3's additional checksum of ``algorithm``.
-        A multipart upload's composite checksum ('...-N') is not the whole object's
-        digest, so it is None (unverifiable), as is an algorithm the object lacks."""
+        A multipart upload's composite checksum (``ChecksumType`` COMPOSITE, '...-N') is
+        not the whole object's digest, so it is None (unverifiable), as is an algorithm the
+        object lacks."""
         field = _CHECKSUM_FIELDS.get(algorithm)
         if field is None:
             return None  # md5: S3 keeps none we can read as such (an ETag is not one)
@@ -148,7 +159,7 @@ class S3ObjectStore:
                 Bucket=self._bucket, Key=self._full(key), ChecksumMode="ENABLED"
             )
         value = str(response.get(field) or "")
-        if not value or "-" in value:
+        if not value or "-" in value or response.get("ChecksumType") == "COMPOSITE":
             return None
         return base64.b64decode(value)
 

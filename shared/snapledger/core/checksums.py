@@ -67,15 +67,44 @@ def parse_checksum(text: str) -> Checksum:
 
 def compute(algorithm: str, data: bytes) -> Checksum:
     """The ``algorithm`` digest of ``data``."""
-    if algorithm in ("sha256", "md5"):
-        return Checksum(algorithm, hashlib.new(algorithm, data).digest())
-    if algorithm == "crc32c":
-        return Checksum(algorithm, _crc(data, _CRC32C, 0xFFFFFFFF).to_bytes(4, "big"))
-    if algorithm == "crc64nvme":
-        return Checksum(algorithm, _crc(data, _CRC64NVME, 0xFFFFFFFFFFFFFFFF).to_bytes(8, "big"))
-    raise ChecksumError(
-        f"unknown checksum algorithm {algorithm!r}: one of {', '.join(DIGEST_BYTES)}"
-    )
+    hasher = Hasher(algorithm)
+    hasher.update(data)
+    return hasher.checksum()
+
+
+class Hasher:
+    """An ``algorithm`` digest taken over data given in chunks (a file streamed).
+
+    CRCs use the AWS CRT's native code when it is installed (``botocore[crt]``, the
+    client's extra: gigabytes a second), else the pure-Python tables (a few MB a second:
+    fine for the file store's small files and for tests).
+    """
+
+    def __init__(self, algorithm: str) -> None:
+        if algorithm not in DIGEST_BYTES:
+            raise ChecksumError(
+                f"unknown checksum algorithm {algorithm!r}: one of {', '.join(DIGEST_BYTES)}"
+            )
+        self.algorithm = algorithm
+        self._hash = (
+            hashlib.new(algorithm, usedforsecurity=False)
+            if algorithm in ("sha256", "md5")
+            else None
+        )
+        self._crc = 0
+
+    def update(self, data: bytes) -> None:
+        if self._hash is not None:
+            self._hash.update(data)
+        elif self.algorithm == "crc32c":
+            self._crc = _crc32c(data, self._crc)
+        else:
+            self._crc = _crc64nvme(data, self._crc)
+
+    def checksum(self) -> Checksum:
+        if self._hash is not None:
+            return Checksum(self.algorithm, self._hash.digest())
+        return Checksum(self.algorithm, self._crc.to_bytes(DIGEST_BYTES[self.algorithm], "big"))
 
 
 def mismatch(path: str, stated: Checksum, stored: Checksum) -> str | None:
@@ -103,8 +132,24 @@ _CRC32C = _table(0x82F63B78)  # 0x1EDC6F41, bit-reversed
 _CRC64NVME = _table(0x9A6C9329AC4BC9B5)  # 0xAD93D23594C93659, bit-reversed
 
 
-def _crc(data: bytes, table: tuple[int, ...], mask: int) -> int:
-    crc = mask
+def _crc(data: bytes, table: tuple[int, ...], mask: int, previous: int) -> int:
+    crc = previous ^ mask
     for byte in data:
         crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
     return crc ^ mask
+
+
+def _crc32c_python(data: bytes, previous: int) -> int:
+    return _crc(data, _CRC32C, 0xFFFFFFFF, previous)
+
+
+def _crc64nvme_python(data: bytes, previous: int) -> int:
+    return _crc(data, _CRC64NVME, 0xFFFFFFFFFFFFFFFF, previous)
+
+
+try:  # the AWS CRT, where installed: the same CRCs in native code
+    from awscrt.checksums import crc32c as _crc32c
+    from awscrt.checksums import crc64nvme as _crc64nvme
+except ImportError:  # e.g. in the Lambda package, which never computes a CRC
+    _crc32c = _crc32c_python
+    _crc64nvme = _crc64nvme_python

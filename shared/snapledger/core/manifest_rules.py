@@ -1,4 +1,5 @@
-"""Manifest validation, pure: parse, path containment, key agreement, files present.
+"""Manifest validation, pure: parse, path containment, key agreement, files present,
+checksums and the kv-parquet schema.
 
 The I/O (reading the manifest, listing the prefix) is the service's; these functions only
 judge what they are given, and every rejection is a sentence a writer can act on.
@@ -9,16 +10,21 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pydantic import ValidationError
 
 from snapledger.core.checksums import Checksum, ChecksumError, mismatch, parse_checksum
+from snapledger.core.parquet_footer import ParquetFooterError, kv_parquet_problems, read_footer
 from snapledger.layout import MANIFEST_NAME, SnapshotLocation
 from snapledger.models.commands import ManifestSummary
-from snapledger.models.manifest import MAX_MANIFEST_BYTES, MAX_MANIFEST_FILES, ManifestV1
-from snapledger.ports import ObjectInfo
+from snapledger.models.manifest import (
+    MAX_MANIFEST_BYTES,
+    MAX_MANIFEST_FILES,
+    ManifestFile,
+    ManifestV1,
+)
 
 MAX_REPORTED_PROBLEMS = 5
 
@@ -97,15 +103,15 @@ def parse_manifest(
         ) from exc
     problems = [*_key_disagreements(location, manifest), *_path_problems(manifest)]
     if problems:
-        raise ManifestRejectedError(_join(problems), epoch=manifest.epoch)
+        raise ManifestRejectedError(join_problems(problems), epoch=manifest.epoch)
     return ParsedManifest(manifest=manifest, digest=manifest_digest(raw))
 
 
 def check_files_present(
-    location: SnapshotLocation, manifest: ManifestV1, listing: Iterable[ObjectInfo]
+    location: SnapshotLocation, manifest: ManifestV1, sizes: Mapping[str, int]
 ) -> None:
-    """Every listed file exists under the prefix with its stated size (one listing)."""
-    sizes = {info.key: info.size for info in listing}
+    """Every listed file exists under the prefix with its stated size (``sizes``: one
+    listing of the prefix, key → size)."""
     problems = []
     for index, entry in enumerate(manifest.files):
         actual = sizes.get(location.prefix + entry.path)
@@ -120,29 +126,47 @@ def check_files_present(
                 f"manifest says {entry.size:,}"
             )
     if problems:
-        raise ManifestRejectedError(_join(problems), epoch=manifest.epoch)
+        raise ManifestRejectedError(join_problems(problems), epoch=manifest.epoch)
 
 
 def checksum_problems(
-    manifest: ManifestV1, stored: Callable[[str, str], bytes | None]
+    index: int, entry: ManifestFile, stored: Callable[[str], bytes | None]
 ) -> list[str]:
-    """Each stated checksum that is unreadable or differs from the store's digest of the
-    file (``stored(path, algorithm)``; None: the store holds none, nothing to compare)."""
-    problems = []
-    for index, entry in enumerate(manifest.files):
-        if entry.checksum is None:
-            continue
-        try:
-            stated = parse_checksum(entry.checksum)
-        except ChecksumError as exc:
-            problems.append(f"files[{index}] {exc}")
-            continue
-        digest = stored(entry.path, stated.algorithm)
-        if digest is not None:
-            found = mismatch(entry.path, stated, Checksum(stated.algorithm, digest))
-            if found:
-                problems.append(f"files[{index}] {found}")
-    return problems
+    """The stated checksum of ``entry`` (``files[index]``), if unreadable or not the
+    store's digest of the file (``stored(algorithm)``; None: the store holds none of that
+    algorithm, nothing to compare)."""
+    if entry.checksum is None:
+        return []
+    try:
+        stated = parse_checksum(entry.checksum)
+    except ChecksumError as exc:
+        return [f"files[{index}] {exc}"]
+    digest = stored(stated.algorithm)
+    if digest is None:
+        return []
+    found = mismatch(entry.path, stated, Checksum(stated.algorithm, digest))
+    return [f"files[{index}] {found}"] if found else []
+
+
+def kv_schema_problems(
+    index: int, entry: ManifestFile, read_tail: Callable[[int], bytes], size: int
+) -> list[str]:
+    """Why ``entry`` (``files[index]``) is not a Parquet file of the kv-parquet columns,
+    from its footer (``read_tail(n)``: the file's last n bytes); empty when it is."""
+    try:
+        schema = read_footer(read_tail, size)
+    except ParquetFooterError as exc:
+        return [
+            f"files[{index}] {entry.path!r} is not a readable Parquet file ({exc}): a "
+            'kv-parquet snapshot holds Parquet files; declare "format": "opaque" for others'
+        ]
+    problems = kv_parquet_problems(schema)
+    if not problems:
+        return []
+    return [
+        f"files[{index}] {entry.path!r} does not have the kv-parquet columns key (string), "
+        f"value (binary), lsn (int64): {'; '.join(problems)}"
+    ]
 
 
 def path_problem(path: str) -> str | None:  # noqa: PLR0911 - one rule, one return
@@ -202,10 +226,10 @@ def _describe(exc: ValidationError) -> str:
         f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
         for err in exc.errors(include_url=False)
     ]
-    return _join(parts)
+    return join_problems(parts)
 
 
-def _join(problems: list[str]) -> str:
+def join_problems(problems: list[str]) -> str:
     shown = "; ".join(problems[:MAX_REPORTED_PROBLEMS])
     more = len(problems) - MAX_REPORTED_PROBLEMS
     return shown + (f"; and {more} more problem(s)" if more > 0 else "")

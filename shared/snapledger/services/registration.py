@@ -17,6 +17,8 @@ from snapledger.core.manifest_rules import (
     ManifestRejectedError,
     check_files_present,
     checksum_problems,
+    join_problems,
+    kv_schema_problems,
     manifest_digest,
     oversize_reason,
     parse_manifest,
@@ -33,8 +35,8 @@ from snapledger.services.lineage_combiner import LineageCombiner
 
 #: The process's one writer per lineage (see ``lineage_combiner``).
 COMBINER = LineageCombiner()
-#: Checksum reads in flight per manifest (S3 HeadObjects).
-CHECKSUM_READERS = 16
+#: Files whose checksum and footer are read at once, per manifest.
+FILE_READERS = 16
 
 
 class Outcome(StrEnum):
@@ -167,8 +169,9 @@ def _command_for(location: SnapshotLocation, key: str, store: ObjectStore) -> Re
     try:
         parsed = parse_manifest(location, raw)
         # One listing of the prefix (1,000 keys a request), not one request per file.
-        check_files_present(location, parsed.manifest, store.list(location.prefix))
-        check_checksums(location, parsed.manifest, store)
+        sizes = {info.key: info.size for info in store.list(location.prefix)}
+        check_files_present(location, parsed.manifest, sizes)
+        check_file_contents(location, parsed.manifest, sizes, store)
     except ManifestRejectedError as rejected:
         return RegisterSnapshot(
             **common, manifest_digest=digest, rejection=rejected.reason, epoch_hint=rejected.epoch
@@ -176,28 +179,32 @@ def _command_for(location: SnapshotLocation, key: str, store: ObjectStore) -> Re
     return RegisterSnapshot(**common, manifest_digest=digest, summary=parsed.summary)
 
 
-def check_checksums(location: SnapshotLocation, manifest: ManifestV1, store: ObjectStore) -> None:
-    """Each stated checksum against the store's digest of its file: one request per file
-    with a checksum (S3: a HeadObject), ``CHECKSUM_READERS`` at a time."""
-    wanted = [f for f in manifest.files if f.checksum is not None]
-    if not wanted:
-        return
-    with ThreadPoolExecutor(max_workers=min(CHECKSUM_READERS, len(wanted))) as pool:
-        digests = dict(
-            zip(
-                [f.path for f in wanted],
-                pool.map(
-                    lambda f: store.stored_checksum(
-                        location.prefix + f.path, (f.checksum or "").partition(":")[0]
-                    ),
-                    wanted,
-                ),
-                strict=True,
-            )
+def check_file_contents(
+    location: SnapshotLocation, manifest: ManifestV1, sizes: dict[str, int], store: ObjectStore
+) -> None:
+    """What can be checked of each file without reading its data, ``FILE_READERS`` files at
+    a time: its stated checksum against the store's (S3: one HeadObject with checksum
+    mode) and, for ``kv-parquet``, its schema from the Parquet footer (one ranged GET of
+    its tail, rarely two). ``sizes``: the prefix's listing, key → size."""
+
+    def problems_of(index: int) -> list[str]:
+        entry = manifest.files[index]
+        key = location.prefix + entry.path
+        found = checksum_problems(
+            index, entry, lambda algorithm: store.stored_checksum(key, algorithm)
         )
-    problems = checksum_problems(manifest, lambda path, _algorithm: digests.get(path))
+        if manifest.format == "kv-parquet":
+            found += kv_schema_problems(
+                index, entry, lambda length: store.get_tail(key, length), sizes[key]
+            )
+        return found
+
+    if not manifest.files:
+        return
+    with ThreadPoolExecutor(max_workers=min(FILE_READERS, len(manifest.files))) as pool:
+        problems = [p for found in pool.map(problems_of, range(len(manifest.files))) for p in found]
     if problems:
-        raise ManifestRejectedError("; ".join(problems), epoch=manifest.epoch)
+        raise ManifestRejectedError(join_problems(problems), epoch=manifest.epoch)
 
 
 def _result(location: SnapshotLocation, key: str, result: CommandResult) -> RegistrationResult:
