@@ -22,7 +22,15 @@ JOBS_DIR = REPO_ROOT / "jobs"
 JOB_ENTRYPOINT_NAME = "entrypoint.py"
 EVENTS_DIR = REPO_ROOT / "events"
 # Sub-packages of ``snapledger`` that only run on a workstation, never in Lambda.
-LAMBDA_EXCLUDED_SUBPACKAGES = ("local", "cli")
+LAMBDA_EXCLUDED_SUBPACKAGES = ("local", "cli", "client")
+#: The modules of ``snapledger`` the job zip carries beside ``jobs/`` (standard library only):
+#: the checksum and Parquet footer rules, shared by registration and the jobs.
+JOB_SHARED_MODULES = (
+    "__init__.py",
+    "core/__init__.py",
+    "core/checksums.py",
+    "core/parquet_footer.py",
+)
 
 # --- Bucket layout (keys relative to the bucket root) -----------------------------------
 SNAPSHOTS_PREFIX = f"{SNAPSHOTS}/"

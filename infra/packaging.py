@@ -60,3 +60,20 @@ def stage_python_package(package_dir: Path) -> Path:
     out = _fresh_dir(package_dir.name)
     shutil.copytree(package_dir, out / package_dir.name, ignore=_IGNORED)
     return out
+
+
+def stage_job_package(
+    jobs_dir: Path, shared_package_dir: Path, shared_modules: tuple[str, ...]
+) -> Path:
+    """The job's ``--py-files`` directory: ``jobs/``, and beside it the standard-library-only
+    modules of ``snapledger`` it shares with the functions (``shared_modules``, relative to
+    the package, e.g. ``core/checksums.py``), so one rule is one piece of code everywhere."""
+    out = stage_python_package(jobs_dir)
+    for module in shared_modules:
+        source = shared_package_dir / module
+        if not source.is_file():
+            raise FileNotFoundError(f"a module the jobs share was not found: {source}")
+        target = out / shared_package_dir.name / module
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    return out

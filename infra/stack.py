@@ -69,6 +69,7 @@ class SnapledgerStack(Stack):
             "Spark",
             bucket=self.storage.bucket,
             jobs_dir=sources.jobs_dir,
+            shared_package_dir=sources.shared_package_dir,
             max_vcpu=config.emr_max_vcpu,
             max_memory_gb=config.emr_max_memory_gb,
         )

@@ -2,13 +2,15 @@
 
 The steps, in order; each partition's output is committed only by its descriptor:
 
-1. load and check each base snapshot's manifest;
+1. load and check each base snapshot's manifest and its files' schemas, and start
+   checking their checksums (verify.py);
 2. plan each partition's changelog range from segment names (coverage.py);
 3. compact all partitions in one Spark plan (compaction.py) and write the result once,
    staged (output.py), while validating the segments (changelog.py: one aggregation
    pass, and an exact one for files it cannot prove; concurrency.py): a validation
    failure cancels the write;
-4. only then move each partition's files into its prefix, read back sizes, rows and checksums;
+4. check the base files' checksums; only then move each partition's files into its
+   prefix, read back sizes, rows and checksums;
 5. write every descriptor, last.
 """
 
@@ -44,6 +46,7 @@ from jobs.settings import job_settings
 from jobs.snapshots import BaseSnapshot, load_base, read_base_rows
 from jobs.storage import ObjectStore, StoredFile
 from jobs.ulid import new_ulid
+from jobs.verify import ChecksumVerification
 
 _PARTITION_THREADS = 8
 
@@ -93,55 +96,67 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
     with ThreadPoolExecutor(max_workers=_PARTITION_THREADS) as pool:
         loaded = pool.map(lambda item: load_base(store, args.stream, *item), args.bases.items())
         bases = {base.partition: base for base in loaded}
-        plans = list(pool.map(lambda p: _plan(store, args, p, bases.get(p)), args.partitions))
-        changes_in = sum(plan.records_at_most for plan in plans)
-        state_rows = sum(base.row_count for base in bases.values())
-        # A merge reads each partition's state and changes in one scan; a join, apart.
-        one_scan = merges_into_state(changes_in, state_rows)
-        inputs = list(
-            pool.map(lambda plan: _inputs(spark, store, plan, bases, one_scan=one_scan), plans)
-        )
-        base_rows = {i.partition: i.base_rows for i in inputs if i.base_rows is not None}
-        changes = {i.partition: i.changes for i in inputs if i.changes is not None}
-        merge_inputs = {i.partition: i.merged for i in inputs if i.merged is not None}
-        staging = staging_prefix(args.job_id, new_ulid())
-
-        def compact_and_write() -> dict[int, list[StoredFile]]:
-            with compacted(
-                spark,
-                base_rows,
-                changes,
-                partitions=args.partitions,
-                changes_in=changes_in,
-                state_rows=state_rows,
-                merge_inputs=merge_inputs,
-            ) as state:
-                return write_staged(state, store, staging, args.partitions, args.max_rows_per_file)
-
+        verification = ChecksumVerification(store, (f for b in bases.values() for f in b.files))
         try:
-            applied, staged = validate_while_writing(
-                spark, lambda: validate_changelog(spark, store, plans), compact_and_write
+            plans = list(pool.map(lambda p: _plan(store, args, p, bases.get(p)), args.partitions))
+            changes_in = sum(plan.records_at_most for plan in plans)
+            state_rows = sum(base.row_count for base in bases.values())
+            # A merge reads each partition's state and changes in one scan; a join, apart.
+            one_scan = merges_into_state(changes_in, state_rows)
+            inputs = list(
+                pool.map(lambda plan: _inputs(spark, store, plan, bases, one_scan=one_scan), plans)
             )
-            prefixes = {plan.partition: _output_prefix(store, args, plan) for plan in plans}
-            moved = pool.map(lambda p: publish_files(store, staged[p], prefixes[p]), prefixes)
-            published = dict(zip(prefixes.values(), moved, strict=True))
+            base_rows = {i.partition: i.base_rows for i in inputs if i.base_rows is not None}
+            changes = {i.partition: i.changes for i in inputs if i.changes is not None}
+            merge_inputs = {i.partition: i.merged for i in inputs if i.merged is not None}
+            staging = staging_prefix(args.job_id, new_ulid())
+
+            def compact_and_write() -> dict[int, list[StoredFile]]:
+                with compacted(
+                    spark,
+                    base_rows,
+                    changes,
+                    partitions=args.partitions,
+                    changes_in=changes_in,
+                    state_rows=state_rows,
+                    merge_inputs=merge_inputs,
+                ) as state:
+                    return write_staged(
+                        state, store, staging, args.partitions, args.max_rows_per_file
+                    )
+
+            try:
+                try:
+                    applied, staged = validate_while_writing(
+                        spark, lambda: validate_changelog(spark, store, plans), compact_and_write
+                    )
+                except Exception:
+                    # A changed base file can break the read itself: name it, if it is one.
+                    verification.check()
+                    raise
+                verification.check()  # before the first file is published
+                prefixes = {plan.partition: _output_prefix(store, args, plan) for plan in plans}
+                moved = pool.map(lambda p: publish_files(store, staged[p], prefixes[p]), prefixes)
+                published = dict(zip(prefixes.values(), moved, strict=True))
+            finally:
+                store.delete(staging, recursive=True)
+            described = describe_files(store, published)
+            committed = [
+                _committed(
+                    args,
+                    plan,
+                    bases.get(plan.partition),
+                    prefix=prefixes[plan.partition],
+                    files=described[prefixes[plan.partition]],
+                    changelog_rows=applied[plan.partition],
+                )
+                for plan in plans
+            ]
+            # The descriptors come last: each one commits its partition.
+            for _ in pool.map(lambda c: write_descriptor(store, *c[1]), committed):
+                pass
         finally:
-            store.delete(staging, recursive=True)
-        described = describe_files(store, published)
-        committed = [
-            _committed(
-                args,
-                plan,
-                bases.get(plan.partition),
-                prefix=prefixes[plan.partition],
-                files=described[prefixes[plan.partition]],
-                changelog_rows=applied[plan.partition],
-            )
-            for plan in plans
-        ]
-        # The descriptors come last: each one commits its partition.
-        for _ in pool.map(lambda c: write_descriptor(store, *c[1]), committed):
-            pass
+            verification.cancel()  # when the job stops early: no reads left behind
     return JobResult(args.job_id, args.kind, args.stream, tuple(c[0] for c in committed))
 
 

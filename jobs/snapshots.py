@@ -1,12 +1,15 @@
 """Base snapshots: read a committed snapshot's manifest and its rows.
 
 A base is trusted only as far as its manifest says: the manifest must match the prefix
-it sits in, and every file it lists must be present with the stated size (one listing).
+it sits in, every file it lists must be present with the stated size (one listing), and
+be a Parquet file of the kv-parquet columns (its footer; ``jobs.verify``). The stated
+checksums are checked by the job while it runs (``ChecksumVerification``).
 """
 
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -15,7 +18,9 @@ from jobs.errors import SnapshotError
 from jobs.layout import MANIFEST_NAME, parse_snapshot_prefix
 from jobs.schema import STATE_COLUMNS, STATE_SCHEMA
 from jobs.storage import ObjectStore
+from jobs.verify import BaseFile, check_kv_schema, stated_checksum
 
+_FOOTER_THREADS = 8  # footers read at once: each is one or two positioned reads
 KV_PARQUET = "kv-parquet"  # a manifest without ``format`` is one
 
 
@@ -27,9 +32,13 @@ class BaseSnapshot:
     prefix: str
     snapshot_id: str
     lsn: int
-    file_keys: tuple[str, ...]
+    files: tuple[BaseFile, ...]
     row_count: int
     offsets: dict[str, int] | None = None  # the producer's input positions, as written
+
+    @property
+    def file_keys(self) -> tuple[str, ...]:
+        return tuple(f.key for f in self.files)
 
 
 def load_base(store: ObjectStore, stream: str, partition: int, prefix: str) -> BaseSnapshot:
@@ -51,7 +60,10 @@ def load_base(store: ObjectStore, stream: str, partition: int, prefix: str) -> B
             "snapshot_id": snapshot_id,
         }
         wrong = [k for k, v in expected.items() if manifest.get(k) != v]
-        files = [(str(f["path"]), int(f["size"]), f.get("rows")) for f in manifest["files"]]
+        files = [
+            (str(f["path"]), int(f["size"]), f.get("rows"), f.get("checksum"))
+            for f in manifest["files"]
+        ]
     except (ValueError, KeyError, TypeError) as exc:
         raise SnapshotError(f"{manifest_key}: not a readable manifest ({exc})") from None
     if wrong:
@@ -63,20 +75,29 @@ def load_base(store: ObjectStore, stream: str, partition: int, prefix: str) -> B
             "snapshots (Parquet files of key, value, lsn). Start from a kv-parquet snapshot "
             "of this partition (restore --snapshot-id ...) or bootstrap from the changelog."
         )
-    for path, size, _ in files:
+    for path, size, _, _ in files:
         stored = listing.get(prefix + path)
         if stored != size:
             found = "missing" if stored is None else f"{stored} bytes"
             raise SnapshotError(f"{prefix}{path}: manifest says {size} bytes, found {found}")
+    base_files = tuple(
+        BaseFile(prefix + path, size, None if checksum is None else str(checksum))
+        for path, size, _, checksum in files
+    )
+    for file in base_files:
+        stated_checksum(file)  # readable, or the job stops here
+    with ThreadPoolExecutor(max_workers=_FOOTER_THREADS) as pool:
+        for _ in pool.map(lambda file: check_kv_schema(store, file), base_files):
+            pass
     row_count = manifest.get("row_count")
     if row_count is None:
-        row_count = sum(int(rows or 0) for _, _, rows in files)
+        row_count = sum(int(rows or 0) for _, _, rows, _ in files)
     return BaseSnapshot(
         partition=partition,
         prefix=prefix,
         snapshot_id=snapshot_id,
         lsn=lsn,
-        file_keys=tuple(prefix + path for path, _, _ in files),
+        files=base_files,
         row_count=int(row_count),
         offsets=manifest.get("offsets"),
     )

@@ -13,6 +13,9 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from jobs.layout import join
+from snapledger.core.checksums import Hasher
+
+_DIGEST_CHUNK = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +42,8 @@ class ObjectStore:
         self._digest_utils = jvm.org.apache.commons.codec.digest.DigestUtils
         self._input_file = jvm.org.apache.parquet.hadoop.util.HadoopInputFile
         self._parquet_reader = jvm.org.apache.parquet.hadoop.ParquetFileReader
+        self._crc32c = jvm.java.util.zip.CRC32C
+        self._checked_stream = jvm.java.util.zip.CheckedInputStream
         conf = spark._jsc.hadoopConfiguration()
         fs = self._hadoop_path(self.root + "/").getFileSystem(conf)
         self._is_local = fs.getUri().getScheme() == "file"
@@ -103,6 +108,36 @@ class ObjectStore:
         stream = self._fs.open(self._path(key))
         try:
             return str(self._digest_utils.sha256Hex(stream))
+        finally:
+            stream.close()
+
+    def read_range(self, key: str, start: int, length: int) -> bytes:
+        """``length`` bytes of the file from ``start``: one positioned read (a ranged GET)."""
+        stream = self._fs.open(self._path(key))
+        try:
+            stream.seek(start)
+            return bytes(self._io_utils.toByteArray(stream, length))
+        finally:
+            stream.close()
+
+    def digest(self, key: str, algorithm: str, size: int) -> bytes:
+        """The ``algorithm`` digest of the file (``size`` bytes), streamed: sha256, md5 and
+        crc32c in the JVM (constant memory, no copy into Python); crc64nvme, which the JVM
+        lacks, through Python in 8 MiB reads (``Hasher``: native code with the AWS CRT,
+        else pure Python, a few MB a second)."""
+        stream = self._fs.open(self._path(key))
+        try:
+            if algorithm in ("sha256", "md5"):
+                return bytes(getattr(self._digest_utils, algorithm)(stream))
+            if algorithm == "crc32c":
+                crc = self._crc32c()
+                self._io_utils.consume(self._checked_stream(stream, crc))
+                return int(crc.getValue()).to_bytes(4, "big")
+            hasher = Hasher(algorithm)
+            for start in range(0, size, _DIGEST_CHUNK):
+                length = min(_DIGEST_CHUNK, size - start)
+                hasher.update(bytes(self._io_utils.toByteArray(stream, length)))
+            return hasher.checksum().digest
         finally:
             stream.close()
 

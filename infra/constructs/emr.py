@@ -14,7 +14,7 @@ from constructs import Construct
 from infra import names
 from infra.constants import EMR_RELEASE_LABEL
 from infra.nag import acknowledge, arn_of, iam5
-from infra.packaging import stage_python_package
+from infra.packaging import stage_job_package
 
 AUTO_STOP_IDLE_MINUTES = 15
 MAX_DISK_GB = 200
@@ -24,7 +24,9 @@ EMR_SERVICE_PRINCIPAL = "emr-serverless.amazonaws.com"
 class JobCode(Construct):
     """The job's entry point and a zip of the ``jobs`` package, uploaded as file assets."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, jobs_dir: Path) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, jobs_dir: Path, shared_package_dir: Path
+    ) -> None:
         super().__init__(scope, construct_id)
         entrypoint = jobs_dir / names.JOB_ENTRYPOINT_NAME
         if not entrypoint.is_file():
@@ -33,7 +35,8 @@ class JobCode(Construct):
                 "for EMR Serverless"
             )
         self.entrypoint = s3_assets.Asset(self, "Entrypoint", path=str(entrypoint))
-        self.py_files = s3_assets.Asset(self, "PyFiles", path=str(stage_python_package(jobs_dir)))
+        staged = stage_job_package(jobs_dir, shared_package_dir, names.JOB_SHARED_MODULES)
+        self.py_files = s3_assets.Asset(self, "PyFiles", path=str(staged))
 
     @property
     def entrypoint_uri(self) -> str:
@@ -59,11 +62,12 @@ class SparkJobs(Construct):
         *,
         bucket: s3.IBucket,
         jobs_dir: Path,
+        shared_package_dir: Path,
         max_vcpu: int,
         max_memory_gb: int,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.code = JobCode(self, "Code", jobs_dir=jobs_dir)
+        self.code = JobCode(self, "Code", jobs_dir=jobs_dir, shared_package_dir=shared_package_dir)
         self.application = self._build_application(bucket, max_vcpu, max_memory_gb)
         self.job_role = self._build_job_role()
         self._grant_job_role(bucket)

@@ -15,7 +15,7 @@ from infra import names
 from infra.config import StackConfig
 from infra.constructs.console_events import console_event_schema, load_console_events
 from infra.constructs.ledger_table import LedgerTable
-from infra.packaging import stage_function_code, stage_python_package
+from infra.packaging import stage_function_code, stage_job_package, stage_python_package
 from snapledger.layout import segment_key, snapshot_prefix
 
 
@@ -38,6 +38,19 @@ def test_jobs_zip_directory_puts_the_package_at_its_root() -> None:
     out = stage_python_package(names.JOBS_DIR)
     assert [p.name for p in out.iterdir()] == ["jobs"]
     assert (out / "jobs" / "__init__.py").is_file()
+
+
+def test_job_zip_carries_the_snapledger_modules_the_jobs_share() -> None:
+    out = _job_package()
+    assert sorted(p.name for p in out.iterdir()) == ["jobs", "snapledger"]
+    shared = out / "snapledger"
+    shipped = sorted(str(p.relative_to(shared)) for p in shared.rglob("*.py"))
+    assert shipped == sorted(names.JOB_SHARED_MODULES)
+
+
+def test_job_zip_refuses_a_shared_module_that_does_not_exist(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"core/nope\.py"):
+        stage_job_package(names.JOBS_DIR, names.SHARED_PACKAGE_DIR, ("core/nope.py",))
 
 
 def test_stage_rejects_a_missing_package(tmp_path: Path) -> None:
@@ -132,14 +145,35 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
+def _job_package() -> Path:
+    return stage_job_package(names.JOBS_DIR, names.SHARED_PACKAGE_DIR, names.JOB_SHARED_MODULES)
+
+
+def _is_optional_import(node: ast.Try) -> bool:
+    """``try: import x`` / ``except ImportError``: the code runs without ``x``."""
+    caught = {
+        name.id
+        for handler in node.handlers
+        if handler.type is not None
+        for name in ast.walk(handler.type)
+        if isinstance(name, ast.Name)
+    }
+    return bool(caught & {"ImportError", "ModuleNotFoundError"})
+
+
 def _runtime_imports(root: Path) -> dict[str, set[str]]:
-    """Top-level module -> files importing it at run time (``if TYPE_CHECKING`` skipped)."""
+    """Top-level module -> files importing it at run time (``if TYPE_CHECKING`` and
+    optional imports, those guarded by ``except ImportError``, skipped)."""
     found: dict[str, set[str]] = {}
 
     def visit(node: ast.AST, where: str) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and _is_type_checking(child.test):
                 for other in child.orelse:
+                    visit(other, where)
+                continue
+            if isinstance(child, ast.Try) and _is_optional_import(child):
+                for other in [*child.handlers, *child.orelse, *child.finalbody]:
                     visit(other, where)
                 continue
             if isinstance(child, ast.Import):
@@ -170,10 +204,10 @@ def test_function_code_imports_only_what_lambda_provides() -> None:
 
 def test_job_package_imports_only_pyspark_and_the_standard_library() -> None:
     # A --py-files zip cannot carry compiled packages (DESIGN.md, "Data plane").
-    allowed = set(sys.stdlib_module_names) | {"jobs", "pyspark", "py4j"}
+    allowed = set(sys.stdlib_module_names) | {"jobs", "pyspark", "py4j", "snapledger"}
     foreign = {
         m: sorted(files)
-        for m, files in _runtime_imports(stage_python_package(names.JOBS_DIR)).items()
+        for m, files in _runtime_imports(_job_package()).items()
         if m not in allowed
     }
     assert foreign == {}

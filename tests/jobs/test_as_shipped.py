@@ -1,7 +1,8 @@
 """The jobs as StartJobRun ships them: spark-submit of the uploaded artifacts, clean Python.
 
 What CDK uploads (``JobCode`` in infra/constructs/emr.py): the entry point file as it is,
-and ``stage_python_package(jobs/)`` zipped the way the CDK CLI zips a directory asset.
+and ``stage_job_package`` (``jobs/`` and the ``snapledger`` modules it shares) zipped
+the way the CDK CLI zips a directory asset.
 What StartJobRun sends (``EmrServerlessRunner.start``, captured from a real boto3 client):
 ``entryPoint``, ``entryPointArguments`` and ``sparkSubmitParameters`` (``--py-files`` and
 the interpreter). Here those run under ``spark-submit`` in local mode, S3 URIs replaced
@@ -46,7 +47,7 @@ from jobs_support import (
 )
 
 from infra import names
-from infra.packaging import stage_python_package
+from infra.packaging import stage_job_package
 from jobs.entrypoint import REQUIRED_PYTHON, WRONG_PYTHON_EXIT
 from snapledger.adapters.emr_serverless import EmrServerlessRunner
 from snapledger.emr_release import JOB_PYTHON
@@ -176,7 +177,10 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     entrypoint = out / "entrypoint" / names.JOB_ENTRYPOINT_NAME
     entrypoint.parent.mkdir()
     shutil.copyfile(names.JOBS_DIR / names.JOB_ENTRYPOINT_NAME, entrypoint)
-    py_files = zip_like_cdk(stage_python_package(names.JOBS_DIR), out / "jobs.zip")
+    py_files = zip_like_cdk(
+        stage_job_package(names.JOBS_DIR, names.SHARED_PACKAGE_DIR, names.JOB_SHARED_MODULES),
+        out / "jobs.zip",
+    )
     return {ENTRYPOINT_URI: entrypoint, PY_FILES_URI: py_files}
 
 
@@ -344,7 +348,11 @@ def test_bootstrap_then_restore_run_as_startjobrun_ships_them(
         assert result["lsn"] == last
         assert read_state(root, result["prefix"]) == oracle(records[partition], last)
         descriptor = check_descriptor_files(root, result["prefix"], "_restore.json")
-        assert descriptor["base"] == {"snapshot_id": snapshots[partition][0], "lsn": BOOTSTRAP_LSN}
+        assert descriptor["base"] == {
+            "snapshot_id": snapshots[partition][0],
+            "lsn": BOOTSTRAP_LSN,
+            "offsets": None,
+        }
 
 
 def test_under_an_older_python_the_shipped_job_stops_at_once_naming_the_one_it_needs(

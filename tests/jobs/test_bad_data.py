@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from jobs_support import Record, write_processor_snapshot, write_segment
 
@@ -12,6 +14,7 @@ from jobs.args import JobArgs
 from jobs.errors import ChangelogError, JobError, SnapshotError
 from jobs.job import run_job
 from jobs.layout import segment_name
+from snapledger.core.checksums import compute
 
 pytestmark = pytest.mark.spark
 
@@ -199,3 +202,58 @@ def test_a_restore_names_its_base_snapshots_offsets(spark, tmp_path) -> None:
     bootstrap(spark, tmp_path, [0], bases={0: prefix}, kind="restore")
     (descriptor,) = tmp_path.glob("restores/**/_restore.json")
     assert json.loads(descriptor.read_text())["base"]["offsets"] == {"orders-0": 18213}
+
+
+def _file_entry(root: Path, prefix: str) -> tuple[Path, dict]:
+    manifest = json.loads((root / prefix / "_manifest.json").read_text())
+    (entry,) = manifest["files"]
+    return root / prefix / entry["path"], entry
+
+
+def test_a_base_file_without_the_kv_columns_is_refused_naming_it_and_its_columns(
+    spark, tmp_path
+) -> None:
+    write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
+    prefix = write_processor_snapshot(tmp_path, "s", 0, 4, {"k1": (b"v", 1)})
+    path, entry = _file_entry(tmp_path, prefix)
+    pq.write_table(pa.table({"k": ["k1"], "v": [b"v"]}), path)  # a processor's own names
+    _rewrite_manifest(tmp_path, prefix, files=[{**entry, "size": path.stat().st_size}])
+    with pytest.raises(SnapshotError, match=r"part-00000\.parquet: not a kv-parquet file") as err:
+        bootstrap(spark, tmp_path, [0], bases={0: prefix}, kind="restore")
+    assert "missing column 'key'" in str(err.value) and "k BYTE_ARRAY STRING" in str(err.value)
+    assert not list(tmp_path.glob("restores/**/_restore.json"))
+
+
+@pytest.mark.parametrize("algorithm", ["sha256", "md5", "crc32c", "crc64nvme"])
+def test_a_base_file_that_changed_after_its_checksum_fails_the_job_and_publishes_nothing(
+    spark, tmp_path, algorithm
+) -> None:
+    write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
+    prefix = write_processor_snapshot(tmp_path, "s", 0, 4, {"k1": (b"v", 1)})
+    path, entry = _file_entry(tmp_path, prefix)
+    written = path.read_bytes()
+    stated = compute(algorithm, written)
+    _rewrite_manifest(
+        tmp_path, prefix, files=[{**entry, "checksum": f"{algorithm}:{stated.s3_form}"}]
+    )
+    # The right checksum: the restore runs.
+    bootstrap(spark, tmp_path, [0], bases={0: prefix}, kind="restore")
+    # The same size, other bytes (a value's byte flipped inside a data page): refused.
+    changed = written.replace(b"v", b"w", 1)
+    assert changed != written and len(changed) == len(written)
+    path.write_bytes(changed)
+    published = set(tmp_path.glob("restores/**/*"))
+    with pytest.raises(SnapshotError, match=r"part-00000\.parquet: the manifest's") as err:
+        bootstrap(spark, tmp_path, [0], bases={0: prefix}, kind="restore")
+    assert stated.digest.hex() in str(err.value)
+    assert compute(algorithm, changed).digest.hex() in str(err.value)
+    assert set(tmp_path.glob("restores/**/*")) == published  # nothing new published
+
+
+def test_an_unreadable_base_checksum_is_refused_before_spark_runs(spark, tmp_path) -> None:
+    write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
+    prefix = write_processor_snapshot(tmp_path, "s", 0, 4, {"k1": (b"v", 1)})
+    _, entry = _file_entry(tmp_path, prefix)
+    _rewrite_manifest(tmp_path, prefix, files=[{**entry, "checksum": "sha256:abc"}])
+    with pytest.raises(SnapshotError, match=r"part-00000\.parquet: .*sha256"):
+        bootstrap(spark, tmp_path, [0], bases={0: prefix}, kind="restore")
