@@ -16,7 +16,16 @@ FUNCTIONS_DIR = Path(__file__).resolve().parents[2] / "functions"
 HANDLER_MODULES = sorted(p.stem for p in FUNCTIONS_DIR.glob("*.py") if p.stem != "__init__")
 # Never in a function: the data plane (pyspark, and pyarrow, which Lambda does not ship),
 # the parts of snapledger that the CDK app leaves out of the function code, test tools.
-FORBIDDEN = ("pyspark", "pyarrow", "snapledger.local", "snapledger.cli", "moto", "infra", "jobs")
+FORBIDDEN = (
+    "pyspark",
+    "pyarrow",
+    "snapledger.local",
+    "snapledger.cli",
+    "snapledger.client",
+    "moto",
+    "infra",
+    "jobs",
+)
 
 
 def test_the_handlers_are_found():

@@ -1,7 +1,9 @@
 """``snapledger``: latest, list, history, bootstrap, restore, jobs, gc, hold, release, policy.
 
-Targets a deployment in AWS (found through the stack's outputs; ``--stack``, ``--region``)
-or the local runtime (``--local``). Readable tables by default, ``--json`` for scripts.
+A thin layer over the control client (``snapledger.client.control.Snapledger``): it
+parses arguments, calls the client and prints the answer. Targets a deployment in AWS
+(found through the stack's outputs; ``--stack``, ``--region``) or the local runtime
+(``--local``). Readable tables by default, ``--json`` for scripts.
 Exit status: 0 answered, 1 refused (the answer says why), 2 bad arguments or unreachable.
 """
 
@@ -10,137 +12,93 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from snapledger.cli.render import render
 from snapledger.cli.transport import STACK_NAME, AwsTransport, Transport
+from snapledger.client.control import Answer, RequestRefusedError, Snapledger
 from snapledger.errors import SnapledgerError
-from snapledger.ids import new_ulid
 
-Payload = tuple[str, dict[str, Any]]  # (function, payload)
-
-
-def _lineage(args: argparse.Namespace) -> dict[str, Any]:
-    return {"stream": args.stream, "partition": args.partition}
+Command = Callable[[Snapledger, argparse.Namespace], Answer]
 
 
-def _drop_none(payload: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in payload.items() if v is not None}
+def cmd_latest(client: Snapledger, args: argparse.Namespace) -> Answer:
+    return client.latest(args.stream, args.partition)
 
 
-def cmd_latest(args: argparse.Namespace) -> Payload:
-    return "query", {"action": "latest", **_lineage(args)}
+def cmd_list(client: Snapledger, args: argparse.Namespace) -> Answer:
+    return client.snapshots(args.stream, args.partition, limit=args.limit, cursor=args.cursor)
 
 
-def cmd_list(args: argparse.Namespace) -> Payload:
-    return "query", _drop_none(
-        {"action": "list", **_lineage(args), "limit": args.limit, "cursor": args.cursor}
-    )
-
-
-def cmd_history(args: argparse.Namespace) -> Payload:
+def cmd_history(client: Snapledger, args: argparse.Namespace) -> Answer:
     # Without a partition: the stream's own log (its policy changes).
-    return "query", _drop_none(
-        {
-            "action": "history",
-            **_lineage(args),
-            "after_seq": args.after_seq,
-            "limit": args.limit,
-            "cursor": args.cursor,
-        }
+    return client.history(
+        args.stream, args.partition, after_seq=args.after_seq, limit=args.limit, cursor=args.cursor
     )
 
 
-def cmd_bootstrap(args: argparse.Namespace) -> Payload:
-    return "launch", _drop_none(
-        {
-            "action": "bootstrap",
-            "stream": args.stream,
-            "partitions": args.partitions,
-            "target_lsn": args.target_lsn,
-            "request_id": args.request_id,
-        }
+def cmd_bootstrap(client: Snapledger, args: argparse.Namespace) -> Answer:
+    return client.bootstrap(
+        args.stream, args.partitions, target_lsn=args.target_lsn, request_id=args.request_id
     )
 
 
-def cmd_restore(args: argparse.Namespace) -> Payload:
-    source: Any = "latest"
-    if args.snapshot_id:
-        source = {"snapshot_id": args.snapshot_id}
-    elif args.as_of_lsn is not None:
-        source = {"lsn": args.as_of_lsn}
-    elif args.as_of_time:
-        source = {"time": args.as_of_time}
-    return "launch", _drop_none(
-        {
-            "action": "restore",
-            **_lineage(args),
-            "from": source,
-            "target_lsn": args.target_lsn,
-            "request_id": args.request_id,
-        }
+def cmd_restore(client: Snapledger, args: argparse.Namespace) -> Answer:
+    return client.restore(
+        args.stream,
+        args.partition,
+        snapshot_id=args.snapshot_id,
+        as_of_lsn=args.as_of_lsn,
+        as_of_time=args.as_of_time,
+        target_lsn=args.target_lsn,
+        request_id=args.request_id,
     )
 
 
-def cmd_jobs(args: argparse.Namespace) -> Payload:
+def cmd_jobs(client: Snapledger, args: argparse.Namespace) -> Answer:
     if args.job_id:
-        return "query", {"action": "job", "job_id": args.job_id}
-    return "query", _drop_none({"action": "jobs", "limit": args.limit, "cursor": args.cursor})
+        return client.job(args.job_id)
+    return client.jobs(limit=args.limit, cursor=args.cursor)
 
 
-def cmd_gc(args: argparse.Namespace) -> Payload:
-    return "gc", _drop_none({"dry_run": args.dry_run, "stream": args.stream})
+def cmd_gc(client: Snapledger, args: argparse.Namespace) -> Answer:
+    return client.gc_plan(args.stream) if args.dry_run else client.gc(args.stream)
 
 
-def cmd_hold(args: argparse.Namespace) -> Payload:
-    expires = None
-    if args.expires_in_hours is not None:
-        expires = (datetime.now(UTC) + timedelta(hours=args.expires_in_hours)).isoformat()
-    return "gc", _drop_none(
-        {
-            "action": "hold",
-            **_lineage(args),
-            "snapshot_id": args.snapshot_id,
-            "expires_at": expires,
-            "reason": args.reason,
-            "by": args.by,
-        }
+def cmd_hold(client: Snapledger, args: argparse.Namespace) -> Answer:
+    expires = None if args.expires_in_hours is None else timedelta(hours=args.expires_in_hours)
+    return client.hold(
+        args.stream,
+        args.partition,
+        args.snapshot_id,
+        expires_in=expires,
+        reason=args.reason,
+        by=args.by,
     )
 
 
-def cmd_release(args: argparse.Namespace) -> Payload:
-    return "gc", _drop_none(
-        {
-            "action": "release",
-            **_lineage(args),
-            "snapshot_id": args.snapshot_id,
-            "hold_id": args.hold_id,
-        }
-    )
+def cmd_release(client: Snapledger, args: argparse.Namespace) -> Answer:
+    return client.release(args.stream, args.partition, args.snapshot_id, hold_id=args.hold_id)
 
 
-def cmd_policy(args: argparse.Namespace) -> Payload:
+def cmd_policy(client: Snapledger, args: argparse.Namespace) -> Answer:
     if args.policy_command == "get":
-        return "gc", {"action": "policy_get", "stream": args.stream}
+        return client.policy(args.stream)
     change = {
-        "stream": args.stream,
         "by": args.by,
         "expected_version": args.expected_version,
-        # One id per command, so a retried invocation (a lost answer) applies it once.
-        "request_id": args.request_id or new_ulid(),
+        "request_id": args.request_id,
     }
     if args.policy_command == "reset":
-        return "gc", _drop_none({"action": "policy_reset", **change})
-    return "gc", _drop_none(
-        {
-            "action": "policy_set",
-            **change,
-            "min_count": args.min_count,
-            "min_age_hours": args.min_age_hours,
-            "max_count": args.max_count,
-            "max_age_hours": args.max_age_hours,
-        }
+        return client.reset_policy(args.stream, **change)
+    return client.set_policy(
+        args.stream,
+        min_count=args.min_count,
+        min_age_hours=args.min_age_hours,
+        max_count=args.max_count,
+        max_age_hours=args.max_age_hours,
+        **change,
     )
 
 
@@ -188,7 +146,7 @@ Subparsers = Any  # argparse's private _SubParsersAction
 
 
 def _lineage_command(
-    commands: Subparsers, name: str, fn: Callable[[argparse.Namespace], Payload], text: str
+    commands: Subparsers, name: str, fn: Command, text: str
 ) -> argparse.ArgumentParser:
     sub: argparse.ArgumentParser = commands.add_parser(name, help=text, description=text)
     sub.add_argument("stream")
@@ -285,15 +243,13 @@ def main(argv: list[str] | None = None) -> int:
         from snapledger.local.up import run_local_up
 
         return run_local_up(home=args.home, poll_seconds=args.poll_seconds)
-    function, payload = args.build(args)
     try:
         transport = _transport(args)
-        try:
-            answer = transport.invoke(function, payload)
-        finally:
-            close = getattr(transport, "close", None)
-            if close is not None:
-                close()
+        client = Snapledger(transport, close=getattr(transport, "close", None))
+        with client:
+            answer = args.build(client, args)
+    except RequestRefusedError as refused:
+        answer = refused.answer
     except SnapledgerError as exc:
         print(f"snapledger: {exc}", file=sys.stderr)
         return 2
