@@ -9,6 +9,8 @@ not evict and compile again each other's:
 
 - full replay: a restore job with no base, to the end of the log;
 - restore: a restore job from a snapshot at 90% of each partition's log, to the end;
+- restore, unverified: the same with the base's verification (footers, checksums) off:
+  ``restore_verify_overhead`` = restore ÷ this (target ≤ 1.15);
 - bootstrap: a bootstrap job over the whole log (validation, compaction, write, manifests);
 - I/O floor: a plain Parquet read-and-write of the same changelog (same writer settings);
 - DuckDB: the same compaction (last put per key, sorted) as one DuckDB query.
@@ -111,6 +113,10 @@ def _run(spark: Any, workdir: Path, rows: int) -> dict[str, object]:
         {
             "full": (job("restore", "full-replay", target), jvm),
             "restore": (job("restore", "restore-90", target, bases), jvm),
+            "unverified": (
+                _unverified(job("restore", "restore-90-unverified", target, bases)),
+                jvm,
+            ),
             "bootstrap": (job("bootstrap", "bootstrap-all", target), jvm),
             "floor": (lambda: _io_floor(spark, segment_files, workdir / "floor"), jvm),
             "duckdb": (lambda: _duckdb_compaction(workdir, target), _own_cpu_clock),
@@ -118,13 +124,14 @@ def _run(spark: Any, workdir: Path, rows: int) -> dict[str, object]:
     )
     full_t, full = rounds["full"]
     restore_t, restored = rounds["restore"]
+    unverified_t, unverified = rounds["unverified"]
     bootstrap_t, boot = rounds["bootstrap"]
     floor_t, floor_rows = rounds["floor"]
     duckdb_t, duckdb_out = rounds["duckdb"]
 
     # Outputs must agree before any time means anything.
     expected = _fingerprint(workdir, {p.partition: p.prefix for p in full.partitions})
-    for name, result in (("restore", restored), ("bootstrap", boot)):
+    for name, result in (("restore", restored), ("unverified", unverified), ("bootstrap", boot)):
         got = _fingerprint(workdir, {p.partition: p.prefix for p in result.partitions})
         assert got == expected, f"{name} differs from the full replay: {got} != {expected}"
     assert duckdb_out == expected, (
@@ -148,6 +155,8 @@ def _run(spark: Any, workdir: Path, rows: int) -> dict[str, object]:
         "rows_read_restore": rows_restore,
         "restore_speedup_ideal": round(ideal, 2),
         "restore_speedup_vs_ideal": round(speedup / ideal, 2),
+        "restore_unverified_s": round(unverified_t.wall_s, 2),
+        "restore_verify_overhead": round(restore_t.wall_s / unverified_t.wall_s, 3),
         "bootstrap_s": round(bootstrap_t.wall_s, 2),
         "io_floor_s": round(floor_t.wall_s, 2),
         "compaction_vs_io_floor": round(bootstrap_t.wall_s / floor_t.wall_s, 2),
@@ -171,6 +180,30 @@ class Timing:
 
 
 Measured = tuple[Callable[[], Any], Callable[[], float]]  # an action and its CPU clock
+
+
+def _unverified(action: Callable[[], Any]) -> Callable[[], Any]:
+    """``action`` (a restore) with its base verification (footers, checksums) switched
+    off: the baseline of ``restore_verify_overhead``."""
+
+    class NoChecksums:
+        def __init__(self, *_: Any) -> None: ...
+        def check(self) -> None: ...
+        def cancel(self) -> None: ...
+
+    def run() -> Any:
+        import jobs.job as job_module
+        from jobs import snapshots
+
+        saved = (job_module.ChecksumVerification, snapshots.check_kv_schema)
+        job_module.ChecksumVerification = NoChecksums  # type: ignore[assignment,misc]
+        snapshots.check_kv_schema = lambda *_: None  # type: ignore[assignment]
+        try:
+            return action()
+        finally:
+            job_module.ChecksumVerification, snapshots.check_kv_schema = saved
+
+    return run
 
 
 def _rounds(actions: dict[str, Measured]) -> dict[str, tuple[Timing, Any]]:

@@ -9,10 +9,16 @@ Runs against DynamoDB Local (the real engine) in this process:
   registrations, then a block of puts), each round's ratio taken within the round (both
   blocks under the same load) and the best round reported; every round's ratio is kept
   in ``registration_vs_bare_put_rounds``.
+- ``registration_requests_per_file``: S3 requests registration makes per data file of a
+  manifest whose files state checksums, at 1 / 10 / 100 / 1,000 files (moto S3, counted
+  at the client). Its floor, from S3's limits: one GetObject of the manifest, one
+  ListObjectsV2 per 1,000 keys, one HeadObject (checksum mode) per file; the schema check
+  adds one ranged GetObject of each file's footer, reported apart.
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -78,6 +84,7 @@ def run(config: Any) -> dict[str, object]:
             put_rounds.append(put(WARMUP + r * REGISTRATIONS, REGISTRATIONS))
         per_registration = len(registration_requests) / (ROUNDS * REGISTRATIONS)
         kinds = sorted(set(registration_requests))
+    per_file = _s3_requests_per_file()
     ratios = [reg / bare for reg, bare in zip(registration_rounds, put_rounds, strict=True)]
     best = ratios.index(min(ratios))
     registration_s, bare_put_s = registration_rounds[best], put_rounds[best]
@@ -89,4 +96,66 @@ def run(config: Any) -> dict[str, object]:
         "bare_put_ms": bare_put_s * 1000,
         "registration_vs_bare_put": registration_s / bare_put_s,
         "registration_vs_bare_put_rounds": [round(ratio, 2) for ratio in ratios],
+        **per_file,
+    }
+
+
+FILE_COUNTS = (1, 10, 100, 1_000)
+
+
+def _s3_requests_per_file() -> dict[str, object]:
+    """S3 requests of registering manifests of 1 to 1,000 checksummed kv-parquet files."""
+    import boto3
+    from moto import mock_aws
+
+    from snapledger.adapters.object_store_s3 import S3ObjectStore
+    from snapledger.core.checksums import compute
+    from snapledger.ids import new_ulid
+    from snapledger.layout import snapshot_prefix
+    from tests.support import kv_parquet, manifest_document, moto_ledger
+
+    table: dict[str, dict[str, float]] = {}
+    with mock_aws(), moto_ledger() as ledger:
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="bench")
+        store = S3ObjectStore("bench", "", client=s3)
+        counted: list[str] = []
+        s3.meta.events.register(
+            "before-send.s3.*", lambda event_name, **_: counted.append(event_name.split(".")[-1])
+        )
+        for lsn, files in enumerate(FILE_COUNTS, start=1):
+            sid = new_ulid()
+            prefix = snapshot_prefix("bench", 1, lsn, sid)
+            data = kv_parquet("bench")
+            entries = []
+            for i in range(files):
+                path = f"part-{i:05d}.parquet"
+                s3.put_object(
+                    Bucket="bench", Key=prefix + path, Body=data, ChecksumAlgorithm="SHA256"
+                )
+                entries.append(
+                    {"path": path, "size": len(data), "checksum": str(compute("sha256", data))}
+                )
+            document = manifest_document("bench", 1, lsn, sid, {}, files_override=entries)
+            store.put(prefix + "_manifest.json", json.dumps(document).encode())
+            counted.clear()
+            result = register_manifest(
+                prefix + "_manifest.json", ledger=ledger, store=store, clock=SystemClock()
+            )
+            assert result.outcome is Outcome.BECAME_LATEST, result
+            floor = 1 + -(-(files + 1) // 1_000) + files
+            footer_reads = files  # one ranged GetObject per file (footers under 64 KiB)
+            table[str(files)] = {
+                "requests": len(counted),
+                "per_file": round(len(counted) / files, 3),
+                "floor": floor,
+                "vs_floor_with_footers": round(len(counted) / (floor + footer_reads), 3),
+            }
+    print("  registration S3 requests by files per manifest (checksums stated):")
+    for files, row in table.items():
+        print(f"    {files:>5} files: {row['requests']:>5} requests ({row['per_file']}/file),"
+              f" floor {row['floor']} + {files} footer reads")  # fmt: skip
+    return {
+        "registration_requests_per_file": table[str(FILE_COUNTS[-1])]["per_file"],
+        "registration_requests_by_files": table,
     }

@@ -61,7 +61,10 @@ def test_queries_answer_as_the_console_does(registry) -> None:
         ids.append(register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock))
     assert client.latest("orders", 3)["head"]["latest_lsn"] == 200
     listed = client.snapshots("orders", 3)["snapshots"]
-    assert [s["lsn"] for s in listed] == [200, 100]
+    assert [(s["lsn"], s["format"], s["offsets"]) for s in listed] == [
+        (200, "kv-parquet", {"orders-3": 200}),
+        (100, "kv-parquet", {"orders-3": 100}),
+    ]
     one = client.snapshot("orders", 3, ids[0].snapshot_id)["snapshot"]
     assert (one["lsn"], one["offsets"]) == (100, {"orders-3": 100})
     assert [e["type"] for e in client.history("orders", 3)["events"]][:1] == ["SnapshotRegistered"]

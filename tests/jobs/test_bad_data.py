@@ -257,3 +257,22 @@ def test_an_unreadable_base_checksum_is_refused_before_spark_runs(spark, tmp_pat
     _rewrite_manifest(tmp_path, prefix, files=[{**entry, "checksum": "sha256:abc"}])
     with pytest.raises(SnapshotError, match=r"part-00000\.parquet: .*sha256"):
         bootstrap(spark, tmp_path, [0], bases={0: prefix}, kind="restore")
+
+
+def test_a_base_file_spark_cannot_read_is_reported_as_its_checksum_mismatch(
+    spark, tmp_path
+) -> None:
+    write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
+    prefix = write_processor_snapshot(
+        tmp_path, "s", 0, 4, {f"k{i}": (b"v" * 50, 1) for i in range(200)}
+    )
+    path, entry = _file_entry(tmp_path, prefix)
+    written = path.read_bytes()
+    stated = compute("sha256", written)
+    _rewrite_manifest(tmp_path, prefix, files=[{**entry, "checksum": str(stated)}])
+    # The data pages zeroed, the footer kept: the schema passes, Spark's read fails.
+    path.write_bytes(b"PAR1" + bytes(len(written) // 2) + written[4 + len(written) // 2 :])
+    with pytest.raises(SnapshotError, match=r"part-00000\.parquet: the manifest's sha256") as err:
+        bootstrap(spark, tmp_path, [0], bases={0: prefix}, kind="restore")
+    assert err.value.__context__ is not None  # raised while Spark's own failure was handled
+    assert not list(tmp_path.glob("restores/**/_restore.json"))

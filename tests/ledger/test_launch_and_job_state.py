@@ -177,3 +177,18 @@ def test_unknown_future_state_is_recorded_once_and_not_acted_on(deps, ledger, cl
 def test_a_run_that_is_not_ours_is_ignored(deps, ledger, clock):
     result = state(deps, ledger, clock, "00fremdrun", None, "SUCCESS")
     assert not result.recorded and "not a snapledger job" in result.note
+
+
+def test_an_opaque_base_is_refused_at_launch_naming_it_and_what_to_do(
+    deps, ledger, store, clock, latest, runner
+):
+    from snapledger.errors import InvalidRequestError
+
+    key = write_snapshot(store, lsn=199, files={"CURRENT": b"MANIFEST-000001\n"}, format="opaque")
+    opaque = register_manifest(key, ledger=ledger, store=store, clock=clock)
+    with pytest.raises(InvalidRequestError, match=r"\(LSN 199\) is opaque: the jobs read only"):
+        launch(restore(), request_id="req-opaque", deps=deps)
+    assert opaque.snapshot_id is not None and not runner.started
+    # an older kv-parquet snapshot of the same lineage still restores
+    older = launch(restore(**{"from": {"lsn": 150}}), request_id="req-kv", deps=deps)
+    assert older.job.partitions[0].base_snapshot_id == latest.snapshot_id

@@ -133,6 +133,13 @@ def plan_partition(request: LaunchRequest, partition: int, deps: LaunchDeps) -> 
     """Resolve the base snapshot and the target LSN of one partition, or raise why not."""
     lineage = LineageId(stream=request.stream, partition=partition)
     base = None if request.action is JobKind.BOOTSTRAP else resolve_base(request, lineage, deps)
+    if base is not None and base.format != "kv-parquet":
+        raise InvalidRequestError(
+            f"the snapshot {base.snapshot_id} of {lineage} (LSN {base.lsn}) is {base.format}: "
+            "the jobs read only kv-parquet snapshots (Parquet files of key, value, lsn). "
+            'Start from a kv-parquet snapshot (from {"snapshot_id": ...} or {"lsn": ...}) '
+            "or bootstrap the partition from its changelog"
+        )
     segments = []
     for info in deps.store.list(lineage_changelog_prefix(request.stream, partition)):
         try:
