@@ -15,6 +15,7 @@ from snapledger.client.control import (
 from snapledger.local.router import invoke
 from snapledger.runtime import runtime_override
 from snapledger.services.registration import register_manifest
+from tests.functions.support import POWERTOOLS_ENV
 from tests.support import make_runtime, moto_ledger, write_segments, write_snapshot
 
 
@@ -40,12 +41,7 @@ def registry(tmp_path, monkeypatch):
     from snapledger.adapters.object_store_file import FileObjectStore
     from snapledger.clock import ManualClock
 
-    for name, value in {
-        "POWERTOOLS_SERVICE_NAME": "snapledger",
-        "POWERTOOLS_METRICS_NAMESPACE": "Snapledger",
-        "POWERTOOLS_TRACE_DISABLED": "true",
-        "POWERTOOLS_METRICS_DISABLED": "true",
-    }.items():
+    for name, value in POWERTOOLS_ENV.items():
         monkeypatch.setenv(name, value)
     with moto_ledger() as ledger:
         runtime = make_runtime(ledger, FileObjectStore(tmp_path / "root"), ManualClock())

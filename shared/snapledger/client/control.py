@@ -108,7 +108,8 @@ class Snapledger:
         return self.call("query", _drop_none({**payload, "limit": limit, "cursor": cursor}))
 
     def snapshot(self, stream: str, partition: int, snapshot_id: str) -> Answer:
-        """One snapshot record by id (``snapshot``: its prefix, LSN, files, offsets...)."""
+        """One snapshot record by id (``snapshot``: its ``manifest_key``, LSN, status,
+        ``file_count``, ``format``, ``offsets``...; ``SnapshotReader.open`` takes the key)."""
         return self.call(
             "query",
             {

@@ -55,6 +55,7 @@ from snapledger.errors import (
     SnapledgerError,
     StoreUnavailableError,
 )
+from snapledger.ports import ObjectStore
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -225,12 +226,33 @@ def _write_atomically(
     return size, format_checksum(hasher.checksum()) if hasher is not None else None
 
 
+class _ListsAndDownloads:
+    """What both stores do alike over their adapter (``_objects``) and ``iter_chunks``."""
+
+    _objects: ObjectStore
+
+    def iter_chunks(self, key: str) -> Iterator[bytes]:
+        raise NotImplementedError
+
+    def download(
+        self, key: str, path: str | os.PathLike[str], *, checksum_algorithm: str | None = None
+    ) -> StoredObject:
+        """Stream ``key`` to ``path`` (temp file, then rename); its size and checksum."""
+        size, checksum = _write_atomically(Path(path), self.iter_chunks(key), checksum_algorithm)
+        return StoredObject(key=key, size=size, checksum=checksum)
+
+    def list(self, prefix: str) -> list[ListedObject]:
+        return [ListedObject(info.key, info.size) for info in self._objects.list(prefix)]
+
+
 # -- file:// -----------------------------------------------------------------------------
 
 
-class FileBlobStore:
+class FileBlobStore(_ListsAndDownloads):
     """The ``file:///dir`` store: reads and conditional creates through the adapters'
     ``FileObjectStore``; file puts and downloads are streamed, temp file then rename."""
+
+    _objects: FileObjectStore
 
     def __init__(self, objects: FileObjectStore) -> None:
         self._objects = objects
@@ -262,20 +284,11 @@ class FileBlobStore:
             while chunk := handle.read(CHUNK_BYTES):
                 yield chunk
 
-    def download(
-        self, key: str, path: str | os.PathLike[str], *, checksum_algorithm: str | None = None
-    ) -> StoredObject:
-        size, checksum = _write_atomically(Path(path), self.iter_chunks(key), checksum_algorithm)
-        return StoredObject(key=key, size=size, checksum=checksum)
-
-    def list(self, prefix: str) -> list[ListedObject]:
-        return [ListedObject(info.key, info.size) for info in self._objects.list(prefix)]
-
 
 # -- s3:// -------------------------------------------------------------------------------
 
 
-class S3BlobStore:
+class S3BlobStore(_ListsAndDownloads):
     """The ``s3://bucket/prefix`` store: reads and conditional creates through the
     adapters' ``S3ObjectStore``; file puts with their checksums, multipart above
     ``multipart_threshold`` bytes (see the module's table)."""
@@ -328,15 +341,6 @@ class S3BlobStore:
         with self._s3_errors("get", key):
             response = self._client.get_object(Bucket=self._bucket, Key=self._full(key))
             yield from response["Body"].iter_chunks(CHUNK_BYTES)
-
-    def download(
-        self, key: str, path: str | os.PathLike[str], *, checksum_algorithm: str | None = None
-    ) -> StoredObject:
-        size, checksum = _write_atomically(Path(path), self.iter_chunks(key), checksum_algorithm)
-        return StoredObject(key=key, size=size, checksum=checksum)
-
-    def list(self, prefix: str) -> list[ListedObject]:
-        return [ListedObject(info.key, info.size) for info in self._objects.list(prefix)]
 
     # -- uploads -------------------------------------------------------------------------
 
