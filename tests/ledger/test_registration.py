@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 
@@ -339,3 +340,47 @@ def test_a_long_footer_is_read_in_two_ranged_reads(ledger, store, clock, monkeyp
     )
     assert result.outcome is Outcome.BECAME_LATEST
     assert len(reads) == 2 and reads[0] == 64 and reads[1] > 64
+
+
+def test_a_manifest_written_before_format_offsets_and_checksum_checks_registers_unchanged(
+    ledger, store, clock
+):
+    # A manifest exactly as the jobs wrote them before manifest v1 gained format and
+    # offsets: sha256 in hex, every v1 field of the time, nothing new.
+    data = kv_parquet("before", rows=3)
+    sid = new_ulid()
+    prefix = snapshot_prefix("orders", 3, 700, sid)
+    store.put(prefix + "part-00000.parquet", data)
+    document = {
+        "format_version": 1,
+        "stream": "orders",
+        "partition": 3,
+        "lsn": 700,
+        "snapshot_id": sid,
+        "epoch": 2,
+        "created_at": "2026-05-01T12:00:00Z",
+        "producer": {"name": "snapledger-jobs", "version": "0.1.0"},
+        "source": {
+            "kind": "compaction",
+            "base_snapshot_id": "01JW8Z3K9Q7N4M2P6R8T0V2X4Y",
+            "base_lsn": 500,
+            "changelog_from_lsn": 501,
+            "job_id": "compaction-1",
+        },
+        "files": [
+            {
+                "path": "part-00000.parquet",
+                "size": len(data),
+                "rows": 3,
+                "checksum": "sha256:" + hashlib.sha256(data).hexdigest(),
+            }
+        ],
+        "row_count": 3,
+    }
+    store.put(prefix + "_manifest.json", json.dumps(document).encode())
+    result = register(prefix + "_manifest.json", ledger, store, clock)
+    assert result.outcome is Outcome.BECAME_LATEST, result.reason
+    record = ledger.get_snapshot(
+        LineageId(stream="orders", partition=3), snapshot_sort_key(700, sid)
+    )
+    assert (record.format, record.offsets, record.row_count) == ("kv-parquet", None, 3)
