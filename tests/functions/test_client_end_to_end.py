@@ -129,3 +129,33 @@ def test_an_opaque_checkpoint_is_registered_retained_collected_and_downloaded(
     with pytest.raises(SnapshotFormatError, match="opaque"):
         latest.to_arrow()
     assert isinstance(pa.table({"x": [1]}), pa.Table)  # pyarrow is the client's, here too
+
+
+def test_a_processor_snapshot_with_its_own_column_names_is_rejected_by_the_function(
+    deployment,
+):
+    import io
+    import json
+
+    import pyarrow.parquet as pq
+
+    from snapledger.ids import new_ulid
+    from snapledger.layout import snapshot_prefix
+    from tests.support import manifest_document
+
+    s3, _ = deployment
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"k": ["a", "b"], "v": [b"1", b"2"]}), sink)
+    sid = new_ulid()
+    prefix = snapshot_prefix("orders", 3, 50, sid)
+    s3.put_object(Bucket=BUCKET, Key=prefix + "part-00000.parquet", Body=sink.getvalue())
+    document = manifest_document("orders", 3, 50, sid, {"part-00000.parquet": sink.getvalue()})
+    s3.put_object(Bucket=BUCKET, Key=prefix + "_manifest.json", Body=json.dumps(document))
+
+    answer = register(prefix + "_manifest.json")
+
+    assert answer["counts"] == {"rejected": 1}, answer
+    record = Snapledger(InProcess()).snapshot("orders", 3, sid)["snapshot"]
+    assert record["status"] == "REJECTED"
+    assert "missing column 'key'" in record["rejection_reason"]
+    assert "columns found: k BYTE_ARRAY STRING, v BYTE_ARRAY" in record["rejection_reason"]
