@@ -199,10 +199,12 @@ def check_file_contents(
             )
         return found
 
-    if not manifest.files:
-        return
-    with ThreadPoolExecutor(max_workers=min(FILE_READERS, len(manifest.files))) as pool:
-        problems = [p for found in pool.map(problems_of, range(len(manifest.files))) for p in found]
+    count = len(manifest.files)
+    if count <= 1:  # no pool for one file (a thread costs more than its reads here)
+        problems = [p for index in range(count) for p in problems_of(index)]
+    else:
+        with ThreadPoolExecutor(max_workers=min(FILE_READERS, count)) as pool:
+            problems = [p for found in pool.map(problems_of, range(count)) for p in found]
     if problems:
         raise ManifestRejectedError(join_problems(problems), epoch=manifest.epoch)
 
