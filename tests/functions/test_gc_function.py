@@ -231,3 +231,15 @@ def test_a_shard_cut_short_by_the_time_budget_is_delivered_again(aged, rt, gc_ha
     answer = gc_handler(event, OutOfTime())
     assert answer["batchItemFailures"] == [{"itemIdentifier": "m-1"}]
     assert snapshot_state(rt) == before
+
+
+def test_the_keep_reasons_console_md_names_are_the_ones_gc_gives() -> None:
+    import re
+
+    from snapledger.core.retention import KeepReason
+
+    text = (EVENTS_DIR.parent / "docs" / "console.md").read_text()
+    listed = re.search(r"kept with all its reasons \(([^)]*)\)", text.replace("\n", " "))
+    assert listed is not None
+    named = re.findall(r"`(\w+)`", listed.group(1))
+    assert named and set(named) <= {reason.value for reason in KeepReason}
