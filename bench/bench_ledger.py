@@ -12,8 +12,9 @@ Runs against DynamoDB Local (the real engine) in this process:
 - ``registration_requests_per_file``: S3 requests registration makes per data file of a
   manifest whose files state checksums, at 1 / 10 / 100 / 1,000 files (moto S3, counted
   at the client). Its floor, from S3's limits: one GetObject of the manifest, one
-  ListObjectsV2 per 1,000 keys, one HeadObject (checksum mode) per file; the schema check
-  adds one ranged GetObject of each file's footer, reported apart.
+  ListObjectsV2 per 1,000 keys, one HeadObject (checksum mode) per file, and ``latest.json``
+  (one GET, one conditional PUT: the snapshot becomes latest); the schema check adds one
+  ranged GetObject of each file's footer, reported apart.
 """
 
 from __future__ import annotations
@@ -143,7 +144,9 @@ def _s3_requests_per_file() -> dict[str, object]:
                 prefix + "_manifest.json", ledger=ledger, store=store, clock=SystemClock()
             )
             assert result.outcome is Outcome.BECAME_LATEST, result
-            floor = 1 + -(-(files + 1) // 1_000) + files
+            # the manifest, the listings (the manifest is one of the keys), a HeadObject per
+            # file, and latest.json: one GET and one conditional PUT as the latest advances
+            floor = 1 + -(-(files + 1) // 1_000) + files + 2
             footer_reads = files  # one ranged GetObject per file (footers under 64 KiB)
             table[str(files)] = {
                 "requests": len(counted),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from infra.constants import OUTPUT_FUNCTION_PREFIX
 from snapledger.adapters import dynamodb_codec
-from snapledger.layout import CHANGELOG, MANIFEST_NAME, RESTORES, SNAPSHOTS
+from snapledger.layout import CHANGELOG, LATEST_POINTER_NAME, MANIFEST_NAME, RESTORES, SNAPSHOTS
 from snapledger.models import bus_events
 
 # --- Source tree: what the app packages -------------------------------------------------
@@ -37,6 +37,8 @@ SNAPSHOTS_PREFIX = f"{SNAPSHOTS}/"
 CHANGELOG_PREFIX = f"{CHANGELOG}/"
 RESTORES_PREFIX = f"{RESTORES}/"
 MANIFEST_SUFFIX = MANIFEST_NAME
+# Each lineage's latest.json (snapshots/{stream}/{partition}/latest.json): register writes it.
+LATEST_POINTER_KEYS = f"{SNAPSHOTS}/*/*/{LATEST_POINTER_NAME}"
 # Changelog segments are Parquet files; the suffix keeps folder markers and strays out.
 CHANGELOG_SUFFIX = ".parquet"
 EMR_LOGS_PREFIX = "emr-logs/"

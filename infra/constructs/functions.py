@@ -367,8 +367,21 @@ class LedgerFunctions(Construct):
             )
         )
         self._grant_ledger("register")
-        self._grant_objects(fn["register"], "s3:GetObject", (snapshots,), "reads manifests")
+        self._grant_objects(
+            fn["register"],
+            "s3:GetObject",
+            (snapshots,),
+            "reads manifests, file footers and checksums, and latest.json",
+        )
         self._grant_listing(fn["register"])
+        # register writes each lineage's latest.json (conditional PutObjects), nothing else.
+        self._grant_objects(
+            fn["register"],
+            "s3:PutObject",
+            (names.LATEST_POINTER_KEYS,),
+            "writes each lineage's latest.json pointer",
+            wildcard=False,
+        )
 
         # track_changelog: heads segment objects, records counts, starts compactions (which
         # lists the changelog for coverage).
@@ -436,20 +449,29 @@ class LedgerFunctions(Construct):
         )
 
     def _grant_objects(
-        self, function: lambda_.Function, action: str, prefixes: tuple[str, ...], what: str
+        self,
+        function: lambda_.Function,
+        action: str,
+        prefixes: tuple[str, ...],
+        what: str,
+        *,
+        wildcard: bool = True,
     ) -> None:
+        """``action`` on the objects under ``prefixes`` (``wildcard``), or on the keys that
+        match them as patterns (e.g. ``snapshots/*/*/latest.json``)."""
         bucket = self._inputs.bucket
+        patterns = [f"{p}*" if wildcard else p for p in prefixes]
         function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=[action],
-                resources=[bucket.arn_for_objects(f"{p}*") for p in prefixes],
+                resources=[bucket.arn_for_objects(p) for p in patterns],
             )
         )
         acknowledge(
             _role(function),
             f"The function {what} ({action}) under {', '.join(prefixes)}: object keys are "
             "known only at run time, so each object ARN ends in its prefix wildcard.",
-            *(iam5(f"Resource::{arn_of(bucket)}/{p}*") for p in prefixes),
+            *(iam5(f"Resource::{arn_of(bucket)}/{p}") for p in patterns),
         )
 
     def _grant_job_starts(self, function: lambda_.Function) -> None:

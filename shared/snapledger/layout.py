@@ -21,6 +21,7 @@ SNAPSHOTS = "snapshots"
 CHANGELOG = "changelog"
 RESTORES = "restores"
 MANIFEST_NAME = "_manifest.json"
+LATEST_POINTER_NAME = "latest.json"
 LSN_WIDTH = 20
 MAX_LSN = 10**LSN_WIDTH - 1
 
@@ -83,6 +84,13 @@ def check_stream_name(stream: str) -> str:
 def snapshot_prefix(stream: str, partition: int, lsn: int, snapshot_id: str) -> str:
     check_stream_name(stream)
     return f"{SNAPSHOTS}/{stream}/{partition}/{lsn:0{LSN_WIDTH}d}-{snapshot_id}/"
+
+
+def latest_pointer_key(stream: str, partition: int) -> str:
+    """``snapshots/{stream}/{partition}/latest.json``: the lineage's latest snapshot, as an
+    object a reader finds with one GET (outside every snapshot prefix, so the orphan
+    sweep and GC never see it as a snapshot's file)."""
+    return lineage_snapshots_prefix(stream, partition) + LATEST_POINTER_NAME
 
 
 def lineage_snapshots_prefix(stream: str, partition: int) -> str:

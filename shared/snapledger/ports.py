@@ -96,6 +96,16 @@ class ObjectStore(Protocol):
         """Write only if absent (S3 ``IfNoneMatch: *``); ObjectExistsError otherwise."""
         ...
 
+    def get_versioned(self, key: str) -> tuple[bytes, str] | None:
+        """The object's bytes and its version tag (S3: its ETag), or None if absent: one
+        GET. The tag is what ``replace`` must be given to overwrite exactly this version."""
+        ...
+
+    def replace(self, key: str, data: bytes, *, if_match: str) -> None:
+        """Overwrite the object only if it is still the version ``if_match`` names (S3
+        ``IfMatch``); StaleVersionError when it changed or is gone."""
+        ...
+
     def delete_many(self, keys: Sequence[str]) -> DeleteResult:
         """Delete keys in batches of at most 1,000 per request; absent keys count as deleted."""
         ...

@@ -39,6 +39,7 @@ from snapledger.errors import (
     ManifestTooLargeError,
     NotFoundError,
     ObjectExistsError,
+    StaleVersionError,
     StoreUnavailableError,
 )
 from snapledger.ports import DeleteResult, ObjectStore
@@ -215,6 +216,41 @@ def test_get_tail_reads_the_last_bytes_in_one_ranged_request(backend: Backend) -
     assert tails == [bytes(range(92, 100)), bytes(range(100)), bytes(range(100))]
     if backend.name == "s3":
         assert backend.requests == Counter({"GetObject": 3})
+
+
+def test_replace_overwrites_only_the_version_it_read(backend: Backend) -> None:
+    store = backend.store
+    assert store.get_versioned("p/latest.json") is None
+    store.create("p/latest.json", b"first")
+    data, first = store.get_versioned("p/latest.json")
+    assert data == b"first"
+    store.replace("p/latest.json", b"second", if_match=first)
+    data, second = store.get_versioned("p/latest.json")
+    assert (data, second != first) == (b"second", True)
+    # A writer holding the first version loses, and nothing changes
+    with pytest.raises(StaleVersionError, match="no longer version"):
+        store.replace("p/latest.json", b"stale", if_match=first)
+    with pytest.raises(StaleVersionError):
+        store.replace("p/gone.json", b"x", if_match=first)
+    assert store.get("p/latest.json") == b"second"
+
+
+def test_concurrent_replaces_of_one_version_have_one_winner(backend: Backend) -> None:
+    store = backend.store
+    store.create("p/latest.json", b"base")
+    _, tag = store.get_versioned("p/latest.json")
+
+    def attempt(n: int) -> bool:
+        try:
+            store.replace("p/latest.json", f"writer-{n}".encode(), if_match=tag)
+        except StaleVersionError:
+            return False
+        return True
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        won = list(pool.map(attempt, range(8)))
+    assert won.count(True) == 1
+    assert store.get("p/latest.json") == f"writer-{won.index(True)}".encode()
 
 
 def test_get_enforces_max_bytes_before_reading(backend: Backend) -> None:

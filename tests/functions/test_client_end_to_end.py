@@ -77,6 +77,33 @@ def test_a_written_snapshot_registers_from_its_event_and_reads_back_equal(deploy
     assert set(table["lsn"].to_pylist()) == {1_000}
 
 
+def test_a_processor_bootstraps_from_latest_json_with_the_registry_unreachable(deployment):
+    from snapledger.errors import NotFoundError
+
+    s3, _ = deployment
+    reader = SnapshotReader(f"s3://{BUCKET}", s3_client=s3)
+    with pytest.raises(NotFoundError):
+        reader.latest_pointer("orders", 3)
+    writer = SnapshotWriter(f"s3://{BUCKET}", "orders", 3, s3_client=s3)
+    first = writer.write(lsn=100, epoch=1, data=[("a", b"1")])
+    second = writer.write(lsn=200, epoch=1, data=[("a", b"2"), ("b", b"3")], offsets={"o-3": 7})
+    for written in (second, first):  # delivered out of order
+        register(written.manifest_key)
+
+    # From here on only the bucket is read: no function, no table
+    counted: list[str] = []
+    s3.meta.events.register("before-send.s3.GetObject", lambda **_: counted.append("get"))
+    pointer = reader.latest_pointer("orders", 3)
+    assert counted == ["get"]  # the latest, found with one GET
+    assert (pointer.snapshot_id, pointer.lsn, pointer.offsets) == (
+        second.snapshot_id,
+        200,
+        {"o-3": 7},
+    )
+    state = reader.open_latest("orders", 3).to_arrow()
+    assert state["key"].to_pylist() == ["a", "b"]
+
+
 def test_a_snapshot_whose_file_changed_before_registration_is_rejected(deployment):
     s3, _ = deployment
     writer = SnapshotWriter(f"s3://{BUCKET}", "orders", 3, s3_client=s3, checksum="sha256")

@@ -11,6 +11,8 @@ local runtime trades durability across a power cut for speed.
 from __future__ import annotations
 
 import builtins
+import fcntl
+import hashlib
 import itertools
 import os
 import uuid
@@ -26,6 +28,7 @@ from snapledger.errors import (
     ManifestTooLargeError,
     NotFoundError,
     ObjectExistsError,
+    StaleVersionError,
 )
 from snapledger.ports import MAX_KEYS_PER_REQUEST, DeleteResult, ObjectInfo, chunked
 
@@ -204,6 +207,40 @@ class FileObjectStore:
         finally:
             temp.unlink(missing_ok=True)
 
+    def get_versioned(self, key: str) -> tuple[bytes, str] | None:
+        """The bytes and a version tag: the sha256 of the content (S3's ETag of a
+        single-part upload is its MD5: content-derived too). None if absent."""
+        try:
+            data = self.get(key)
+        except NotFoundError:
+            return None
+        return data, _content_tag(data)
+
+    def replace(self, key: str, data: bytes, *, if_match: str) -> None:
+        """Overwrite only if the content is still the version ``if_match`` tags.
+
+        The compare and the rename run under an exclusive ``flock`` of the key's folder,
+        so two replaces of one key (threads or processes) are serialized and the second
+        finds the first's version: StaleVersionError, as S3 answers 412.
+        """
+        path = self._path(key)
+        temp = self._write_temp(key, path, data)
+        try:
+            folder = os.open(path.parent, os.O_RDONLY)
+            try:
+                fcntl.flock(folder, fcntl.LOCK_EX)
+                current = self.get_versioned(key)
+                if current is None or current[1] != if_match:
+                    raise StaleVersionError(
+                        f"object {key!r} in {self.uri} is no longer version {if_match}: "
+                        "read it again"
+                    )
+                os.replace(temp, path)
+            finally:
+                os.close(folder)  # releases the lock
+        finally:
+            temp.unlink(missing_ok=True)
+
     def delete_many(self, keys: Sequence[str]) -> DeleteResult:
         """Delete ``keys`` (absent ones count as deleted) and prune emptied directories.
 
@@ -330,6 +367,10 @@ def _info(key: str, stat: os.stat_result) -> ObjectInfo:
         size=stat.st_size,
         last_modified=datetime.fromtimestamp(stat.st_mtime, tz=UTC),
     )
+
+
+def _content_tag(data: bytes) -> str:
+    return '"' + hashlib.sha256(data).hexdigest() + '"'
 
 
 def _too_large(key: str, size: int, max_bytes: int) -> ManifestTooLargeError:

@@ -27,6 +27,7 @@ from snapledger.errors import (
     NotFoundError,
     ObjectExistsError,
     SnapledgerError,
+    StaleVersionError,
     StoreUnavailableError,
 )
 from snapledger.ports import MAX_KEYS_PER_REQUEST, DeleteResult, ObjectInfo, chunked
@@ -183,6 +184,30 @@ class S3ObjectStore:
             raise self._error(exc, "create", key) from exc
         except BotoCoreError as exc:
             raise self._error(exc, "create", key) from exc
+
+    def get_versioned(self, key: str) -> tuple[bytes, str] | None:
+        """One GetObject: the bytes and the ETag; None if absent."""
+        try:
+            with self._translated("get", key):
+                response = self._client.get_object(Bucket=self._bucket, Key=self._full(key))
+                return response["Body"].read(), str(response["ETag"])
+        except NotFoundError:
+            return None
+
+    def replace(self, key: str, data: bytes, *, if_match: str) -> None:
+        """One conditional PutObject (``IfMatch``): StaleVersionError if the object changed
+        (412), is gone (404), or another conditional write to it is in flight (409)."""
+        full = self._full(key)
+        try:
+            self._client.put_object(Bucket=self._bucket, Key=full, Body=data, IfMatch=if_match)
+        except ClientError as exc:
+            if _code(exc) in _EXISTS | _NOT_FOUND:
+                raise StaleVersionError(
+                    f"object {key!r} in {self.uri} is no longer version {if_match}: read it again"
+                ) from exc
+            raise self._error(exc, "replace", key) from exc
+        except BotoCoreError as exc:
+            raise self._error(exc, "replace", key) from exc
 
     def delete_many(self, keys: Sequence[str]) -> DeleteResult:
         """One quiet DeleteObjects per 1,000 keys; per-key errors go to ``failed``.

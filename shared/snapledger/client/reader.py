@@ -37,11 +37,13 @@ from snapledger.errors import NotFoundError
 from snapledger.layout import (
     MANIFEST_NAME,
     SnapshotLocation,
+    latest_pointer_key,
     parse_manifest_key,
     parse_snapshot_prefix,
     restore_prefix,
 )
 from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestFile, ManifestV1, SnapshotFormat
+from snapledger.models.pointer import LatestPointer
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -99,6 +101,32 @@ class SnapshotReader:
             offsets=manifest.offsets,
             workers=self._workers,
         )
+
+    def latest_pointer(self, stream: str, partition: int) -> LatestPointer:
+        """The lineage's ``latest.json`` (one GET): the latest snapshot as snapledger last
+        published it, readable while the registry's functions or table are not.
+        NotFoundError if the lineage has none yet."""
+        key = latest_pointer_key(stream, partition)
+        raw = self._descriptor(key, self._where(key))
+        try:
+            return LatestPointer.model_validate_json(raw)
+        except ValidationError as exc:
+            raise SnapshotCorruptError(
+                self._where(key), detail=f"not a valid latest.json v1 ({_first_error(exc)})"
+            ) from exc
+
+    def open_latest(self, stream: str, partition: int) -> OpenedSnapshot:
+        """The lineage's latest snapshot found through its ``latest.json``, from the bucket
+        alone: the pointer, then the manifest it names (which must agree with it)."""
+        pointer = self.latest_pointer(stream, partition)
+        opened = self.open(pointer.manifest_key)
+        if opened.snapshot_id != pointer.snapshot_id or opened.lsn != pointer.lsn:
+            raise SnapshotCorruptError(
+                self._where(pointer.prefix),
+                detail=f"latest.json names {pointer.snapshot_id} at LSN {pointer.lsn}, its "
+                f"manifest {opened.snapshot_id} at LSN {opened.lsn}",
+            )
+        return opened
 
     def open_restore(self, job_id: str, partition: int) -> OpenedSnapshot:
         """The state a restore job wrote for ``partition``, from its ``_restore.json``.

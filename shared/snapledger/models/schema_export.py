@@ -1,6 +1,7 @@
 """Write the published schemas from the models: ``make schema``.
 
 - ``docs/manifest-v1.schema.json``: the manifest format;
+- ``docs/latest-pointer-v1.schema.json``: ``latest.json``, a lineage's latest snapshot;
 - ``docs/events/{type}.schema.json``: one per event type on the bus (a file for a type that
   no longer exists is removed).
 """
@@ -12,13 +13,19 @@ from pathlib import Path
 
 from snapledger.models.event_schema import SCHEMA_SUFFIX, event_schema_documents
 from snapledger.models.manifest import manifest_json_schema
+from snapledger.models.pointer import pointer_json_schema
 
 SCHEMA_PATH = Path("docs/manifest-v1.schema.json")
+POINTER_SCHEMA_PATH = Path("docs/latest-pointer-v1.schema.json")
 EVENT_SCHEMA_DIR = Path("docs/events")
 
 
 def render() -> str:
     return json.dumps(manifest_json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def render_pointer() -> str:
+    return json.dumps(pointer_json_schema(), indent=2, sort_keys=True) + "\n"
 
 
 def event_schema_files() -> dict[Path, str]:
@@ -33,6 +40,8 @@ def main() -> None:
     SCHEMA_PATH.parent.mkdir(parents=True, exist_ok=True)
     SCHEMA_PATH.write_text(render())
     print(f"wrote {SCHEMA_PATH}")
+    POINTER_SCHEMA_PATH.write_text(render_pointer())
+    print(f"wrote {POINTER_SCHEMA_PATH}")
     files = event_schema_files()
     EVENT_SCHEMA_DIR.mkdir(parents=True, exist_ok=True)
     for stale in sorted(set(EVENT_SCHEMA_DIR.glob(f"*{SCHEMA_SUFFIX}")) - set(files)):

@@ -27,10 +27,12 @@ from snapledger.errors import InvalidKeyError, ManifestTooLargeError, NotFoundEr
 from snapledger.layout import SnapshotLocation, parse_manifest_key
 from snapledger.models.commands import RegisterSnapshot
 from snapledger.models.events import LatestAdvanced, SnapshotRegistered, SnapshotRejected
-from snapledger.models.ledger import SnapshotStatus, snapshot_sort_key
+from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
 from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestV1
+from snapledger.models.pointer import LatestPointer
 from snapledger.ports import LedgerStore, ObjectStore
 from snapledger.services.commands import CommandResult, RetryPolicy
+from snapledger.services.latest_pointer import publish_latest
 from snapledger.services.lineage_combiner import LineageCombiner
 
 #: The process's one writer per lineage (see ``lineage_combiner``).
@@ -113,6 +115,7 @@ def register_manifests(
     """
     answers: list[RegistrationResult | RegistrationFailed | None] = [None] * len(keys)
     lineages: dict[tuple[str, int], list[tuple[int, SnapshotLocation, RegisterSnapshot]]] = {}
+    manifests: dict[str, ManifestV1] = {}  # manifest key -> the manifest, when valid
     for index, key in enumerate(keys):
         try:
             location = parse_manifest_key(key)
@@ -125,10 +128,12 @@ def register_manifests(
                 answers[index] = RegistrationResult(Outcome.REJECTED, key, reason=str(exc))
             continue
         try:
-            command = _command_for(location, key, store)
+            command, manifest = _command_for(location, key, store)
         except Exception as failure:  # answered per key
             answers[index] = RegistrationFailed(key, failure)
             continue
+        if manifest is not None:
+            manifests[key] = manifest
         lineage = lineages.setdefault((location.stream, location.partition), [])
         lineage.append((index, location, command))
     for members in lineages.values():
@@ -142,12 +147,54 @@ def register_manifests(
             for index, _, command in members:
                 answers[index] = RegistrationFailed(command.manifest_key, failure)
             continue
-        for (index, location, command), result in zip(members, results, strict=True):
-            answers[index] = _result(location, command.manifest_key, result)
+        outcomes: list[RegistrationResult | RegistrationFailed] = [
+            _result(location, command.manifest_key, result)
+            for (_, location, command), result in zip(members, results, strict=True)
+        ]
+        try:
+            _publish_latest(members, results, manifests, ledger=ledger, store=store)
+        except Exception as failure:  # the keys are retried: a duplicate publishes again
+            outcomes = [
+                RegistrationFailed(command.manifest_key, failure) for *_, command in members
+            ]
+        for (index, _, _), outcome in zip(members, outcomes, strict=True):
+            answers[index] = outcome
     return [answer for answer in answers if answer is not None]
 
 
-def _command_for(location: SnapshotLocation, key: str, store: ObjectStore) -> RegisterSnapshot:
+def _publish_latest(
+    members: Sequence[tuple[int, SnapshotLocation, RegisterSnapshot]],
+    results: Sequence[CommandResult],
+    manifests: dict[str, ManifestV1],
+    *,
+    ledger: LedgerStore,
+    store: ObjectStore,
+) -> None:
+    """``latest.json`` after a commit that advanced the lineage's latest, or after a
+    redelivered manifest (whose first delivery may have crashed before writing it)."""
+    if all(result.events and not _advanced(result) for result in results):
+        return  # only new snapshots that did not advance the latest: nothing to publish
+    head = results[-1].state.head
+    known = None
+    for (_, location, command), result in zip(members, results, strict=True):
+        if (location.lsn, location.snapshot_id) != (head.latest_lsn, head.latest_snapshot_id):
+            continue
+        record = result.state.snapshots.get(snapshot_sort_key(location.lsn, location.snapshot_id))
+        manifest = manifests.get(command.manifest_key)
+        if record is not None and manifest is not None:
+            known = LatestPointer.of(record, manifest)
+    lineage = LineageId(stream=head.stream, partition=head.partition)
+    publish_latest(lineage, head, ledger=ledger, store=store, known=known)
+
+
+def _advanced(result: CommandResult) -> bool:
+    return any(isinstance(event, LatestAdvanced) for event in result.events)
+
+
+def _command_for(
+    location: SnapshotLocation, key: str, store: ObjectStore
+) -> tuple[RegisterSnapshot, ManifestV1 | None]:
+    """The registration command of the manifest at ``key``, and the manifest when valid."""
     common = {
         "stream": location.stream,
         "partition": location.partition,
@@ -158,13 +205,14 @@ def _command_for(location: SnapshotLocation, key: str, store: ObjectStore) -> Re
     try:
         raw = store.get(key, max_bytes=MAX_MANIFEST_BYTES)
     except NotFoundError:
-        return RegisterSnapshot(**common, manifest_digest="missing", manifest_missing=True)
+        return RegisterSnapshot(**common, manifest_digest="missing", manifest_missing=True), None
     except ManifestTooLargeError:
         info = store.head(key)  # only on this rare path: the size, for the message
         size = info.size if info else MAX_MANIFEST_BYTES + 1
+        rejection = oversize_reason(size)
         return RegisterSnapshot(
-            **common, manifest_digest=f"oversize:{size}", rejection=oversize_reason(size)
-        )
+            **common, manifest_digest=f"oversize:{size}", rejection=rejection
+        ), None
     digest = manifest_digest(raw)
     try:
         parsed = parse_manifest(location, raw)
@@ -173,10 +221,12 @@ def _command_for(location: SnapshotLocation, key: str, store: ObjectStore) -> Re
         check_files_present(location, parsed.manifest, sizes)
         check_file_contents(location, parsed.manifest, sizes, store)
     except ManifestRejectedError as rejected:
-        return RegisterSnapshot(
+        command = RegisterSnapshot(
             **common, manifest_digest=digest, rejection=rejected.reason, epoch_hint=rejected.epoch
         )
-    return RegisterSnapshot(**common, manifest_digest=digest, summary=parsed.summary)
+        return command, None
+    command = RegisterSnapshot(**common, manifest_digest=digest, summary=parsed.summary)
+    return command, parsed.manifest
 
 
 def check_file_contents(

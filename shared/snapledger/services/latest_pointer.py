@@ -1,0 +1,103 @@
+"""Publish a lineage's latest snapshot as ``snapshots/{stream}/{partition}/latest.json``.
+
+Registration calls ``publish_latest`` after every commit that made a snapshot latest and
+for every redelivered manifest (a duplicate), with the lineage's HEAD as it committed or
+loaded it. It always publishes the ledger's latest, never the one an event named, so the
+order deliveries arrive in does not matter:
+
+- **never backwards**: the stored pointer is read first (one GET, with its ETag) and kept
+  when it names the same or a newer snapshot (LSN, then snapshot id, the ledger's order);
+  otherwise it is replaced with S3 conditional writes, ``If-None-Match: *`` to create and
+  ``If-Match: <ETag>`` to replace, so of two writers racing, the one that read an older
+  pointer loses and reads again;
+- **converges after a crash between the commit and the write**: the manifest's message
+  is then not deleted from the registration queue, so SQS delivers it again; its
+  registration is a duplicate, which publishes the pointer again. A failed write fails
+  the message the same way. After the queue's last attempt the message goes to its
+  dead-letter queue (alarmed); any later snapshot of the lineage also repairs it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import ValidationError
+
+from snapledger.errors import LostRaceError, ObjectExistsError, StaleVersionError
+from snapledger.layout import latest_pointer_key
+from snapledger.models.ledger import Head, LineageId, snapshot_sort_key
+from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestV1
+from snapledger.models.pointer import LatestPointer
+from snapledger.ports import LedgerStore, ObjectStore
+
+#: Conditional writes lost to other writers before giving up (each loser reads again).
+MAX_ATTEMPTS = 5
+
+
+class PointerOutcome(StrEnum):
+    WRITTEN = "written"  # latest.json now names the ledger's latest
+    CURRENT = "current"  # it already named it (or a newer one): nothing written
+    NO_LATEST = "no_latest"  # the lineage has no latest snapshot yet
+
+
+def publish_latest(
+    lineage: LineageId,
+    head: Head,
+    *,
+    ledger: LedgerStore,
+    store: ObjectStore,
+    known: LatestPointer | None = None,
+) -> PointerOutcome:
+    """Make ``latest.json`` name ``head``'s latest snapshot unless it names a newer one.
+
+    ``known``: the pointer, when the caller already has its record and manifest (the
+    registration that made it latest); otherwise they are read (one BatchGetItem, one
+    GET of the manifest), and only when the stored pointer is behind.
+    """
+    if head.latest_lsn is None or head.latest_snapshot_id is None:
+        return PointerOutcome.NO_LATEST
+    target = snapshot_sort_key(head.latest_lsn, head.latest_snapshot_id)
+    key = latest_pointer_key(lineage.stream, lineage.partition)
+    pointer = known if known is not None and known.sort_key == target else None
+    for _ in range(MAX_ATTEMPTS):
+        current = store.get_versioned(key)
+        if current is not None:
+            stored = _readable(current[0])
+            if stored is not None and stored.sort_key >= target:
+                return PointerOutcome.CURRENT
+        if pointer is None:
+            pointer = read_pointer(lineage, target, ledger=ledger, store=store)
+        data = pointer.model_dump_json(exclude_none=False).encode()
+        try:
+            if current is None:
+                store.create(key, data)
+            else:
+                store.replace(key, data, if_match=current[1])
+        except (ObjectExistsError, StaleVersionError):
+            continue  # another writer got there first: read what it wrote
+        return PointerOutcome.WRITTEN
+    raise LostRaceError(
+        f"{key}: lost {MAX_ATTEMPTS} conditional writes in a row to other writers; "
+        "the registration is retried"
+    )
+
+
+def read_pointer(
+    lineage: LineageId, sort_key: str, *, ledger: LedgerStore, store: ObjectStore
+) -> LatestPointer:
+    """The pointer of the snapshot at ``sort_key``, from its ledger record and manifest."""
+    record = ledger.load(lineage, [sort_key]).snapshots.get(sort_key)
+    if record is None:
+        raise LostRaceError(f"{lineage}: the latest snapshot's record {sort_key} is not there")
+    manifest = ManifestV1.model_validate_json(
+        store.get(record.manifest_key, max_bytes=MAX_MANIFEST_BYTES)
+    )
+    return LatestPointer.of(record, manifest)
+
+
+def _readable(raw: bytes) -> LatestPointer | None:
+    """The stored pointer, or None when it is not one (it is then replaced)."""
+    try:
+        return LatestPointer.model_validate_json(raw)
+    except ValidationError:
+        return None

@@ -1,0 +1,195 @@
+"""``latest.json``: written after the latest advances, never backwards, converging to the
+ledger's latest after any order of deliveries and after a crash between commit and write."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from snapledger.errors import StoreUnavailableError
+from snapledger.layout import latest_pointer_key
+from snapledger.models.ledger import LineageId, snapshot_sort_key
+from snapledger.models.pointer import LatestPointer
+from snapledger.services.latest_pointer import PointerOutcome, publish_latest
+from snapledger.services.registration import (
+    Outcome,
+    RegistrationFailed,
+    register_manifest,
+    register_manifests,
+)
+from tests.support import moto_ledger, write_snapshot
+
+ORDERS_3 = LineageId(stream="orders", partition=3)
+POINTER = latest_pointer_key("orders", 3)
+SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "latest-pointer-v1.schema.json"
+
+
+def pointer(store) -> LatestPointer | None:
+    found = store.get_versioned(POINTER)
+    return None if found is None else LatestPointer.model_validate_json(found[0])
+
+
+def test_the_pointer_names_the_latest_with_its_files_and_matches_its_schema(ledger, store, clock):
+    key = write_snapshot(store, lsn=100, offsets={"orders-3": 101})
+    result = register_manifest(key, ledger=ledger, store=store, clock=clock)
+    assert result.outcome is Outcome.BECAME_LATEST
+
+    raw = json.loads(store.get(POINTER))
+    jsonschema.validate(raw, json.loads(SCHEMA.read_text()))
+    written = LatestPointer.model_validate(raw)
+    manifest = json.loads(store.get(key))
+    assert (written.snapshot_id, written.lsn, written.epoch) == (result.snapshot_id, 100, 1)
+    assert written.manifest_key == key and key.startswith(written.prefix)
+    assert [f.model_dump(exclude_none=True) for f in written.files] == manifest["files"]
+    assert written.offsets == {"orders-3": 101}
+    record = ledger.get_snapshot(ORDERS_3, snapshot_sort_key(100, result.snapshot_id))
+    assert written.registered_at == record.registered_at
+
+
+def test_an_older_snapshot_registered_later_leaves_the_pointer(ledger, store, clock):
+    newer = register_manifest(
+        write_snapshot(store, lsn=200), ledger=ledger, store=store, clock=clock
+    )
+    older = register_manifest(
+        write_snapshot(store, lsn=100), ledger=ledger, store=store, clock=clock
+    )
+    assert older.outcome is Outcome.RECORDED
+    assert pointer(store).snapshot_id == newer.snapshot_id
+
+
+def test_a_stale_publisher_never_moves_the_pointer_back(ledger, store, clock):
+    first = register_manifest(
+        write_snapshot(store, lsn=100), ledger=ledger, store=store, clock=clock
+    )
+    stale_head = ledger.get_head(ORDERS_3)
+    register_manifest(write_snapshot(store, lsn=300), ledger=ledger, store=store, clock=clock)
+    # A publisher that read HEAD before the second registration
+    outcome = publish_latest(ORDERS_3, stale_head, ledger=ledger, store=store)
+    assert outcome is PointerOutcome.CURRENT
+    assert pointer(store).lsn == 300 and first.snapshot_id != pointer(store).snapshot_id
+
+
+def test_an_unreadable_pointer_is_replaced(ledger, store, clock):
+    store.put(POINTER, b"{not json")
+    result = register_manifest(
+        write_snapshot(store, lsn=100), ledger=ledger, store=store, clock=clock
+    )
+    assert pointer(store).snapshot_id == result.snapshot_id
+
+
+class CrashingStore:
+    """The file store, with pointer writes failing while ``crash`` is set, and a record of
+    every pointer that was written."""
+
+    def __init__(self, store) -> None:
+        self._store = store
+        self.crash = False
+        self.written: list[str] = []
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def create(self, key, data):
+        self._write(key, data, lambda: self._store.create(key, data))
+
+    def replace(self, key, data, *, if_match):
+        self._write(key, data, lambda: self._store.replace(key, data, if_match=if_match))
+
+    def _write(self, key, data, write) -> None:
+        if key == POINTER and self.crash:
+            raise StoreUnavailableError("injected: the process died before the pointer write")
+        write()
+        if key == POINTER:
+            self.written.append(LatestPointer.model_validate_json(data).sort_key)
+
+
+def test_a_crash_between_commit_and_pointer_write_is_repaired_by_the_redelivery(
+    ledger, store, clock
+):
+    crashing = CrashingStore(store)
+    key = write_snapshot(store, lsn=100)
+    crashing.crash = True
+    [failed] = register_manifests([key], ledger=ledger, store=crashing, clock=clock)
+    # The ledger committed, the pointer was not written: the message is retried
+    assert isinstance(failed, RegistrationFailed)
+    assert ledger.get_head(ORDERS_3).latest_lsn == 100 and pointer(store) is None
+    crashing.crash = False
+    [again] = register_manifests([key], ledger=ledger, store=crashing, clock=clock)
+    assert again.outcome is Outcome.DUPLICATE
+    assert pointer(store).lsn == 100
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    deliveries=st.lists(
+        st.tuples(st.integers(min_value=0, max_value=5), st.booleans()), min_size=1, max_size=14
+    )
+)
+def test_any_order_of_deliveries_and_crashes_converges_and_never_goes_back(
+    tmp_path_factory, deliveries
+):
+    from snapledger.adapters.object_store_file import FileObjectStore
+    from snapledger.clock import ManualClock
+
+    # Six snapshots (LSNs 100..600) delivered in any order, any number of times, each
+    # delivery possibly crashing before the pointer write; then every one delivered once
+    # more without crashing (what SQS's redelivery guarantees).
+    store = FileObjectStore(tmp_path_factory.mktemp("root"))
+    clock = ManualClock()
+    crashing = CrashingStore(store)
+    with moto_ledger() as ledger:
+        keys = [write_snapshot(store, lsn=100 * (n + 1)) for n in range(6)]
+        for index, crash in deliveries:
+            crashing.crash = crash
+            register_manifests([keys[index]], ledger=ledger, store=crashing, clock=clock)
+        crashing.crash = False
+        for index in sorted({index for index, _ in deliveries}):
+            register_manifests([keys[index]], ledger=ledger, store=crashing, clock=clock)
+        head = ledger.get_head(ORDERS_3)
+        final = pointer(store)
+        assert final is not None
+        assert final.sort_key == snapshot_sort_key(head.latest_lsn, head.latest_snapshot_id)
+        assert crashing.written == sorted(crashing.written), "the pointer moved backwards"
+
+
+def test_gc_and_the_orphan_sweep_leave_the_pointer(ledger, store, clock):
+    from tests.gc.support import age_objects, gc_deps
+
+    for lsn in (100, 200, 300, 400):
+        register_manifest(write_snapshot(store, lsn=lsn), ledger=ledger, store=store, clock=clock)
+    before = store.get(POINTER)
+    from datetime import timedelta
+
+    from snapledger.gc_settings import GcConfig
+    from snapledger.services.gc import run_gc
+
+    clock.advance(timedelta(days=30))
+    age_objects(store, "snapshots/", clock.now() - timedelta(days=30))
+    config = GcConfig(default_min_count=1, default_min_age_hours=1, orphan_grace_hours=1)
+    report = run_gc(gc_deps(ledger, store, clock), config=config)
+    assert report is not None
+    assert store.get(POINTER) == before
+    remaining = {info.key for info in store.list("snapshots/orders/3/")}
+    assert POINTER in remaining
+    assert sum(k.endswith("_manifest.json") for k in remaining) == 1
+
+
+@pytest.mark.parametrize("delivered_twice", [False, True])
+def test_a_redelivered_manifest_writes_no_pointer_when_it_is_current(
+    ledger, store, clock, delivered_twice
+):
+    key = write_snapshot(store, lsn=100)
+    register_manifest(key, ledger=ledger, store=store, clock=clock)
+    crashing = CrashingStore(store)
+    if delivered_twice:
+        register_manifests([key], ledger=ledger, store=crashing, clock=clock)
+    assert crashing.written == []
