@@ -22,3 +22,4 @@ def test_demo_scenario_passes_every_check(tmp_path, capsys, spark):
     # 2 per-partition checks after bootstrap, 2 rounds, GC and 2 restores per partition
     assert passed == total >= 20
     assert "equals full replay" in out and "latest advanced" in out
+    assert out.count("latest.json names the ledger's latest and reads back") == 2
