@@ -193,3 +193,21 @@ def test_a_redelivered_manifest_writes_no_pointer_when_it_is_current(
     if delivered_twice:
         register_manifests([key], ledger=ledger, store=crashing, clock=clock)
     assert crashing.written == []
+
+
+def test_concurrent_registrations_of_one_lineage_leave_the_pointer_on_the_latest(
+    ledger, store, clock
+):
+    from concurrent.futures import ThreadPoolExecutor
+
+    keys = [write_snapshot(store, lsn=100 * (n + 1)) for n in range(16)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(
+            pool.map(
+                lambda key: register_manifests([key], ledger=ledger, store=store, clock=clock)[0],
+                reversed(keys),
+            )
+        )
+    assert not [r for r in results if isinstance(r, RegistrationFailed)]
+    head = ledger.get_head(ORDERS_3)
+    assert (head.latest_lsn, pointer(store).lsn) == (1600, 1600)

@@ -31,7 +31,7 @@ from snapledger.models.pointer import LatestPointer
 from snapledger.ports import LedgerStore, ObjectStore
 
 #: Conditional writes lost to other writers before giving up (each loser reads again).
-MAX_ATTEMPTS = 5
+MAX_ATTEMPTS = 10
 
 
 class PointerOutcome(StrEnum):
