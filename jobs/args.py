@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NoReturn, get_args
 
 from jobs.errors import JobArgumentError
-from jobs.layout import MAX_LSN, is_valid_job_id, is_valid_stream, parse_snapshot_prefix
+from jobs.layout import MAX_LSN, is_valid_job_id, is_valid_stream, snapshot_location
 
 JobKind = Literal["bootstrap", "restore", "compaction"]
 JOB_KINDS: tuple[str, ...] = get_args(JobKind)
@@ -83,8 +83,11 @@ class JobArgs:
             if partition not in self.partitions:
                 problems.append(f"base given for partition {partition}, which is not in the job")
                 continue
-            parsed = parse_snapshot_prefix(prefix)
-            if parsed is None or parsed[:2] != (self.stream, partition):
+            location = snapshot_location(prefix)
+            if location is None or (location.stream, location.partition) != (
+                self.stream,
+                partition,
+            ):
                 problems.append(
                     f"base {prefix!r} for partition {partition} is not a snapshot prefix "
                     f"snapshots/{self.stream}/{partition}/{{lsn:020d}}-{{ulid}}/"

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 from jobs.layout import changelog_dir, segment_name, staging_prefix
 from jobs.schema import OP_DELETE, OP_PUT
 from jobs.storage import ObjectStore
-from jobs.ulid import new_ulid
+from snapledger.ids import new_ulid
 
 _TS_ORIGIN_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: records are 1 ms apart from here
 

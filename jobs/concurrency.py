@@ -16,7 +16,7 @@ from typing import Generic, TypeVar
 from pyspark import InheritableThread
 from pyspark.sql import SparkSession
 
-from jobs.ulid import new_ulid
+from snapledger.ids import new_ulid
 
 _CANCEL_POLL_S = 0.2
 T = TypeVar("T")

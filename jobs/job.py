@@ -45,8 +45,8 @@ from jobs.output import DataFile, describe_files, publish_files, write_descripto
 from jobs.settings import job_settings
 from jobs.snapshots import BaseSnapshot, load_base, read_base_rows
 from jobs.storage import ObjectStore, StoredFile
-from jobs.ulid import new_ulid
 from jobs.verify import ChecksumVerification
+from snapledger.ids import new_ulid
 
 _PARTITION_THREADS = 8
 

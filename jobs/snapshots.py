@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 
 from jobs.errors import SnapshotError
-from jobs.layout import MANIFEST_NAME, parse_snapshot_prefix
+from jobs.layout import MANIFEST_NAME, snapshot_location
 from jobs.schema import STATE_COLUMNS, STATE_SCHEMA
 from jobs.storage import ObjectStore
 from jobs.verify import BaseFile, check_kv_schema, stated_checksum
@@ -43,10 +43,10 @@ class BaseSnapshot:
 
 def load_base(store: ObjectStore, stream: str, partition: int, prefix: str) -> BaseSnapshot:
     """Read and check the manifest under ``prefix``; raises SnapshotError naming the problem."""
-    parsed = parse_snapshot_prefix(prefix)
-    if parsed is None or parsed[:2] != (stream, partition):
+    location = snapshot_location(prefix)
+    if location is None or (location.stream, location.partition) != (stream, partition):
         raise SnapshotError(f"{prefix}: not a snapshot prefix of {stream} partition {partition}")
-    _, _, lsn, snapshot_id = parsed
+    lsn, snapshot_id = location.lsn, location.snapshot_id
     listing = {f.key: f.size for f in store.list_files(prefix)}
     manifest_key = prefix + MANIFEST_NAME
     if manifest_key not in listing:

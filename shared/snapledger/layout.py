@@ -32,6 +32,9 @@ _SNAPSHOT_DIR_RE = re.compile(
     rf"^{SNAPSHOTS}/(?P<stream>{STREAM_PATTERN})/(?P<partition>0|[1-9][0-9]{{0,8}})/"
     rf"(?P<lsn>[0-9]{{{LSN_WIDTH}}})-(?P<snapshot_id>{ULID_PATTERN})/$"
 )
+_SEGMENT_NAME_RE = re.compile(
+    rf"^(?P<first>[0-9]{{{LSN_WIDTH}}})-(?P<last>[0-9]{{{LSN_WIDTH}}})\.parquet$"
+)
 _SEGMENT_RE = re.compile(
     rf"^{CHANGELOG}/(?P<stream>{STREAM_PATTERN})/(?P<partition>0|[1-9][0-9]{{0,8}})/"
     rf"(?P<first>[0-9]{{{LSN_WIDTH}}})-(?P<last>[0-9]{{{LSN_WIDTH}}})\.parquet$"
@@ -102,9 +105,18 @@ def lineage_changelog_prefix(stream: str, partition: int) -> str:
 
 
 def segment_key(stream: str, partition: int, first_lsn: int, last_lsn: int) -> str:
-    check_stream_name(stream)
-    span = f"{first_lsn:0{LSN_WIDTH}d}-{last_lsn:0{LSN_WIDTH}d}"
-    return f"{CHANGELOG}/{stream}/{partition}/{span}.parquet"
+    return lineage_changelog_prefix(stream, partition) + segment_name(first_lsn, last_lsn)
+
+
+def segment_name(first_lsn: int, last_lsn: int) -> str:
+    """A segment's file name: ``{first_lsn:020d}-{last_lsn:020d}.parquet``."""
+    return f"{first_lsn:0{LSN_WIDTH}d}-{last_lsn:0{LSN_WIDTH}d}.parquet"
+
+
+def parse_segment_name(name: str) -> tuple[int, int] | None:
+    """``(first_lsn, last_lsn)`` of a segment file name, or None if it is not one."""
+    match = _SEGMENT_NAME_RE.match(name)
+    return None if match is None else (int(match["first"]), int(match["last"]))
 
 
 def restore_prefix(job_id: str, partition: int) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -46,6 +47,19 @@ def test_job_zip_carries_the_snapledger_modules_the_jobs_share() -> None:
     shared = out / "snapledger"
     shipped = sorted(str(p.relative_to(shared)) for p in shared.rglob("*.py"))
     assert shipped == sorted(names.JOB_SHARED_MODULES)
+
+
+def test_every_snapledger_module_the_jobs_import_is_in_the_job_zip() -> None:
+    imported: set[str] = set()
+    for path in names.JOBS_DIR.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("snapledger"):
+                imported.add(node.module or "")
+    shipped = {
+        "snapledger." + m.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        for m in names.JOB_SHARED_MODULES
+    }
+    assert imported and imported <= shipped, imported - shipped
 
 
 def test_job_zip_refuses_a_shared_module_that_does_not_exist(tmp_path: Path) -> None:
@@ -226,3 +240,9 @@ def test_notification_filters_match_the_layout() -> None:
     segment = segment_key("orders", 3, 1, 99)
     assert segment.startswith(names.CHANGELOG_PREFIX)
     assert segment.endswith(names.CHANGELOG_SUFFIX)
+
+
+def test_the_manual_zip_in_jobs_md_carries_the_shared_modules() -> None:
+    text = (names.REPO_ROOT / "docs" / "jobs.md").read_text()
+    listed = re.findall(r"snapledger/([\w/]+\.py)", text.split("zip -r jobs.zip", 1)[1][:600])
+    assert sorted(listed) == sorted(names.JOB_SHARED_MODULES)

@@ -1,36 +1,27 @@
-"""The job's stdlib copies (layout, ULID, Spark's hash) agree with what they mirror."""
+"""The job's layout is the shared one; its copy of Spark's hash agrees with Spark."""
 
 from __future__ import annotations
-
-import re
 
 import pytest
 
 from jobs import layout as job_layout
 from jobs.routing import shuffle_partitions_for, spark_hash_int, spark_partition_of
-from jobs.ulid import new_ulid
 from snapledger import layout
 
 
-def test_the_job_layout_renders_the_shared_layout_keys() -> None:
-    assert job_layout.LSN_WIDTH == layout.LSN_WIDTH
-    assert job_layout.MANIFEST_NAME == layout.MANIFEST_NAME
-    segment = job_layout.changelog_dir("s", 3) + job_layout.segment_name(5, 17)
-    assert segment == layout.segment_key("s", 3, 5, 17)
-    parsed = layout.parse_segment_key(segment)
-    assert job_layout.parse_segment_name(segment.rsplit("/", 1)[1]) == (
-        parsed.first_lsn,
-        parsed.last_lsn,
+def test_the_job_layout_is_the_shared_layout() -> None:
+    # The job imports the shared module (shipped in its zip) instead of a copy of it.
+    assert job_layout.snapshot_prefix is layout.snapshot_prefix
+    assert job_layout.changelog_dir("s", 3) + job_layout.segment_name(5, 17) == (
+        layout.segment_key("s", 3, 5, 17)
     )
-    ulid = new_ulid()
-    prefix = job_layout.snapshot_prefix("s", 3, 42, ulid)
-    assert prefix == layout.snapshot_prefix("s", 3, 42, ulid)
-    assert job_layout.parse_snapshot_prefix(prefix) == ("s", 3, 42, ulid)
-    assert job_layout.restore_prefix("j", 3) == layout.restore_prefix("j", 3)
-
-
-def test_the_job_ulid_is_a_ulid() -> None:
-    assert re.fullmatch(layout.ULID_PATTERN, new_ulid())
+    assert job_layout.parse_segment_name(job_layout.segment_name(5, 17)) == (5, 17)
+    assert job_layout.parse_segment_name("segment-1.parquet") is None
+    prefix = layout.snapshot_prefix("s", 3, 42, "01JW8Z3K9Q7N4M2P6R8T0V2X4Y")
+    for given in (prefix, prefix.rstrip("/")):
+        found = job_layout.snapshot_location(given)
+        assert (found.stream, found.partition, found.lsn) == ("s", 3, 42)
+    assert job_layout.snapshot_location("snapshots/s/3/not-a-snapshot/") is None
 
 
 @pytest.mark.spark
