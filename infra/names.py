@@ -24,12 +24,13 @@ EVENTS_DIR = REPO_ROOT / "events"
 # Sub-packages of ``snapledger`` that only run on a workstation, never in Lambda.
 LAMBDA_EXCLUDED_SUBPACKAGES = ("local", "cli", "client")
 #: The modules of ``snapledger`` the job zip carries beside ``jobs/`` (standard library only):
-#: the layout, ULIDs and errors, and the checksum and Parquet footer rules, shared by the
+#: the layout, ULIDs, errors and job kinds, and the checksum and Parquet footer rules, shared by the
 #: functions and the jobs (tests/infra/test_units.py checks the jobs import no other).
 JOB_SHARED_MODULES = (
     "__init__.py",
     "errors.py",
     "ids.py",
+    "job_kinds.py",
     "layout.py",
     "core/__init__.py",
     "core/checksums.py",

@@ -10,13 +10,15 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, NoReturn, get_args
+from typing import Literal, NoReturn
 
 from jobs.errors import JobArgumentError
 from jobs.layout import MAX_LSN, is_valid_job_id, is_valid_stream, snapshot_location
+from snapledger.job_kinds import JOB_KINDS as KIND_TABLE
+from snapledger.job_kinds import Base
 
 JobKind = Literal["bootstrap", "restore", "compaction"]
-JOB_KINDS: tuple[str, ...] = get_args(JobKind)
+JOB_KINDS: tuple[str, ...] = tuple(KIND_TABLE)
 LATEST_AVAILABLE = "latest-available"
 NO_BASE = "none"
 DEFAULT_MAX_ROWS_PER_FILE = 10_000_000
@@ -92,13 +94,14 @@ class JobArgs:
                     f"base {prefix!r} for partition {partition} is not a snapshot prefix "
                     f"snapshots/{self.stream}/{partition}/{{lsn:020d}}-{{ulid}}/"
                 )
-        if self.kind == "bootstrap" and self.bases:
-            problems.append("a bootstrap starts from empty state: give no --base")
-        if self.kind == "compaction":
+        base = KIND_TABLE[self.kind].base if self.kind in KIND_TABLE else Base.OPTIONAL
+        if base is Base.NONE and self.bases:
+            problems.append(f"a {self.kind} starts from empty state: give no --base")
+        if base is Base.REQUIRED:
             missing = [p for p in self.partitions if p not in self.bases]
             if missing:
                 problems.append(
-                    f"a compaction needs a base snapshot for every partition; none for "
+                    f"a {self.kind} needs a base snapshot for every partition; none for "
                     f"{_render_partitions(missing)} (use a bootstrap for those)"
                 )
         return problems

@@ -34,8 +34,6 @@ from jobs.concurrency import validate_while_writing
 from jobs.coverage import EMPTY_STATE_LSN, PartitionPlan, list_segments, plan_partition
 from jobs.descriptors import Provenance, manifest, restore_descriptor
 from jobs.layout import (
-    MANIFEST_NAME,
-    RESTORE_DESCRIPTOR_NAME,
     changelog_dir,
     restore_prefix,
     snapshot_prefix,
@@ -47,6 +45,7 @@ from jobs.snapshots import BaseSnapshot, load_base, read_base_rows
 from jobs.storage import ObjectStore, StoredFile
 from jobs.verify import ChecksumVerification
 from snapledger.ids import new_ulid
+from snapledger.job_kinds import job_kind
 
 _PARTITION_THREADS = 8
 
@@ -179,8 +178,9 @@ def _committed(
         changelog_to_lsn=plan.target_lsn if plan.segments else None,
     )
     descriptor: dict[str, object]
-    if args.kind == "restore":
-        descriptor_key = prefix + RESTORE_DESCRIPTOR_NAME
+    kind = job_kind(args.kind)
+    descriptor_key = prefix + kind.descriptor_name
+    if not kind.writes_snapshot:
         descriptor = restore_descriptor(
             stream=args.stream,
             partition=plan.partition,
@@ -190,7 +190,6 @@ def _committed(
         )
         snapshot_id = None
     else:
-        descriptor_key = prefix + MANIFEST_NAME
         snapshot_id = prefix.rstrip("/").rsplit("-", 1)[1]
         descriptor = manifest(
             stream=args.stream,
@@ -258,7 +257,7 @@ def _plan(
 
 
 def _output_prefix(store: ObjectStore, args: JobArgs, plan: PartitionPlan) -> str:
-    if args.kind != "restore":
+    if job_kind(args.kind).writes_snapshot:
         return snapshot_prefix(args.stream, plan.partition, plan.target_lsn, new_ulid())
     prefix = restore_prefix(args.job_id, plan.partition)
     # A rerun of the same job id (EMR Serverless retries) replaces what an attempt left.

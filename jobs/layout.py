@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from snapledger.errors import InvalidKeyError
+from snapledger.job_kinds import RESTORE_DESCRIPTOR_NAME
 from snapledger.layout import (
     LSN_WIDTH,
     MANIFEST_NAME,
@@ -45,8 +46,6 @@ __all__ = [
     "snapshot_prefix",
     "staging_prefix",
 ]
-
-RESTORE_DESCRIPTOR_NAME = "_restore.json"
 
 _STREAM_RE = re.compile(rf"^{STREAM_PATTERN}$")
 _JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")

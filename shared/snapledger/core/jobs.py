@@ -7,6 +7,7 @@ from typing import assert_never
 
 from snapledger.core.state import LineageState, Sequencer
 from snapledger.errors import InvalidRequestError
+from snapledger.job_kinds import JOB_KINDS
 from snapledger.models.commands import RecordJobState, RequestJob
 from snapledger.models.events import (
     JobFailed,
@@ -144,7 +145,8 @@ def evolve_job(
                 target_lsn=event.target_lsn,
             )
             update: dict[str, object] = {"active_jobs": {**head.active_jobs, event.job_id: job}}
-            if event.job_kind == "compaction":
+            spec = JOB_KINDS.get(event.job_kind)
+            if spec is not None and spec.one_per_lineage:
                 update["compaction_job_id"] = event.job_id
             head = head.model_copy(update=update)
         case JobStateChanged():

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, Field, model_validator
 
+from snapledger.job_kinds import Base, job_kind
 from snapledger.layout import MAX_LSN, STREAM_PATTERN, ULID_PATTERN
 from snapledger.models.base import Frozen
 from snapledger.models.jobs import JobKind
@@ -60,12 +61,14 @@ class LaunchRequest(Frozen):
             raise ValueError("give exactly one of 'partition' (a number) or 'partitions' (a list)")
         if self.partitions is not None and len(set(self.partitions)) != len(self.partitions):
             raise ValueError("'partitions' lists a partition twice")
-        if self.action is JobKind.BOOTSTRAP and self.from_ != "latest":
-            raise ValueError("a bootstrap starts from empty state: leave out 'from'")
-        if self.action is JobKind.COMPACTION and self.from_ != "latest":
-            raise ValueError(
-                "a compaction always starts from the latest snapshot: leave out 'from'"
+        kind = job_kind(self.action)
+        if not kind.chooses_base and self.from_ != "latest":
+            start = (
+                "starts from empty state"
+                if kind.base is Base.NONE
+                else "always starts from the latest snapshot"
             )
+            raise ValueError(f"a {kind.name} {start}: leave out 'from'")
         return self
 
     @property

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from snapledger.clock import Clock
 from snapledger.core.coverage import check_covers
 from snapledger.errors import InvalidKeyError, InvalidRequestError, JobStartError, NotFoundError
+from snapledger.job_kinds import Base, job_kind
 from snapledger.layout import lineage_changelog_prefix, parse_segment_key, snapshot_prefix
 from snapledger.models.commands import RequestJob
 from snapledger.models.jobs import JobKind, JobRecord, JobState, JobTransition, PartitionPlan
@@ -132,7 +133,8 @@ def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> Laun
 def plan_partition(request: LaunchRequest, partition: int, deps: LaunchDeps) -> PartitionPlan:
     """Resolve the base snapshot and the target LSN of one partition, or raise why not."""
     lineage = LineageId(stream=request.stream, partition=partition)
-    base = None if request.action is JobKind.BOOTSTRAP else resolve_base(request, lineage, deps)
+    needs_base = job_kind(request.action).base is not Base.NONE
+    base = resolve_base(request, lineage, deps) if needs_base else None
     if base is not None and base.format != "kv-parquet":
         raise InvalidRequestError(
             f"the snapshot {base.snapshot_id} of {lineage} (LSN {base.lsn}) is {base.format}: "
