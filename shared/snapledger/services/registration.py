@@ -111,7 +111,9 @@ def register_manifests(
     Each manifest is validated on its own; a lineage's commands are then committed
     together, a transaction per ``MAX_BATCH_COMMANDS``, through ``combiner`` (one writer
     per lineage in this process). A failure fails only its key, or the keys of the
-    lineage whose transaction failed.
+    lineage whose transaction failed. After a lineage's commit, its ``latest.json`` is
+    published (``services/latest_pointer.py``); if that fails, the lineage's keys fail
+    too, so their redelivery (a duplicate) publishes it again.
     """
     answers: list[RegistrationResult | RegistrationFailed | None] = [None] * len(keys)
     lineages: dict[tuple[str, int], list[tuple[int, SnapshotLocation, RegisterSnapshot]]] = {}
