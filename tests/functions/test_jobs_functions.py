@@ -83,10 +83,27 @@ def test_the_same_eventbridge_request_delivered_twice_starts_one_job(
 
 
 @pytest.mark.parametrize(
+    ("payload", "fields"),
+    [
+        ({"action": "restore", "stream": "orders"}, ["partition", "partitions"]),
+        ({"action": "bootstrap", "stream": "o", "partitions": [1, 1]}, ["partitions"]),
+        ({"action": "bootstrap", "stream": "o", "partition": 1, "from": {"lsn": 5}}, ["from"]),
+    ],
+)
+def test_a_rule_over_several_fields_names_each_field_at_fault(
+    rt, launch_handler, context, payload, fields
+):
+    answer = launch_handler(payload, context)
+    assert answer["error"] == "validation", answer
+    assert [f["field"] for f in answer["fields"]] == fields
+    assert "(payload)" not in answer["message"]
+
+
+@pytest.mark.parametrize(
     ("payload", "field"),
     [
         ({"action": "restore", "partition": 3}, "stream"),
-        ({"action": "restore", "stream": "orders", "partition": 3, "partitions": [3]}, "(payload)"),
+        ({"action": "restore", "stream": "orders", "partition": 3, "partitions": [3]}, "partition"),
         ({"action": "rewind", "stream": "orders", "partition": 3}, "action"),
         ({"action": "restore", "stream": "orders", "partition": -1}, "partition"),
         ({"action": "restore", "stream": "orders", "partition": 3, "from": {"lsn": "x"}}, "from"),

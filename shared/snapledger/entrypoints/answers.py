@@ -135,11 +135,6 @@ def payload_error(
     return ValidationError.from_exception_data(title, details)
 
 
-def one_of_error(fields: Sequence[str], problem: str) -> PydanticCustomError:
-    """For a model validator: a problem that names several fields (e.g. give one of two)."""
-    return PydanticCustomError("one_of", problem, {"fields": tuple(fields)})
-
-
 def as_object(payload: object, title: str) -> Mapping[str, Any]:
     """``payload`` if it is a JSON object, else a ValidationError saying so."""
     if not isinstance(payload, Mapping):

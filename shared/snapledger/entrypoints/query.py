@@ -21,12 +21,12 @@ from snapledger.entrypoints.answers import (
     as_object,
     count,
     ok,
-    one_of_error,
     payload_error,
 )
 from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, SnapshotId
 from snapledger.errors import NotFoundError, SnapledgerError
 from snapledger.layout import STREAM_PATTERN
+from snapledger.models.base import one_of_error
 from snapledger.models.events import LedgerEvent, StreamEvent
 from snapledger.models.ledger import LineageId
 from snapledger.ports import Page

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, ConfigDict
+from pydantic_core import PydanticCustomError
 
 #: For the module-level ``TypeAdapter``s of unions: their validators are built on first use,
 #: as the models' are (``defer_build``), so a function's cold start pays only for the
@@ -21,3 +24,9 @@ class Stored(BaseModel):
     older reader (a function not yet redeployed) still reads it."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True, defer_build=True)
+
+
+def one_of_error(fields: Sequence[str], problem: str) -> PydanticCustomError:
+    """For a model validator: a problem that names its fields (e.g. give one of two), so
+    the answer names them rather than the whole payload."""
+    return PydanticCustomError("one_of", problem, {"fields": tuple(fields)})

@@ -13,7 +13,7 @@ from pydantic import AwareDatetime, Field, model_validator
 
 from snapledger.job_kinds import Base, job_kind
 from snapledger.layout import MAX_LSN, STREAM_PATTERN, ULID_PATTERN
-from snapledger.models.base import Frozen
+from snapledger.models.base import Frozen, one_of_error
 from snapledger.models.jobs import JobKind
 
 
@@ -58,9 +58,12 @@ class LaunchRequest(Frozen):
     @model_validator(mode="after")
     def _one_way_to_name_partitions(self) -> LaunchRequest:
         if (self.partition is None) == (self.partitions is None):
-            raise ValueError("give exactly one of 'partition' (a number) or 'partitions' (a list)")
+            raise one_of_error(
+                ("partition", "partitions"),
+                "give exactly one of 'partition' (a number) or 'partitions' (a list)",
+            )
         if self.partitions is not None and len(set(self.partitions)) != len(self.partitions):
-            raise ValueError("'partitions' lists a partition twice")
+            raise one_of_error(("partitions",), "'partitions' lists a partition twice")
         kind = job_kind(self.action)
         if not kind.chooses_base and self.from_ != "latest":
             start = (
@@ -68,7 +71,7 @@ class LaunchRequest(Frozen):
                 if kind.base is Base.NONE
                 else "always starts from the latest snapshot"
             )
-            raise ValueError(f"a {kind.name} {start}: leave out 'from'")
+            raise one_of_error(("from",), f"a {kind.name} {start}: leave out 'from'")
         return self
 
     @property
