@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
 
 from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
-from snapledger.errors import InvalidRequestError, NotFoundError
+from snapledger.errors import InvalidRequestError, NotFoundError, StoreUnavailableError
 from snapledger.models.events import (
     StreamSnapshotCompleted,
     StreamSnapshotFailed,
@@ -16,8 +17,14 @@ from snapledger.models.events import (
 )
 from snapledger.models.generations import GenerationStatus
 from snapledger.models.ledger import LineageId, snapshot_sort_key
+from snapledger.models.pointer import GenerationPointer
 from snapledger.services import generations
-from snapledger.services.registration import Outcome, register_manifest
+from snapledger.services.registration import (
+    Outcome,
+    RegistrationFailed,
+    register_manifest,
+    register_manifests,
+)
 from tests.support import write_snapshot
 
 STREAM = "orders"
@@ -189,3 +196,81 @@ def test_generations_list_newest_first(ledger, streams, clock):
     rest = streams.list_generations(STREAM, limit=2, cursor=page.cursor)
     assert [g.generation for g in rest.items] == [1]
     assert generations.current_generation(streams, STREAM).generation == 3
+
+
+GENERATION_JSON = "snapshots/orders/generation.json"
+
+
+class CrashingGenerationWrites:
+    """The store, with ``generation.json`` writes failing while ``crash`` is set."""
+
+    def __init__(self, store) -> None:
+        self._store = store
+        self.crash = False
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def create(self, key, data):
+        self._check(key)
+        self._store.create(key, data)
+
+    def replace(self, key, data, *, if_match):
+        self._check(key)
+        self._store.replace(key, data, if_match=if_match)
+
+    def _check(self, key) -> None:
+        if key == GENERATION_JSON and self.crash:
+            raise StoreUnavailableError("injected: the process died before generation.json")
+
+
+def generation_json(store) -> GenerationPointer | None:
+    try:
+        return GenerationPointer.model_validate_json(store.get(GENERATION_JSON))
+    except NotFoundError:
+        return None
+
+
+def test_the_completing_registration_publishes_generation_json(ledger, streams, store, clock):
+    g = request(streams, clock, partitions=(0, 1))
+    first = register(member(store, 0, 100, g), ledger, streams, store, clock)
+    assert generation_json(store) is None  # not complete yet
+    second = register(member(store, 1, 200, g), ledger, streams, store, clock)
+    pointer = generation_json(store)
+    assert pointer is not None and pointer.generation == g
+    assert [(m.partition, m.snapshot_id, m.lsn, m.offsets) for m in pointer.members] == [
+        (0, first.snapshot_id, 100, {"t": 100}),
+        (1, second.snapshot_id, 200, {"t": 200}),
+    ]
+    manifest = store.get(pointer.members[1].manifest_key)  # each member's manifest is there
+    assert json.loads(manifest)["generation"] == g
+
+
+def test_a_crash_before_generation_json_is_repaired_by_the_redelivery(
+    ledger, streams, store, clock
+):
+    crashing = CrashingGenerationWrites(store)
+    g = request(streams, clock, partitions=(0,))
+    key = member(store, 0, 100, g)
+    crashing.crash = True
+    [failed] = register_manifests(
+        [key], ledger=ledger, store=crashing, clock=clock, streams=streams
+    )
+    assert isinstance(failed, RegistrationFailed)  # retried by its queue
+    assert generations.get_generation(streams, STREAM, g).status is GenerationStatus.COMPLETED
+    assert generation_json(store) is None
+    crashing.crash = False
+    [again] = register_manifests([key], ledger=ledger, store=crashing, clock=clock, streams=streams)
+    assert again.outcome is Outcome.DUPLICATE
+    assert generation_json(store).generation == g
+
+
+def test_generation_json_never_goes_back(ledger, streams, store, clock):
+    old = request(streams, clock, partitions=(0,))
+    old_key = member(store, 0, 100, old)
+    register(old_key, ledger, streams, store, clock)
+    new = request(streams, clock, partitions=(0,))
+    register(member(store, 0, 200, new), ledger, streams, store, clock)
+    assert generation_json(store).generation == new
+    register(old_key, ledger, streams, store, clock)  # a late redelivery of the older one
+    assert generation_json(store).generation == new

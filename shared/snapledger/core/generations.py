@@ -210,7 +210,11 @@ def evolve_generation(
                 version=event.seq,
             )
             head = head.model_copy(
-                update={"generation": event.generation, "open_generation": event.generation}
+                update={
+                    "generation": event.generation,
+                    "open_generation": event.generation,
+                    "open_deadline": event.deadline,
+                }
             )
         case StreamSnapshotMemberCounted():
             generation = changed[event.generation]
@@ -240,7 +244,7 @@ def evolve_generation(
             completed = (event.generation, *head.completed_generations)
             head = head.model_copy(
                 update={
-                    "open_generation": _still_open(head, event.generation),
+                    **_ended(head, event.generation),
                     "completed_generations": completed[:COMPLETED_GENERATIONS_KEPT],
                 }
             )
@@ -256,7 +260,7 @@ def evolve_generation(
                     "version": event.seq,
                 }
             )
-            head = head.model_copy(update={"open_generation": _still_open(head, event.generation)})
+            head = head.model_copy(update=_ended(head, event.generation))
         case _:
             raise ValueError(f"{type(event).__name__} is not a generation event")
     return head, changed
@@ -271,8 +275,11 @@ def generations_to_load(head: StreamHead | None, command: GenerationCommand) -> 
             return (command.generation,)
 
 
-def _still_open(head: StreamHead, ended: int) -> int | None:
-    return None if head.open_generation == ended else head.open_generation
+def _ended(head: StreamHead, ended: int) -> dict[str, object]:
+    """HEAD's fields once ``ended`` completed or failed."""
+    if head.open_generation != ended:
+        return {}
+    return {"open_generation": None, "open_deadline": None}
 
 
 def _as_member(member: GenerationMember | StreamSnapshotMemberCounted) -> StreamMember:

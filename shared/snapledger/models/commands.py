@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from snapledger.models.base import Frozen
+from snapledger.models.generations import ProtectedGenerations
 from snapledger.models.policy import RetentionPolicy
 
 
@@ -121,6 +122,9 @@ class ExpireSnapshots(Frozen):
     witnesses: tuple[str, ...] = ()
     policy: RetentionPolicy
     grace_hours: float = Field(ge=1, description="REJECTED snapshots' files wait this long")
+    generations: ProtectedGenerations | None = Field(
+        default=None, description="Stream snapshots whose members are kept (None: all)"
+    )
 
     @property
     def command_id(self) -> str:

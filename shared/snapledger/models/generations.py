@@ -18,7 +18,7 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from snapledger.models.base import Stored
+from snapledger.models.base import Frozen, Stored
 
 #: How many completed generations the stream's HEAD remembers (newest first): the most
 #: ``min_generations`` a retention policy may ask GC to protect.
@@ -82,3 +82,30 @@ class StreamGeneration(Stored):
 
     def member_list(self) -> list[GenerationMember]:
         return [self.members[p] for p in sorted(self.members)]
+
+
+class ProtectedGenerations(Frozen):
+    """Which generations' members GC keeps (keep reason ``generation``), as read from the
+    stream's HEAD at the start of a run.
+
+    Protected: the newest ``min_generations`` completed, the open one, and any newer than
+    the newest the read saw (requested since). Every other generation had ended for good
+    when HEAD was read (failed, or completed and pushed out by newer completions), so a
+    stale read only ever protects more, never less.
+    """
+
+    completed: tuple[int, ...] = ()
+    open: int | None = None
+    newest: int = 0
+
+    def protects(self, member_of: int | None) -> bool:
+        if member_of is None:
+            return False
+        return member_of in self.completed or member_of == self.open or member_of > self.newest
+
+
+def protected_generations(
+    generation: int, open_generation: int | None, completed: tuple[int, ...], keep: int
+) -> ProtectedGenerations:
+    """The guard for a stream whose HEAD says so, keeping ``keep`` completed generations."""
+    return ProtectedGenerations(completed=completed[:keep], open=open_generation, newest=generation)

@@ -159,6 +159,9 @@ class StreamHead(Stored):
     open_generation: int | None = Field(
         default=None, description="The generation still counting members, if any"
     )
+    open_deadline: datetime | None = Field(
+        default=None, description="The open generation's deadline (GC fails it past that)"
+    )
     completed_generations: tuple[int, ...] = Field(
         default=(), description="The newest completed generations, newest first"
     )

@@ -35,7 +35,11 @@ from snapledger.models.events import (
     StreamSnapshotCompleted,
     StreamSnapshotMemberCounted,
 )
-from snapledger.models.generations import StreamGeneration
+from snapledger.models.generations import (
+    ProtectedGenerations,
+    StreamGeneration,
+    protected_generations,
+)
 from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
 from snapledger.ports import LedgerStore, StreamLogStore
 from snapledger.services.commands import (
@@ -260,6 +264,56 @@ def _split(
         else:
             lineage.append(event)
     return lineage, stream
+
+
+# --- what GC keeps ----------------------------------------------------------------------
+
+
+class GenerationGuards:
+    """Each stream's ``ProtectedGenerations``, read once per GC run (one GetItem of the
+    stream's HEAD). With ``fail_overdue`` (a run that changes things, not a dry run), an
+    open generation past its deadline is failed on the way, naming its missing partitions.
+    Without ``streams`` every member is protected (the safe answer)."""
+
+    def __init__(
+        self,
+        streams: StreamLogStore | None,
+        min_generations: Callable[[str], int],
+        clock: Clock,
+        *,
+        fail_overdue: bool,
+        failed: list[StreamGeneration] | None = None,
+    ) -> None:
+        self._streams = streams
+        self._min_generations = min_generations
+        self._clock = clock
+        self._fail_overdue = fail_overdue
+        self._cache: dict[str, ProtectedGenerations | None] = {}
+        self.failed: list[StreamGeneration] = [] if failed is None else failed
+
+    def __call__(self, stream: str) -> ProtectedGenerations | None:
+        if stream not in self._cache:
+            self._cache[stream] = self._read(stream)
+        return self._cache[stream]
+
+    def _read(self, stream: str) -> ProtectedGenerations | None:
+        if self._streams is None:
+            return None
+        head = self._streams.get_head(stream)
+        if head is None:
+            return ProtectedGenerations()
+        deadline = head.open_deadline
+        if self._fail_overdue and deadline is not None and self._clock.now() > deadline:
+            failed = fail_overdue(self._streams, stream, clock=self._clock)
+            if failed is not None:
+                self.failed.append(failed)
+            head = self._streams.get_head(stream) or head
+        return protected_generations(
+            head.generation,
+            head.open_generation,
+            head.completed_generations,
+            self._min_generations(stream),
+        )
 
 
 # --- reads ----------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from snapledger.models.pointer import LatestPointer
 from snapledger.ports import LedgerStore, ObjectStore, StreamLogStore
 from snapledger.services.commands import CommandResult, RetryPolicy
 from snapledger.services.generations import MemberRegistration, register_member
-from snapledger.services.latest_pointer import publish_latest
+from snapledger.services.latest_pointer import publish_generation, publish_latest
 from snapledger.services.lineage_combiner import LineageCombiner
 
 #: The process's one writer per lineage (see ``lineage_combiner``).
@@ -127,7 +127,8 @@ def register_manifests(
     per lineage in this process). A failure fails only its key, or the keys of the
     lineage whose transaction failed. A manifest naming a generation is committed with
     its stream's log (``streams``: required then), so it counts for the generation in the
-    same transaction (``services/generations.py``). After a lineage's commit, its ``latest.json`` is
+    same transaction (``services/generations.py``); the registration that completes a
+    generation publishes ``generation.json``. After a lineage's commit, its ``latest.json`` is
     published (``services/latest_pointer.py``); if that fails, the lineage's keys fail
     too, so their redelivery (a duplicate) publishes it again.
     """
@@ -174,6 +175,8 @@ def register_manifests(
         ]
         try:
             _publish_latest(members, results, manifests, ledger=ledger, store=store)
+            if streams is not None and any(_completes(note) for note in notes.values()):
+                publish_generation(streams, members[0][1].stream, store=store)
         except Exception as failure:  # the keys are retried: a duplicate publishes again
             outcomes = [
                 RegistrationFailed(command.manifest_key, failure) for *_, command in members
@@ -213,6 +216,13 @@ def _commit_lineage(
         note = register_member(ledger, streams, command, clock.now(), retry=retry)
         results[i], notes[command.manifest_key] = note.result, note
     return [results[i] for i in range(len(members))], notes
+
+
+def _completes(note: MemberRegistration) -> bool:
+    """Whether ``generation.json`` may be behind after ``note``: its commit completed the
+    generation, or it is a redelivery of a member that counted (whose first delivery may
+    have crashed before the pointer was written)."""
+    return note.completed or (note.counted and not note.result.events)
 
 
 def _generation_of(command: RegisterSnapshot) -> int | None:
