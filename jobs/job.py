@@ -251,7 +251,7 @@ def _plan(
         partition,
         list_segments(store, args.stream, partition),
         base.lsn if base else EMPTY_STATE_LSN,
-        args.target_lsn,
+        args.target_for(partition),
         changelog_dir(args.stream, partition),
     )
 
