@@ -15,7 +15,7 @@ import hashlib
 from dataclasses import dataclass
 
 from snapledger.clock import Clock
-from snapledger.core.coverage import check_covers
+from snapledger.core.coverage import changelog_range
 from snapledger.errors import InvalidKeyError, InvalidRequestError, JobStartError, NotFoundError
 from snapledger.job_kinds import Base, job_kind
 from snapledger.layout import lineage_changelog_prefix, parse_segment_key, snapshot_prefix
@@ -148,9 +148,9 @@ def plan_partition(request: LaunchRequest, partition: int, deps: LaunchDeps) -> 
             segments.append(parse_segment_key(info.key))
         except InvalidKeyError:
             continue  # not a segment (the job validates what it reads)
-    target = check_covers(
-        segments, str(lineage), None if base is None else base.lsn, request.target_lsn
-    )
+    target = changelog_range(
+        request.stream, partition, segments, None if base is None else base.lsn, request.target_lsn
+    ).target_lsn
     head = deps.ledger.get_head(lineage)
     epoch = head.max_epoch if head is not None and head.max_epoch is not None else 0
     if base is None:
