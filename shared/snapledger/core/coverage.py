@@ -23,6 +23,8 @@ from snapledger.errors import InvalidRequestError
 from snapledger.layout import SegmentLocation, lineage_changelog_prefix
 
 EMPTY_STATE_LSN = -1  # the LSN of the state before any record: a bootstrap's base
+# The job's ``--target-lsn`` for "no target": each partition's end of its contiguous run.
+LATEST_AVAILABLE = "latest-available"
 
 
 class CoverageError(InvalidRequestError):
