@@ -10,7 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from snapledger.core.coverage import EMPTY_STATE_LSN, CoverageError, changelog_range
+from snapledger.core.coverage import (
+    EMPTY_STATE_LSN,
+    CoverageError,
+    changelog_range,
+    segments_named,
+)
 from snapledger.layout import SegmentLocation, segment_name
 
 
@@ -25,6 +30,30 @@ def spans(found) -> list[tuple[int, int]]:
 def refused(segments, base, target, message: str) -> None:
     with pytest.raises(CoverageError, match=re.escape(message)):
         changelog_range("orders", 3, segments, base, target)
+
+
+def test_the_segments_are_the_segment_names_directly_in_the_folder():
+    names = [
+        segment_name(10, 19),
+        segment_name(0, 9),
+        "_SUCCESS",  # Hadoop's markers and checksums are not data
+        f".{segment_name(0, 9)}.crc",
+        f"old/{segment_name(0, 99)}",  # a sub-folder is not the changelog
+        "",  # a folder marker object
+    ]
+    assert sorted((s.first_lsn, s.last_lsn) for s in segments_named("orders", 3, names)) == [
+        (0, 9),
+        (10, 19),
+    ]
+
+
+@pytest.mark.parametrize("name", ["segment-1.parquet", "9-10.parquet", segment_name(9, 8)])
+def test_any_other_file_in_the_folder_is_refused_naming_it(name):
+    with pytest.raises(
+        CoverageError,
+        match=re.escape(f"changelog/orders/3/{name}: not a segment file name; expected "),
+    ):
+        segments_named("orders", 3, [segment_name(0, 9), name])
 
 
 def test_reads_only_the_segments_that_hold_the_range():

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from snapledger.errors import InvalidRequestError
-from snapledger.layout import SegmentLocation, lineage_changelog_prefix
+from snapledger.layout import SegmentLocation, lineage_changelog_prefix, parse_segment_name
 
 EMPTY_STATE_LSN = -1  # the LSN of the state before any record: a bootstrap's base
 # The job's ``--target-lsn`` for "no target": each partition's end of its contiguous run.
@@ -50,6 +50,27 @@ class ChangelogRange:
             max(0, min(s.last_lsn, self.target_lsn) - max(s.first_lsn, self.base_lsn + 1) + 1)
             for s in self.segments
         )
+
+
+def segments_named(stream: str, partition: int, names: Iterable[str]) -> list[SegmentLocation]:
+    """The segments among ``names``: the keys under the partition's changelog folder, less
+    the folder. Hadoop's hidden files (``_SUCCESS``, ``.crc``) and anything in a sub-folder
+    are not the changelog's and are skipped; any other name that is not a segment's is
+    refused, naming the file."""
+    folder = lineage_changelog_prefix(stream, partition)
+    segments = []
+    for name in names:
+        if not name or "/" in name or name.startswith(("_", ".")):
+            continue
+        bounds = parse_segment_name(name)
+        if bounds is None or bounds[0] > bounds[1]:
+            raise CoverageError(
+                f"{folder}{name}: not a segment file name; expected "
+                "{first_lsn:020d}-{last_lsn:020d}.parquet with first <= last: rename the "
+                "file or move it out of the changelog"
+            )
+        segments.append(SegmentLocation(stream, partition, *bounds))
+    return segments
 
 
 def changelog_range(

@@ -15,10 +15,10 @@ import hashlib
 from dataclasses import dataclass
 
 from snapledger.clock import Clock
-from snapledger.core.coverage import changelog_range
-from snapledger.errors import InvalidKeyError, InvalidRequestError, JobStartError, NotFoundError
+from snapledger.core.coverage import changelog_range, segments_named
+from snapledger.errors import InvalidRequestError, JobStartError, NotFoundError
 from snapledger.job_kinds import Base, job_kind
-from snapledger.layout import lineage_changelog_prefix, parse_segment_key, snapshot_prefix
+from snapledger.layout import lineage_changelog_prefix, snapshot_prefix
 from snapledger.models.commands import RequestJob
 from snapledger.models.jobs import JobKind, JobRecord, JobState, JobTransition, PartitionPlan
 from snapledger.models.ledger import LineageId, SnapshotRecord, snapshot_sort_key
@@ -142,12 +142,9 @@ def plan_partition(request: LaunchRequest, partition: int, deps: LaunchDeps) -> 
             'Start from a kv-parquet snapshot (from {"snapshot_id": ...} or {"lsn": ...}) '
             "or bootstrap the partition from its changelog"
         )
-    segments = []
-    for info in deps.store.list(lineage_changelog_prefix(request.stream, partition)):
-        try:
-            segments.append(parse_segment_key(info.key))
-        except InvalidKeyError:
-            continue  # not a segment (the job validates what it reads)
+    folder = lineage_changelog_prefix(request.stream, partition)
+    names = (info.key.removeprefix(folder) for info in deps.store.list(folder))
+    segments = segments_named(request.stream, partition, names)
     target = changelog_range(
         request.stream, partition, segments, None if base is None else base.lsn, request.target_lsn
     ).target_lsn
