@@ -14,12 +14,12 @@ from typing import Literal, NoReturn
 
 from jobs.errors import JobArgumentError
 from jobs.layout import MAX_LSN, is_valid_job_id, is_valid_stream, snapshot_location
+from snapledger.core.coverage import LATEST_AVAILABLE
 from snapledger.job_kinds import JOB_KINDS as KIND_TABLE
 from snapledger.job_kinds import Base
 
 JobKind = Literal["bootstrap", "restore", "compaction"]
 JOB_KINDS: tuple[str, ...] = tuple(KIND_TABLE)
-LATEST_AVAILABLE = "latest-available"
 NO_BASE = "none"
 DEFAULT_MAX_ROWS_PER_FILE = 10_000_000
 

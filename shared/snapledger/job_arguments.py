@@ -6,9 +6,8 @@ checks that what we send is what the job accepts.
 
 from __future__ import annotations
 
+from snapledger.core.coverage import LATEST_AVAILABLE
 from snapledger.ports import JobRunSpec
-
-LATEST_AVAILABLE = "latest-available"
 
 
 def job_arguments(spec: JobRunSpec) -> list[str]:

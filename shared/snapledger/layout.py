@@ -74,6 +74,11 @@ class SegmentLocation:
     def key(self) -> str:
         return segment_key(self.stream, self.partition, self.first_lsn, self.last_lsn)
 
+    @property
+    def name(self) -> str:
+        """The file name, the key's last part."""
+        return segment_name(self.first_lsn, self.last_lsn)
+
 
 def check_stream_name(stream: str) -> str:
     """Return ``stream`` if it is a valid stream name, else raise with the rule."""

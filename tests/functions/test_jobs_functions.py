@@ -250,6 +250,10 @@ def test_a_gap_is_refused_with_a_clear_message(seeded, launch_handler, context):
     answer = launch_handler(payload, context)
     assert answer == answer | {"ok": False, "error": "invalid_request"}
     assert "cannot reach the target LSN 900" in answer["message"]
+    # naming the segment at fault and the missing LSNs (docs/console.md)
+    last = "changelog/orders/3/00000000000000000200-00000000000000000399.parquet"
+    assert answer["message"].startswith(f"{last}: the changelog ends at LSN 399")
+    assert "LSNs 400..900 are missing" in answer["message"]
 
 
 def test_restore_without_snapshots_is_not_found(seeded, launch_handler, context):

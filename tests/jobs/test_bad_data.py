@@ -12,7 +12,7 @@ from jobs_support import Record, write_processor_snapshot, write_segment
 
 from jobs.args import JobArgs
 from jobs.errors import ChangelogError, JobError, SnapshotError
-from jobs.job import run_job
+from jobs.job import JobResult, run_job
 from jobs.layout import segment_name
 from snapledger.core.checksums import compute
 
@@ -39,8 +39,10 @@ CONTENT_DEFECTS = {
 CLEAN = [p for p, (defect, _) in CONTENT_DEFECTS.items() if defect is None]
 
 
-def bootstrap(spark, root: Path, partitions, target=None, bases=None, kind="bootstrap") -> None:
-    run_job(
+def bootstrap(
+    spark, root: Path, partitions, target=None, bases=None, kind="bootstrap"
+) -> JobResult:
+    return run_job(
         spark,
         JobArgs(
             kind=kind,
@@ -127,6 +129,31 @@ def test_overlapping_segments_are_named(spark, tmp_path) -> None:
         ChangelogError, match=r"changelog/s/0/0+5-0+14\.parquet: overlaps 0+-0+9\.parquet"
     ):
         bootstrap(spark, tmp_path, [0])
+
+
+def test_overlapping_segments_after_the_base_are_refused_and_nothing_is_written(
+    spark, tmp_path
+) -> None:
+    # docs/changelog-format.md's example: 0..100 and 50..150 both name LSNs 50..100.
+    write_segment(tmp_path, "s", 0, 0, 100, puts(range(101)))
+    write_segment(tmp_path, "s", 0, 50, 150, puts(range(50, 151)))
+    prefix = write_processor_snapshot(tmp_path, "s", 0, 60, {"k1": (b"v", 1)})
+    with pytest.raises(
+        ChangelogError,
+        match=r"0+50-0+150\.parquet: overlaps 0+-0+100\.parquet: LSNs 50\.\.100 are in both",
+    ):
+        bootstrap(spark, tmp_path, [0], bases={0: prefix}, kind="restore")
+    assert not (tmp_path / "restores").exists()
+
+
+def test_latest_available_after_a_base_followed_by_a_gap_is_the_base(spark, tmp_path) -> None:
+    # As the launch plans it: the segment after the gap is not readable yet.
+    write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
+    write_segment(tmp_path, "s", 0, 20, 29, puts(range(20, 30)))
+    prefix = write_processor_snapshot(tmp_path, "s", 0, 9, {"k1": (b"v", 1)})
+    result = bootstrap(spark, tmp_path, [0], bases={0: prefix}, kind="restore")
+    [restored] = result.partitions
+    assert (restored.lsn, restored.changelog_rows, restored.row_count) == (9, 0, 1)
 
 
 def test_a_gap_inside_the_range_is_named(spark, tmp_path) -> None:
