@@ -8,6 +8,7 @@ decided from the segment names, before Spark reads a byte: pure functions over l
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -16,6 +17,7 @@ from jobs.errors import ChangelogError
 from jobs.layout import changelog_dir, parse_segment_name
 from jobs.storage import ObjectStore
 
+_log = logging.getLogger(__name__)
 EMPTY_STATE_LSN = -1  # the LSN of the state before any record: a bootstrap's base
 
 
@@ -52,7 +54,8 @@ class PartitionPlan:
 
 
 def list_segments(store: ObjectStore, stream: str, partition: int) -> list[Segment]:
-    """The partition's segments, sorted by first LSN; fails on a misnamed file."""
+    """The partition's segments, sorted by first LSN. A file not named like a segment is
+    skipped with a warning (track_changelog recorded it rejected when it arrived)."""
     folder = changelog_dir(stream, partition)
     segments = []
     for stored in store.list_files(folder):
@@ -60,10 +63,13 @@ def list_segments(store: ObjectStore, stream: str, partition: int) -> list[Segme
             continue  # Hadoop's hidden files (_SUCCESS, .crc) are not data
         bounds = parse_segment_name(stored.name)
         if bounds is None or bounds[0] > bounds[1]:
-            raise ChangelogError(
-                f"{folder}{stored.name}: not a segment file name; expected "
-                f"{{first_lsn:020d}}-{{last_lsn:020d}}.parquet with first <= last"
+            _log.warning(
+                "skipping %s%s: not a segment file name (expected "
+                "{first_lsn:020d}-{last_lsn:020d}.parquet with first <= last)",
+                folder,
+                stored.name,
             )
+            continue
         segments.append(Segment(bounds[0], bounds[1], folder + stored.name))
     return sorted(segments)
 
