@@ -13,6 +13,7 @@ from snapledger.clock import ManualClock
 from snapledger.local.router import Router
 from snapledger.models.ledger import LineageId
 from snapledger.runtime import runtime_override
+from tests.functions.support import POWERTOOLS_ENV
 from tests.support import make_runtime, moto_ledger, write_snapshot
 
 ORDERS_3 = LineageId(stream="orders", partition=3)
@@ -20,12 +21,7 @@ ORDERS_3 = LineageId(stream="orders", partition=3)
 
 @pytest.fixture
 def rt(tmp_path, monkeypatch):
-    for name, value in {
-        "POWERTOOLS_SERVICE_NAME": "snapledger",
-        "POWERTOOLS_METRICS_NAMESPACE": "Snapledger",
-        "POWERTOOLS_TRACE_DISABLED": "true",
-        "POWERTOOLS_METRICS_DISABLED": "true",
-    }.items():
+    for name, value in POWERTOOLS_ENV.items():
         monkeypatch.setenv(name, value)
     with moto_ledger() as ledger:
         runtime = make_runtime(ledger, FileObjectStore(tmp_path / "root"), ManualClock())
