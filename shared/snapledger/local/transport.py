@@ -14,7 +14,7 @@ from snapledger.local.runtime import LocalRuntime, local_home, running_endpoint
 
 #: Said on stderr before a command starts its own DynamoDB Local (no ``local up`` running).
 STARTING_NOTICE = (
-    "snapledger: starting DynamoDB Local for --local (often 20-30 s; "
+    "snapledger: starting DynamoDB Local for --local (often 15-30 s; "
     "`snapledger local up` keeps one running, so commands answer at once)"
 )
 
