@@ -1,14 +1,16 @@
 """Which changelog segments a partition's job reads, decided from file names alone.
 
 The listing is the job's (through its object store); the rules are the ones the launch
-applies, ``snapledger.core.coverage`` (shipped in the job's zip): every file in the folder
-is named like a segment, and the segments do not overlap, are contiguous from the base
-LSN + 1 and reach the target. The job checks again because the changelog may have
-changed since the launch, and because a job can be started without one. All of it before
-Spark reads a byte.
+applies, ``snapledger.core.coverage`` (shipped in the job's zip): the segments do not
+overlap, are contiguous from the base LSN + 1 and reach the target; a file not named like
+a segment is skipped with a warning (``track_changelog`` recorded it rejected). The job
+checks again because the changelog may have changed since the launch, and because a job
+can be started without one. All of it before Spark reads a byte.
 """
 
 from __future__ import annotations
+
+import logging
 
 from jobs.errors import ChangelogError
 from jobs.layout import changelog_dir
@@ -20,6 +22,17 @@ from snapledger.core.coverage import (
     segments_named,
 )
 
+_log = logging.getLogger(__name__)
+
+
+def _warn_skipped(key: str) -> None:
+    _log.warning(
+        "skipping %s: not a segment file name (expected "
+        "{first_lsn:020d}-{last_lsn:020d}.parquet with first <= last); track_changelog "
+        "recorded it rejected",
+        key,
+    )
+
 
 def plan_partition(
     store: ObjectStore, stream: str, partition: int, base_lsn: int | None, target_lsn: int | None
@@ -28,7 +41,9 @@ def plan_partition(
     the end of the contiguous run after the base. Raises ChangelogError naming the file."""
     listed = store.list_files(changelog_dir(stream, partition))
     try:
-        segments = segments_named(stream, partition, (stored.name for stored in listed))
+        segments = segments_named(
+            stream, partition, (stored.name for stored in listed), skipped=_warn_skipped
+        )
         return changelog_range(stream, partition, segments, base_lsn, target_lsn)
     except CoverageError as exc:
         raise ChangelogError(str(exc)) from None

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from jobs_support import Record, write_processor_snapshot, write_segment
+from jobs_support import Record, oracle, read_state, write_processor_snapshot, write_segment
 
 from jobs.args import JobArgs
 from jobs.errors import ChangelogError, JobError, SnapshotError
@@ -179,13 +180,20 @@ def test_a_changelog_that_ends_before_the_target_is_named(spark, tmp_path) -> No
         bootstrap(spark, tmp_path, [0], target=12)
 
 
-def test_a_misnamed_changelog_file_is_named(spark, tmp_path) -> None:
-    write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
-    (tmp_path / "changelog/s/0/segment-1.parquet").write_bytes(b"")
-    with pytest.raises(
-        ChangelogError, match=r"changelog/s/0/segment-1\.parquet: not a segment file name"
-    ):
-        bootstrap(spark, tmp_path, [0])
+def test_a_file_that_is_not_a_segment_is_skipped_and_the_restore_succeeds(
+    spark, tmp_path, caplog
+) -> None:
+    # Given a changelog with a misnamed (and unreadable) file beside its segments
+    records = puts(range(10))
+    write_segment(tmp_path, "s", 0, 0, 9, records)
+    (tmp_path / "changelog/s/0/segment-1.parquet").write_bytes(b"not parquet")
+    base = write_processor_snapshot(tmp_path, "s", 0, 4, oracle(records, 4))
+    # When a restore reads the changelog past its base
+    with caplog.at_level(logging.WARNING, logger="jobs.coverage"):
+        bootstrap(spark, tmp_path, [0], target=9, bases={0: base}, kind="restore")
+    # Then it succeeds with the segments' records, and the log names the file it skipped
+    assert read_state(tmp_path, "restores/bad/0/") == oracle(records, 9)
+    assert "skipping changelog/s/0/segment-1.parquet: not a segment file name" in caplog.text
 
 
 def test_a_base_without_manifest_or_with_a_wrong_size_is_refused(spark, tmp_path) -> None:

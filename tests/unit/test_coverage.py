@@ -48,12 +48,11 @@ def test_the_segments_are_the_segment_names_directly_in_the_folder():
 
 
 @pytest.mark.parametrize("name", ["segment-1.parquet", "9-10.parquet", segment_name(9, 8)])
-def test_any_other_file_in_the_folder_is_refused_naming_it(name):
-    with pytest.raises(
-        CoverageError,
-        match=re.escape(f"changelog/orders/3/{name}: not a segment file name; expected "),
-    ):
-        segments_named("orders", 3, [segment_name(0, 9), name])
+def test_any_other_file_in_the_folder_is_skipped_and_named_to_the_caller(name):
+    skipped: list[str] = []
+    found = segments_named("orders", 3, [segment_name(0, 9), name], skipped=skipped.append)
+    assert [(s.first_lsn, s.last_lsn) for s in found] == [(0, 9)]
+    assert skipped == [f"changelog/orders/3/{name}"]
 
 
 def test_reads_only_the_segments_that_hold_the_range():

@@ -16,7 +16,7 @@ A bootstrap (no base) starts from empty state, LSN -1, so it needs the changelog
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from snapledger.errors import InvalidRequestError
@@ -52,11 +52,19 @@ class ChangelogRange:
         )
 
 
-def segments_named(stream: str, partition: int, names: Iterable[str]) -> list[SegmentLocation]:
+def segments_named(
+    stream: str,
+    partition: int,
+    names: Iterable[str],
+    *,
+    skipped: Callable[[str], None] | None = None,
+) -> list[SegmentLocation]:
     """The segments among ``names``: the keys under the partition's changelog folder, less
     the folder. Hadoop's hidden files (``_SUCCESS``, ``.crc``) and anything in a sub-folder
-    are not the changelog's and are skipped; any other name that is not a segment's is
-    refused, naming the file."""
+    are not the changelog's; any other name that is not a segment's (``segment-1.parquet``,
+    a first LSN above the last) is skipped too, and handed to ``skipped`` (its key), since
+    ``track_changelog`` recorded it rejected when it arrived: one misnamed file never
+    blocks every later launch or job."""
     folder = lineage_changelog_prefix(stream, partition)
     segments = []
     for name in names:
@@ -64,11 +72,9 @@ def segments_named(stream: str, partition: int, names: Iterable[str]) -> list[Se
             continue
         bounds = parse_segment_name(name)
         if bounds is None or bounds[0] > bounds[1]:
-            raise CoverageError(
-                f"{folder}{name}: not a segment file name; expected "
-                "{first_lsn:020d}-{last_lsn:020d}.parquet with first <= last: rename the "
-                "file or move it out of the changelog"
-            )
+            if skipped is not None:
+                skipped(folder + name)
+            continue
         segments.append(SegmentLocation(stream, partition, *bounds))
     return segments
 
