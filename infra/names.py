@@ -11,7 +11,14 @@ from pathlib import Path
 
 from infra.constants import OUTPUT_FUNCTION_PREFIX
 from snapledger.adapters import dynamodb_codec
-from snapledger.layout import CHANGELOG, LATEST_POINTER_NAME, MANIFEST_NAME, RESTORES, SNAPSHOTS
+from snapledger.layout import (
+    CHANGELOG,
+    GENERATION_POINTER_NAME,
+    LATEST_POINTER_NAME,
+    MANIFEST_NAME,
+    RESTORES,
+    SNAPSHOTS,
+)
 from snapledger.models import bus_events
 
 # --- Source tree: what the app packages -------------------------------------------------
@@ -45,6 +52,8 @@ RESTORES_PREFIX = f"{RESTORES}/"
 MANIFEST_SUFFIX = MANIFEST_NAME
 # Each lineage's latest.json (snapshots/{stream}/{partition}/latest.json): register writes it.
 LATEST_POINTER_KEYS = f"{SNAPSHOTS}/*/*/{LATEST_POINTER_NAME}"
+# Each stream's generation.json (snapshots/{stream}/generation.json): register writes it.
+GENERATION_POINTER_KEYS = f"{SNAPSHOTS}/*/{GENERATION_POINTER_NAME}"
 # Changelog segments are Parquet files; the suffix keeps folder markers and strays out.
 CHANGELOG_SUFFIX = ".parquet"
 EMR_LOGS_PREFIX = "emr-logs/"

@@ -374,12 +374,13 @@ class LedgerFunctions(Construct):
             "reads manifests, file footers and checksums, and latest.json",
         )
         self._grant_listing(fn["register"])
-        # register writes each lineage's latest.json (conditional PutObjects), nothing else.
+        # register writes each lineage's latest.json and each stream's generation.json
+        # (conditional PutObjects), nothing else.
         self._grant_objects(
             fn["register"],
             "s3:PutObject",
-            (names.LATEST_POINTER_KEYS,),
-            "writes each lineage's latest.json pointer",
+            (names.LATEST_POINTER_KEYS, names.GENERATION_POINTER_KEYS),
+            "writes each lineage's latest.json and each stream's generation.json pointer",
             wildcard=False,
         )
 

@@ -184,6 +184,36 @@ def run_scenario(app: EmulatedDeployment) -> Scenario:
     answers["gc.run"] = app.invoke("gc", sample_event("eventbridge-scheduled.json"), clock=later)
     answers["gc.policy_reset"] = app.invoke("gc", {"action": "policy_reset", "stream": STREAM})
     answers["query.stream_history"] = app.invoke("query", {"action": "history", "stream": STREAM})
+
+    # --- stream snapshots: request (launch), count and complete (register), query, restore --
+    answers["launch.snapshot_stream"] = app.invoke(
+        "launch",
+        {
+            "action": "snapshot_stream",
+            "stream": "ledgers",
+            "partitions": [0, 1],
+            "min_lsn": {"1": 50},
+            "request_id": "scenario-stream-snapshot",
+        },
+    )
+    members = [write_snapshot(store, "ledgers", p, 100, generation=1) for p in (0, 1)]
+    write_segments(store, "ledgers", 0, (0, 200))
+    write_segments(store, "ledgers", 1, (0, 200))
+    answers["register.members"] = _register(app, *members)
+    answers["query.generation"] = app.invoke("query", {"action": "generation", "stream": "ledgers"})
+    answers["query.generations"] = app.invoke(
+        "query", {"action": "generations", "stream": "ledgers"}
+    )
+    answers["launch.restore_generation"] = app.invoke(
+        "launch",
+        {
+            "action": "restore",
+            "stream": "ledgers",
+            "from": {"generation": 1},
+            "target_lsns": {"1": 150},
+            "request_id": "scenario-restore-generation",  # not another test's request
+        },
+    )
     done.answers["objects_after_gc"] = sorted(info.key for info in store.list(""))
     # --- launch: the base snapshot by id (the by_kind index) --------------------------------
     latest_id = app.invoke("query", {"action": "latest", **lineage})["head"]["latest_snapshot_id"]

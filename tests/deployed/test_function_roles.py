@@ -120,9 +120,24 @@ def test_job_state_records_success_and_a_failure_whose_cause_it_asked_for(
     assert asked, "job_state never asked EMR Serverless for the failure's cause"
 
 
+def test_a_stream_snapshot_is_requested_completed_and_restored(deployed: Deployed) -> None:
+    answers = deployed.scenario.answers
+    assert answers["launch.snapshot_stream"]["generation"] == 1
+    assert answers["query.generation"]["generation"]["status"] == "COMPLETED"
+    assert [g["generation"] for g in answers["query.generations"]["generations"]] == [1]
+    restore = answers["launch.restore_generation"]
+    assert restore["ok"] is True, restore
+    assert [(p["partition"], p["target_lsn"]) for p in restore["partitions"]] == [
+        (0, 200),
+        (1, 150),
+    ]
+    # generation.json was written by the register function, under its role
+    assert "snapshots/ledgers/generation.json" in answers["objects_after_gc"]
+
+
 def test_every_query_answers(deployed: Deployed) -> None:
     paths = [p for p in deployed.scenario.answers if p.startswith("query.")]
-    assert len(paths) == 9
+    assert len(paths) == 11
     events = deployed.scenario["query.stream_history"]["events"]
     assert [e["type"] for e in events] == ["PolicySet", "PolicyReset"]
     for path in paths:

@@ -128,6 +128,7 @@ class MemberRegistration:
     generation: int
     counted: bool
     reason: str  # why it did not count ("counted" when it did)
+    stream: StreamState  # the stream's state it committed (or loaded, for a no-op)
     completed: bool = False  # its count completed the generation
 
 
@@ -250,7 +251,7 @@ def register_member(
         stream = done.state.stream
         reason = verdict(stream.head, stream.generations.get(generation), count, now).reason
     completed = any(isinstance(e, StreamSnapshotCompleted) for e in stream_events)
-    return MemberRegistration(result, generation, counted, reason, completed)
+    return MemberRegistration(result, generation, counted, reason, done.state.stream, completed)
 
 
 def _split(

@@ -26,6 +26,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from snapledger.core.stream import StreamState
 from snapledger.errors import LostRaceError, ObjectExistsError, StaleVersionError
 from snapledger.layout import generation_pointer_key, latest_pointer_key
 from snapledger.models.ledger import Head, LineageId, snapshot_sort_key
@@ -128,26 +129,33 @@ def _readable(model: type[PointerT], raw: bytes) -> PointerT | None:
 
 
 def publish_generation(
-    streams: StreamLogStore, stream: str, *, store: ObjectStore
+    streams: StreamLogStore,
+    stream: str,
+    *,
+    store: ObjectStore,
+    known: StreamState | None = None,
 ) -> PointerOutcome:
     """Make ``snapshots/{stream}/generation.json`` name the stream's newest completed
     generation unless it names a newer one (never backwards, as ``latest.json``).
 
     Registration calls it after the commit that completed a generation, and for a
     redelivered manifest of a member that counted (its first delivery may have crashed
-    before writing it): the same catch-up as ``latest.json``'s.
+    before writing it): the same catch-up as ``latest.json``'s. ``known``: the stream's
+    state the registration committed or loaded (else it is read, one BatchGetItem).
     """
-    head = streams.get_head(stream)
-    if head is None or not head.completed_generations:
+    state = known if known is not None else streams.load(stream)
+    if not state.head.completed_generations:
         return PointerOutcome.NO_LATEST
-    newest = head.completed_generations[0]
+    newest = state.head.completed_generations[0]
 
     def current(raw: bytes) -> bool:
         stored = _readable(GenerationPointer, raw)
         return stored is not None and stored.generation >= newest
 
     def render() -> bytes:
-        generation = streams.get_generation(stream, newest)
+        generation = state.generations.get(newest)
+        if generation is None:
+            generation = streams.load(stream, (newest,)).generations.get(newest)
         if generation is None:
             raise LostRaceError(f"{stream}: generation {newest}'s record is not there")
         return GenerationPointer.of(generation).model_dump_json(exclude_none=False).encode()

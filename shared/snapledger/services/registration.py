@@ -175,8 +175,10 @@ def register_manifests(
         ]
         try:
             _publish_latest(members, results, manifests, ledger=ledger, store=store)
-            if streams is not None and any(_completes(note) for note in notes.values()):
-                publish_generation(streams, members[0][1].stream, store=store)
+            completing = [note for note in notes.values() if _completes(note)]
+            if streams is not None and completing:
+                newest = max(completing, key=lambda note: note.stream.head.version)
+                publish_generation(streams, members[0][1].stream, store=store, known=newest.stream)
         except Exception as failure:  # the keys are retried: a duplicate publishes again
             outcomes = [
                 RegistrationFailed(command.manifest_key, failure) for *_, command in members
