@@ -286,4 +286,5 @@ def _gc_deps(rt: Runtime) -> GcDeps:
         jobs=rt.jobs,
         runner=rt.runner,
         shards=rt.gc_shards,
+        holds=rt.holds,
     )

@@ -121,7 +121,11 @@ def register_arrivals(
         ):
             answers[index] = answer
     results = register_manifests(
-        [key for _, _, key in manifests], ledger=rt.ledger, store=rt.store, clock=rt.clock
+        [key for _, _, key in manifests],
+        ledger=rt.ledger,
+        store=rt.store,
+        clock=rt.clock,
+        holds=rt.holds,
     )
     for (index, arrival, key), result in zip(manifests, results, strict=True):
         answers[index] = _answer(key, result, batch, arrival.request_id)
@@ -142,7 +146,11 @@ def register_queued(
     """
     batch = RegistrationBatch()
     results = register_manifests(
-        [m.key for m in messages], ledger=rt.ledger, store=rt.store, clock=rt.clock
+        [m.key for m in messages],
+        ledger=rt.ledger,
+        store=rt.store,
+        clock=rt.clock,
+        holds=rt.holds,
     )
     failed_groups: set[str] = set()
     retry: list[str] = []

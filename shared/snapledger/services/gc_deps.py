@@ -12,6 +12,7 @@ from snapledger.ports import (
     JobStore,
     Ledger,
     LineageIndex,
+    ObjectHolds,
     ObjectStore,
     PolicyStore,
     ShardQueue,
@@ -31,6 +32,8 @@ class GcDeps:
     jobs: JobStore
     runner: JobRunner | None = None  # None: stuck jobs are reported, not reconciled
     shards: ShardQueue | None = None  # None: every run works its lineages itself
+    #: Legal holds to release before marking DELETED (SNAPLEDGER_PROTECT_LATEST); None: off.
+    holds: ObjectHolds | None = None
 
 
 class Budget:

@@ -30,9 +30,10 @@ from snapledger.models.events import LatestAdvanced, SnapshotRegistered, Snapsho
 from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
 from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestV1
 from snapledger.models.pointer import LatestPointer
-from snapledger.ports import LedgerStore, ObjectStore
+from snapledger.ports import LedgerStore, ObjectHolds, ObjectStore
 from snapledger.services.commands import CommandResult, RetryPolicy
 from snapledger.services.latest_pointer import publish_latest
+from snapledger.services.latest_protection import hold_snapshot
 from snapledger.services.lineage_combiner import LineageCombiner
 
 #: The process's one writer per lineage (see ``lineage_combiner``).
@@ -87,10 +88,11 @@ def register_manifest(
     clock: Clock,
     retry: RetryPolicy | None = None,
     combiner: LineageCombiner = COMBINER,
+    holds: ObjectHolds | None = None,
 ) -> RegistrationResult:
     """Record the snapshot whose ``_manifest.json`` is at ``key`` (relative to the root)."""
     (answer,) = register_manifests(
-        [key], ledger=ledger, store=store, clock=clock, retry=retry, combiner=combiner
+        [key], ledger=ledger, store=store, clock=clock, retry=retry, combiner=combiner, holds=holds
     )
     if isinstance(answer, RegistrationFailed):
         raise answer.error
@@ -105,6 +107,7 @@ def register_manifests(
     clock: Clock,
     retry: RetryPolicy | None = None,
     combiner: LineageCombiner = COMBINER,
+    holds: ObjectHolds | None = None,
 ) -> list[RegistrationResult | RegistrationFailed]:
     """Record each manifest of ``keys``; one answer per key, in order.
 
@@ -113,7 +116,9 @@ def register_manifests(
     per lineage in this process). A failure fails only its key, or the keys of the
     lineage whose transaction failed. After a lineage's commit, its ``latest.json`` is
     published (``services/latest_pointer.py``); if that fails, the lineage's keys fail
-    too, so their redelivery (a duplicate) publishes it again.
+    too, so their redelivery (a duplicate) publishes it again. With ``holds`` (the latest
+    protected in the bucket), every valid manifest's files are held before the commit
+    (``services/latest_protection.py``).
     """
     answers: list[RegistrationResult | RegistrationFailed | None] = [None] * len(keys)
     lineages: dict[tuple[str, int], list[tuple[int, SnapshotLocation, RegisterSnapshot]]] = {}
@@ -130,7 +135,7 @@ def register_manifests(
                 answers[index] = RegistrationResult(Outcome.REJECTED, key, reason=str(exc))
             continue
         try:
-            command, manifest = _command_for(location, key, store)
+            command, manifest = _command_for(location, key, store, holds)
         except Exception as failure:  # answered per key
             answers[index] = RegistrationFailed(key, failure)
             continue
@@ -194,7 +199,7 @@ def _advanced(result: CommandResult) -> bool:
 
 
 def _command_for(
-    location: SnapshotLocation, key: str, store: ObjectStore
+    location: SnapshotLocation, key: str, store: ObjectStore, holds: ObjectHolds | None = None
 ) -> tuple[RegisterSnapshot, ManifestV1 | None]:
     """The registration command of the manifest at ``key``, and the manifest when valid."""
     common = {
@@ -227,6 +232,8 @@ def _command_for(
             **common, manifest_digest=digest, rejection=rejected.reason, epoch_hint=rejected.epoch
         )
         return command, None
+    if holds is not None:  # before the commit: no snapshot becomes latest unheld
+        hold_snapshot(holds, location, parsed.manifest)
     command = RegisterSnapshot(**common, manifest_digest=digest, summary=parsed.summary)
     return command, parsed.manifest
 
