@@ -16,6 +16,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
+from snapledger.adapters.object_store import object_holds
+from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.adapters.object_store_s3 import S3ObjectStore
 from snapledger.clock import ManualClock
 from snapledger.errors import InvalidRequestError
@@ -381,3 +383,51 @@ def test_an_orphan_held_by_a_registration_that_never_committed_is_released(
     assert records(ledger)[5].status is SnapshotStatus.DELETED
     assert set(versions(s3, parse_manifest_key(orphan).prefix).values()) == {"OFF"}
     assert_every_registered_snapshot_is_held(ledger, s3)
+
+
+# --- what it costs, exactly ----------------------------------------------------------------
+
+
+def _counting(s3) -> dict[str, int]:
+    calls: dict[str, int] = {}
+
+    def count(event_name: str, **_: object) -> None:
+        operation = event_name.rsplit(".", 1)[-1]
+        calls[operation] = calls.get(operation, 0) + 1
+
+    s3.meta.events.register("before-call.s3.*", count)
+    return calls
+
+
+def test_the_requests_a_snapshot_costs(ledger, store, s3, clock) -> None:
+    # F files: F + 1 holds at registration; one listing of versions and F + 1 releases
+    # when GC deletes it (docs/deploy.md, "What it costs").
+    calls = _counting(s3)
+    register(write(store, 10), ledger, store, clock)  # 2 files
+    assert calls["PutObjectLegalHold"] == 3
+    for lsn in (20, 30):
+        register(write(store, lsn), ledger, store, clock)
+    clock.advance(timedelta(hours=1))
+    calls.clear()
+    run_gc(protected_deps(ledger, store, clock), config=CONFIG)  # deletes LSN 10
+    assert (calls["ListObjectVersions"], calls["PutObjectLegalHold"]) == (1, 3)
+
+
+def test_a_plain_delete_hides_the_latest_and_removing_the_marker_brings_it_back(
+    ledger, store, s3, clock
+) -> None:
+    key = write(store, 10)
+    register(key, ledger, store, clock)
+    s3.delete_object(Bucket=BUCKET, Key=key)  # another principal, or an Expiration rule
+    with pytest.raises(ClientError) as hidden:
+        s3.get_object(Bucket=BUCKET, Key=key)
+    assert hidden.value.response["Error"]["Code"] == "NoSuchKey"
+    markers = s3.list_object_versions(Bucket=BUCKET, Prefix=key)["DeleteMarkers"]
+    s3.delete_object(Bucket=BUCKET, Key=key, VersionId=markers[0]["VersionId"])
+    assert store.get(key)  # back, and still held
+    assert set(versions(s3, key).values()) == {"ON"}
+
+
+def test_the_local_store_has_no_object_lock_and_says_so(tmp_path) -> None:
+    with pytest.raises(InvalidRequestError, match="SNAPLEDGER_PROTECT_LATEST"):
+        object_holds(FileObjectStore(tmp_path))
