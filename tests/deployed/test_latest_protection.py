@@ -27,7 +27,7 @@ from tests.deployed.iam_emulation import DecisionLog, enforced_iam
 from tests.deployed.scenario import _register
 from tests.functions.support import sample_event
 from tests.infra.conftest import synthesize_app
-from tests.support import write_snapshot
+from tests.support import legal_holds, write_snapshot
 
 STREAM, PARTITION = "orders", 3
 PROTECTED = ((names.CTX_PROTECT_LATEST, "true"),)
@@ -63,15 +63,7 @@ def protected() -> Iterator[Protected]:
 
 
 def _holds(app: EmulatedDeployment, prefix: str) -> dict[tuple[str, str], str]:
-    """(key, version id) -> legal hold status of every object version under ``prefix``."""
-    s3 = app.admin.client("s3")
-    found = {}
-    for version in s3.list_object_versions(Bucket=BUCKET, Prefix=prefix).get("Versions", []):
-        key, version_id = version["Key"], version["VersionId"]
-        status = s3.get_object_legal_hold(Bucket=BUCKET, Key=key, VersionId=version_id)
-        # (a version never held has no status: "none")
-        found[(key, version_id)] = status.get("LegalHold", {}).get("Status", "none")
-    return found
+    return legal_holds(app.admin.client("s3"), BUCKET, prefix)
 
 
 def test_the_bucket_has_object_lock_and_the_functions_the_setting(protected: Protected) -> None:

@@ -29,12 +29,14 @@ from snapledger.layout import (
     parse_snapshot_prefix,
 )
 from snapledger.models.ledger import LineageId, SnapshotStatus
+from snapledger.runtime import build_runtime
 from snapledger.services.gc import run_gc
 from snapledger.services.gc_deps import GcDeps
 from snapledger.services.registration import Outcome, register_manifest
+from snapledger.settings import ENV_PROTECT_LATEST, LedgerSettings, settings_from_env
 from tests.gc.support import events_of, gc_deps, prefix_of, records
 from tests.gc.test_crash import Crash, CrashingLedger, CrashingStore, Faults
-from tests.support import kv_parquet, moto_ledger, write_snapshot
+from tests.support import kv_parquet, legal_holds, moto_ledger, write_snapshot
 
 BUCKET = "snapledger-locked"
 STREAM, PARTITION = "orders", 3
@@ -67,13 +69,7 @@ def clock() -> ManualClock:
 
 
 def versions(s3, prefix: str) -> dict[tuple[str, str], str]:
-    """(key, version id) -> its legal hold ("ON", "OFF", or "none": never held)."""
-    found = {}
-    for version in s3.list_object_versions(Bucket=BUCKET, Prefix=prefix).get("Versions", []):
-        key, version_id = version["Key"], version["VersionId"]
-        answer = s3.get_object_legal_hold(Bucket=BUCKET, Key=key, VersionId=version_id)
-        found[(key, version_id)] = answer.get("LegalHold", {}).get("Status", "none")
-    return found
+    return legal_holds(s3, BUCKET, prefix)
 
 
 def write(store, lsn: int, **kw) -> str:
@@ -431,3 +427,14 @@ def test_a_plain_delete_hides_the_latest_and_removing_the_marker_brings_it_back(
 def test_the_local_store_has_no_object_lock_and_says_so(tmp_path) -> None:
     with pytest.raises(InvalidRequestError, match="SNAPLEDGER_PROTECT_LATEST"):
         object_holds(FileObjectStore(tmp_path))
+
+
+def test_the_setting_reaches_the_runtime_from_the_environment(tmp_path) -> None:
+    environ = {"SNAPLEDGER_TABLE": "ledger", "SNAPLEDGER_ROOT": "s3://snapshots-bucket/team"}
+    assert build_runtime(settings_from_env(LedgerSettings, environ)).holds is None
+    on = {**environ, ENV_PROTECT_LATEST: "true"}
+    rt = build_runtime(settings_from_env(LedgerSettings, on))
+    assert rt.holds is rt.store and isinstance(rt.store, S3ObjectStore)
+    local = {**on, "SNAPLEDGER_ROOT": tmp_path.as_uri()}
+    with pytest.raises(InvalidRequestError, match=r"file://.*has no legal holds"):
+        build_runtime(settings_from_env(LedgerSettings, local))
