@@ -19,7 +19,12 @@ FUNCTION_NAMES = ("register", "track_changelog", "launch", "job_state", "query",
 
 # Custom EventBridge source and detail types accepted by the launch function.
 EVENT_SOURCE = "snapledger"
-LAUNCH_DETAIL_TYPES = ("BootstrapRequested", "RestoreRequested", "CompactionRequested")
+LAUNCH_DETAIL_TYPES = (
+    "BootstrapRequested",
+    "RestoreRequested",
+    "CompactionRequested",
+    "SnapshotStreamRequested",
+)
 
 # Stack outputs the CLI reads to find a deployment.
 OUTPUT_TABLE = "LedgerTableName"

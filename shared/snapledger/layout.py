@@ -22,6 +22,7 @@ CHANGELOG = "changelog"
 RESTORES = "restores"
 MANIFEST_NAME = "_manifest.json"
 LATEST_POINTER_NAME = "latest.json"
+GENERATION_POINTER_NAME = "generation.json"
 LSN_WIDTH = 20
 MAX_LSN = 10**LSN_WIDTH - 1
 
@@ -94,6 +95,12 @@ def latest_pointer_key(stream: str, partition: int) -> str:
     object a reader finds with one GET (outside every snapshot prefix, so the orphan
     sweep and GC never see it as a snapshot's file)."""
     return lineage_snapshots_prefix(stream, partition) + LATEST_POINTER_NAME
+
+
+def generation_pointer_key(stream: str) -> str:
+    """``snapshots/{stream}/generation.json``: the stream's newest completed stream snapshot
+    (outside every lineage's folder, so no lineage's listing, orphan sweep or GC sees it)."""
+    return f"{SNAPSHOTS}/{check_stream_name(stream)}/{GENERATION_POINTER_NAME}"
 
 
 def lineage_snapshots_prefix(stream: str, partition: int) -> str:

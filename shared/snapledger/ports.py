@@ -18,11 +18,17 @@ if TYPE_CHECKING:
     from snapledger.layout import SegmentLocation
     from snapledger.models.events import LedgerEvent, StreamEvent
     from snapledger.models.gc import GcCheckpoint, HeadPage
+    from snapledger.models.generations import StreamGeneration
     from snapledger.models.jobs import JobRecord, PartitionPlan
     from snapledger.models.ledger import Head, LineageId, SnapshotRecord, StreamHead
     from snapledger.models.policy import StoredPolicy
 
 T = TypeVar("T")
+S = TypeVar("S")
+E = TypeVar("E")
+
+#: One log's decision: (the state read, its new events, the state after them).
+LogWrite = tuple[S, Sequence[E], S]
 
 #: S3's DeleteObjects and ListObjectsV2 limit; file:// keeps the same batching.
 MAX_KEYS_PER_REQUEST = 1000
@@ -235,10 +241,33 @@ class LedgerReader(Protocol):
 
 
 class StreamLogStore(Protocol):
-    """A stream's own log (its retention policy's changes): load, commit, read it back."""
+    """A stream's own log (its policy, its generations): load, commit, read it back."""
 
-    def load(self, stream: str) -> StreamState:
-        """The stream's HEAD and stored policy, read consistently in one request."""
+    def load(self, stream: str, generations: Sequence[int] = ()) -> StreamState:
+        """The stream's HEAD, stored policy and the named generations, read consistently
+        in one request."""
+        ...
+
+    def commit_with_lineage(
+        self,
+        ledger: LedgerStore,
+        lineage: LogWrite[LineageState, LedgerEvent],
+        stream: LogWrite[StreamState, StreamEvent],
+        *,
+        request_token: str,
+    ) -> None:
+        """Write a lineage's decision and the stream's in one transaction (LostRaceError
+        when either changed)."""
+        ...
+
+    def get_generation(self, stream: str, generation: int) -> StreamGeneration | None:
+        """One generation's record, or None if it was never requested."""
+        ...
+
+    def list_generations(
+        self, stream: str, *, limit: int = 20, cursor: str | None = None
+    ) -> Page[StreamGeneration]:
+        """The stream's generations, newest first, one page at a time."""
         ...
 
     def commit(

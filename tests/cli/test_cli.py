@@ -105,6 +105,40 @@ def test_restore_and_jobs(seeded, rt, capsys):
     assert json.loads(out)["job"]["state"] == "SUBMITTED"
 
 
+def test_a_stream_snapshot_from_request_to_restore(seeded, rt, capsys):
+    status, out, _ = run(
+        capsys,
+        "--json",
+        "stream-snapshot",
+        "orders",
+        "--partitions",
+        "3",
+        "--min-lsn",
+        "3=350",
+        "--deadline-minutes",
+        "10",
+    )
+    requested = json.loads(out)
+    assert status == 0 and (requested["generation"], requested["status"]) == (1, "REQUESTED")
+    assert requested["min_lsn"] == {"3": 350}
+    key = write_snapshot(rt.store, "orders", 3, 360, generation=1)
+    register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock, streams=rt.streams)
+    status, out, _ = run(capsys, "--json", "generation", "orders")
+    assert status == 0 and json.loads(out)["generation"]["status"] == "COMPLETED"
+    status, out, _ = run(capsys, "generations", "orders")
+    assert status == 0 and "COMPLETED" in out
+    write_segments(rt.store, "orders", 3, (400, 420))
+    status, out, _ = run(
+        capsys, "--json", "restore-stream", "orders", "--generation", "1", "--target-lsn", "3=380"
+    )
+    [plan] = json.loads(out)["partitions"]
+    assert status == 0 and (plan["base_lsn"], plan["target_lsn"]) == (360, 380)
+    status, out, _ = run(capsys, "--json", "restore-stream", "orders", "--generation", "2")
+    assert status == 1 and "no generation 2" in json.loads(out)["message"]
+    status, out, _ = run(capsys, "--json", "policy", "set", "orders", "--min-generations", "3")
+    assert status == 0 and json.loads(out)["policy"]["min_generations"] == 3
+
+
 def test_bootstrap(seeded, rt, capsys):
     status, out, _ = run(capsys, "--json", "bootstrap", "payments", "--partitions", "0")
     assert status == 0 and json.loads(out)["partitions"][0]["target_lsn"] == 49
@@ -214,6 +248,8 @@ def test_an_invalid_policy_is_refused(seeded, capsys):
         (["policy", "reset"], "the following arguments are required: stream"),
         (["policy", "reset", "orders", "--expected-version", "-1"], "is negative"),
         (["history", "orders", "-1"], "is negative"),
+        (["stream-snapshot", "orders", "--partitions", "0", "--min-lsn", "0:5"], "PARTITION=LSN"),
+        (["restore-stream", "orders"], "the following arguments are required: --generation"),
     ],
 )
 def test_bad_arguments_exit_2_with_a_message(argv, message, capsys):

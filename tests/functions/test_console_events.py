@@ -10,6 +10,7 @@ import pytest
 
 from snapledger.entrypoints.query import actions
 from snapledger.models.requests import LaunchRequest
+from snapledger.services.generations import request_stream_snapshot
 from snapledger.services.launch import LaunchDeps, launch
 from snapledger.services.policies import set_policy
 from snapledger.services.registration import register_manifest
@@ -25,7 +26,7 @@ DOCUMENTED_ID = "01JW8Z3K9Q7N4M2P6R8T0V2X4Y"
 def seeded(rt):
     """orders/3 as the docs describe it: snapshots at LSN 100 (DOCUMENTED_ID), 200 and 300,
     the restore docs/console.md launches with request id ``example-restore-1``, and a
-    retention policy set on the stream (its history)."""
+    retention policy set on the stream (its history), and generation 1 of the stream."""
     for lsn in (100, 200, 300):
         sid = DOCUMENTED_ID if lsn == 100 else None
         key = write_snapshot(rt.store, "orders", 3, lsn, snapshot_id=sid)
@@ -41,6 +42,10 @@ def seeded(rt):
     launch(request, request_id="example-restore-1", deps=deps)
     default = rt.gc.default_policy()
     set_policy(rt.streams, "orders", {"min_count": 5}, default=default, clock=rt.clock)
+    # generation 1 of orders, completed by its one member (events/query-generation.json)
+    request_stream_snapshot(rt.streams, "orders", [3], clock=rt.clock)
+    key = write_snapshot(rt.store, "orders", 3, 300, generation=1)
+    register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock, streams=rt.streams)
 
 
 def test_there_is_a_payload_for_every_query_action():

@@ -6,6 +6,7 @@ import copy
 import importlib
 import json
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -13,12 +14,16 @@ import pytest
 from snapledger.errors import JobStartError
 from snapledger.layout import segment_key
 from snapledger.runtime import use_runtime
+from snapledger.services.generations import request_stream_snapshot
 from snapledger.services.registration import register_manifest
 from tests.functions.support import s3_put_event, sample_event
 from tests.support import FakeRunner, write_segments, write_snapshot
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
-LAUNCH_EVENTS = sorted(EVENTS_DIR.glob("launch-*.json"))
+# Every launch payload that starts a job (launch-snapshot-stream.json opens a generation).
+LAUNCH_EVENTS = sorted(
+    set(EVENTS_DIR.glob("launch-*.json")) - {EVENTS_DIR / "launch-snapshot-stream.json"}
+)
 
 
 @pytest.fixture
@@ -38,13 +43,20 @@ def track_handler(powertools_env):
 
 @pytest.fixture
 def seeded(rt):
-    """orders/3 with snapshots at LSN 100 and 200; changelog for orders/0..3 and payments/0..3."""
+    """orders/3 with snapshots at LSN 100 and 200; changelog for orders/0..3 and payments/0..3;
+    orders' generation 1 completed by a snapshot of each partition at LSN 150 + partition."""
     for partition in range(4):
         write_segments(rt.store, "orders", partition, (0, 99), (100, 199), (200, 399))
         write_segments(rt.store, "payments", partition, (0, 49), (50, 99))
     for lsn in (100, 200):
         key = write_snapshot(rt.store, "orders", 3, lsn)
         register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock)
+    request_stream_snapshot(rt.streams, "orders", range(4), clock=rt.clock)
+    for partition in range(4):
+        key = write_snapshot(
+            rt.store, "orders", partition, 150 + partition, generation=1, offsets={"t": partition}
+        )
+        register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock, streams=rt.streams)
 
 
 def eventbridge_request(detail_type, detail, event_id="6a7e8feb-b491-4cf7-a9f1-bf3703467718"):
@@ -62,6 +74,115 @@ def test_every_launch_console_payload_starts_a_job(seeded, rt, launch_handler, c
     assert answer["ok"] is True, answer
     assert answer["state"] == "SUBMITTED" and answer["job_id"] in rt.runner.started
     assert f"events/{path.name}" in (EVENTS_DIR.parent / "docs" / "console.md").read_text()
+
+
+def test_a_restore_to_a_generation_starts_from_each_members_snapshot(
+    seeded, rt, launch_handler, context
+):
+    answer = launch_handler(
+        json.loads((EVENTS_DIR / "launch-restore-generation.json").read_text()), context
+    )
+    assert answer["ok"] is True, answer
+    plans = answer["partitions"]
+    assert [(p["partition"], p["base_lsn"], p["target_lsn"]) for p in plans] == [
+        (0, 150, 399),
+        (1, 151, 399),
+        (2, 152, 399),
+        (3, 153, 399),
+    ]
+    # a target per partition, for some members only
+    answer = launch_handler(
+        {
+            "action": "restore",
+            "stream": "orders",
+            "partitions": [1, 2],
+            "from": {"generation": 1},
+            "target_lsns": {"1": 199},
+            "request_id": "partial",
+        },
+        context,
+    )
+    assert [(p["partition"], p["target_lsn"]) for p in answer["partitions"]] == [(1, 199), (2, 399)]
+
+
+@pytest.mark.parametrize(
+    ("payload", "field", "message"),
+    [
+        ({"from": {"generation": 2}}, None, "orders has no generation 2 (the newest is 1)"),
+        ({"from": {"generation": 1}, "partitions": [5]}, None, "partitions [5] are not members"),
+        (
+            {"from": {"generation": 1}, "target_lsns": {"7": 1}},
+            None,
+            "partitions [7] are not members",
+        ),
+        ({"partition": 3, "target_lsns": {"2": 1}}, "target_lsns", "names partitions [2]"),
+        ({"partition": 3, "target_lsn": 5, "target_lsns": {"3": 1}}, "target_lsn", "not both"),
+    ],
+)
+def test_a_bad_generation_restore_is_answered_with_why(
+    seeded, launch_handler, context, payload, field, message
+):
+    answer = launch_handler({"action": "restore", "stream": "orders", **payload}, context)
+    assert answer["ok"] is False
+    assert message in json.dumps(answer), answer
+    if field:
+        assert field in [f["field"] for f in answer["fields"]]
+
+
+def test_an_open_or_failed_generation_cannot_be_restored(seeded, rt, launch_handler, context):
+    request_stream_snapshot(rt.streams, "orders", [0, 1], clock=rt.clock)
+    answer = launch_handler(
+        {"action": "restore", "stream": "orders", "from": {"generation": 2}}, context
+    )
+    assert answer["ok"] is False and "generation 2 of orders is REQUESTED" in answer["message"]
+
+
+def test_the_stream_snapshot_payload_opens_the_next_generation(seeded, rt, launch_handler, context):
+    payload = json.loads((EVENTS_DIR / "launch-snapshot-stream.json").read_text())
+    answer = launch_handler(payload, context)
+    assert answer["ok"] is True, answer
+    assert (answer["generation"], answer["status"], answer["created"]) == (2, "REQUESTED", True)
+    assert answer["min_lsn"] == {"3": 200} and answer["missing"] == [0, 1, 2, 3]
+    assert answer["deadline"] == (rt.clock.now() + timedelta(minutes=30)).isoformat()
+    assert (
+        "events/launch-snapshot-stream.json"
+        in (EVENTS_DIR.parent / "docs" / "console.md").read_text()
+    )
+    # the same request again (its request id) opens nothing new
+    again = launch_handler({**payload, "request_id": "same"}, context)
+    repeat = launch_handler({**payload, "request_id": "same"}, context)
+    assert (again["generation"], repeat["generation"], repeat["created"]) == (3, 3, False)
+
+
+def test_the_stream_snapshot_arrives_as_an_eventbridge_request(seeded, rt, launch_handler, context):
+    event = eventbridge_request(
+        "SnapshotStreamRequested", {"stream": "orders", "partitions": [0, 1], "deadline_minutes": 5}
+    )
+    answer = launch_handler(event, context)
+    assert answer["ok"] is True and answer["generation"] == 2
+    head = rt.streams.get_head("orders")
+    assert head.open_generation == 2
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"partitions": []}, "partitions"),
+        ({"partitions": [1, 1]}, "partitions"),
+        ({"partitions": [1], "min_lsn": {"2": 5}}, "min_lsn"),
+        ({"partitions": [1], "deadline_minutes": 0}, "deadline_minutes"),
+        (
+            {"partitions": [1], "deadline": "2020-01-01T00:00:00Z", "deadline_minutes": 5},
+            "deadline",
+        ),
+    ],
+)
+def test_a_malformed_stream_snapshot_request_names_its_field(
+    launch_handler, rt, context, payload, field
+):
+    answer = launch_handler({"action": "snapshot_stream", "stream": "orders", **payload}, context)
+    assert answer["ok"] is False
+    assert field in [f["field"] for f in answer["fields"]], answer
 
 
 def test_restore_latest_answers_what_it_resolved(seeded, launch_handler, context):
@@ -132,7 +253,7 @@ def test_a_gap_is_refused_with_a_clear_message(seeded, launch_handler, context):
 
 
 def test_restore_without_snapshots_is_not_found(seeded, launch_handler, context):
-    answer = launch_handler({"action": "restore", "stream": "orders", "partition": 0}, context)
+    answer = launch_handler({"action": "restore", "stream": "payments", "partition": 0}, context)
     assert answer["error"] == "not_found" and "bootstrap" in answer["message"]
 
 

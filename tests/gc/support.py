@@ -26,6 +26,7 @@ def gc_deps(ledger, store, clock, runner=None) -> GcDeps:
         policies=DynamoPolicyStore(ledger.table_name, client=ledger.client),
         jobs=DynamoJobStore(ledger.table_name, client=ledger.client),
         runner=runner,
+        streams=DynamoStreamLog(ledger.table_name, client=ledger.client),
     )
 
 

@@ -35,12 +35,14 @@ from snapledger.models.events import (
     LedgerEvent,
     StreamEvent,
 )
+from snapledger.models.generations import StreamGeneration
 from snapledger.models.jobs import JobRecord
 from snapledger.models.ledger import Head, LineageId, SnapshotRecord, SnapshotStatus, StreamHead
 from snapledger.models.policy import StoredPolicy
 
 HEAD_SK = "HEAD"
 POLICY_SK = "POLICY"
+GENERATION_PREFIX = "GEN#"
 SNAP_PREFIX = "SNAP#"
 EVENT_PREFIX = "EV#"
 SEQ_WIDTH = 12
@@ -78,6 +80,10 @@ def lineage_pk(lineage: LineageId) -> str:
 def stream_pk(stream: str) -> str:
     """The partition of a stream's own items: its HEAD, its log and its POLICY."""
     return f"STREAM#{stream}"
+
+
+def generation_sk(generation: int) -> str:
+    return f"{GENERATION_PREFIX}{generation:012d}"
 
 
 def event_sk(seq: int) -> str:
@@ -243,6 +249,14 @@ def policy_item(stored: StoredPolicy) -> Item:
         "document": {"S": json.dumps(stored.model_dump(mode="json"), sort_keys=True)},
         "version": {"N": str(stored.version)},
     }
+
+
+def generation_item(generation: StreamGeneration) -> Item:
+    return to_item(stream_pk(generation.stream), generation_sk(generation.generation), generation)
+
+
+def generation_from_item(item: Item) -> StreamGeneration:
+    return StreamGeneration.model_validate(plain(item))
 
 
 def policy_from_item(item: Item) -> StoredPolicy:

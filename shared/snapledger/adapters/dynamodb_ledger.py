@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from snapledger.adapters import dynamodb_codec as codec
 from snapledger.adapters import dynamodb_writes as writes
@@ -71,6 +72,15 @@ class DynamoLedger(DynamoLogTable):
         """
         if not events:
             return
+        what = f"the lineage {before.head.lineage}"
+        self._transact(
+            self.commit_items(before, events, after), request_token=request_token, what=what
+        )
+
+    def commit_items(
+        self, before: LineageState, events: Sequence[LedgerEvent], after: LineageState
+    ) -> list[dict[str, Any]]:
+        """The transaction items of a decision on the lineage's log."""
         old_head = before.head.version
         items = [self._put_if_version(codec.head_item(after.head), old_head or None)]
         for sk, record in after.snapshots.items():
@@ -88,8 +98,7 @@ class DynamoLedger(DynamoLogTable):
             if before.check_unchanged and after.snapshots.get(sk) == record
         ]
         items += [self._event_put(codec.event_item(e, self.ttl_window)) for e in events]
-        what = f"the lineage {before.head.lineage}"
-        self._transact(items, request_token=request_token, what=what)
+        return items
 
     def record_unplaceable_manifest(self, key: str, reason: str, at: datetime) -> bool:
         """Keep a manifest whose key names no lineage, so it is not silently dropped."""

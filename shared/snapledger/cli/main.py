@@ -1,4 +1,5 @@
-"""``snapledger``: latest, list, history, bootstrap, restore, jobs, gc, hold, release, policy.
+"""``snapledger``: latest, list, history, bootstrap, restore, jobs, gc, hold, release, policy,
+and stream snapshots (stream-snapshot, generation, generations, restore-stream).
 
 A thin layer over the control client (``snapledger.client.control.Snapledger``): it
 parses arguments, calls the client and prints the answer. Targets a deployment in AWS
@@ -56,6 +57,35 @@ def cmd_restore(client: Snapledger, args: argparse.Namespace) -> Answer:
     )
 
 
+def cmd_stream_snapshot(client: Snapledger, args: argparse.Namespace) -> Answer:
+    return client.request_stream_snapshot(
+        args.stream,
+        args.partitions,
+        min_lsn=dict(args.min_lsn or []),
+        deadline_minutes=args.deadline_minutes,
+        by=args.by,
+        request_id=args.request_id,
+    )
+
+
+def cmd_generation(client: Snapledger, args: argparse.Namespace) -> Answer:
+    return client.generation(args.stream, args.generation)
+
+
+def cmd_generations(client: Snapledger, args: argparse.Namespace) -> Answer:
+    return client.generations(args.stream, limit=args.limit, cursor=args.cursor)
+
+
+def cmd_restore_stream(client: Snapledger, args: argparse.Namespace) -> Answer:
+    return client.restore_stream(
+        args.stream,
+        args.generation,
+        partitions=args.partitions,
+        target_lsns=dict(args.target_lsn) if args.target_lsn else None,
+        request_id=args.request_id,
+    )
+
+
 def cmd_jobs(client: Snapledger, args: argparse.Namespace) -> Answer:
     if args.job_id:
         return client.job(args.job_id)
@@ -98,6 +128,7 @@ def cmd_policy(client: Snapledger, args: argparse.Namespace) -> Answer:
         min_age_hours=args.min_age_hours,
         max_count=args.max_count,
         max_age_hours=args.max_age_hours,
+        min_generations=args.min_generations,
         **change,
     )
 
@@ -112,6 +143,17 @@ def _partition_list(text: str) -> list[int]:
     if not values or any(v < 0 for v in values):
         raise argparse.ArgumentTypeError("partitions are numbers 0 or more, e.g. 0,1,2")
     return values
+
+
+def _partition_lsn(text: str) -> tuple[int, int]:
+    partition, sep, lsn = text.partition("=")
+    try:
+        pair = (int(partition), int(lsn))
+    except ValueError:
+        pair = (-1, -1)
+    if not sep or min(pair) < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not PARTITION=LSN, e.g. 3=18000")
+    return pair
 
 
 def _non_negative(text: str) -> int:
@@ -185,11 +227,55 @@ def _add_job_commands(commands: Subparsers) -> None:
     choice.add_argument("--as-of-time", help="ISO-8601 with a timezone, e.g. 2026-05-01T12:00Z")
     sub.add_argument("--target-lsn", type=_non_negative)
     sub.add_argument("--request-id")
+    _add_stream_snapshot_commands(commands)
     sub = commands.add_parser("jobs", help="list jobs, or describe one with --job-id")
     sub.add_argument("--job-id")
     sub.add_argument("--limit", type=int)
     sub.add_argument("--cursor")
     sub.set_defaults(build=cmd_jobs)
+
+
+def _add_stream_snapshot_commands(commands: Subparsers) -> None:
+    text = "ask every partition of a stream for a snapshot at its next generation"
+    sub = commands.add_parser("stream-snapshot", help=text, description=text)
+    sub.add_argument("stream")
+    sub.add_argument("--partitions", type=_partition_list, required=True, help="e.g. 0,1,2,3")
+    sub.add_argument(
+        "--min-lsn",
+        type=_partition_lsn,
+        action="append",
+        metavar="PARTITION=LSN",
+        help="a partition's snapshot counts only at or above this LSN (repeatable)",
+    )
+    sub.add_argument("--deadline-minutes", type=int, help="how long members have (default 30)")
+    sub.add_argument("--by", help="who asks (recorded in its event)")
+    sub.add_argument("--request-id", help="repeat it to make the request idempotent")
+    sub.set_defaults(build=cmd_stream_snapshot)
+    text = "a stream snapshot and its members (the newest without GENERATION)"
+    sub = commands.add_parser("generation", help=text, description=text)
+    sub.add_argument("stream")
+    sub.add_argument("generation", type=int, nargs="?")
+    sub.set_defaults(build=cmd_generation)
+    text = "a stream's snapshots by generation, newest first"
+    sub = commands.add_parser("generations", help=text, description=text)
+    sub.add_argument("stream")
+    sub.add_argument("--limit", type=int)
+    sub.add_argument("--cursor")
+    sub.set_defaults(build=cmd_generations)
+    text = "restore a whole stream to a completed generation, in one job"
+    sub = commands.add_parser("restore-stream", help=text, description=text)
+    sub.add_argument("stream")
+    sub.add_argument("--generation", type=int, required=True)
+    sub.add_argument("--partitions", type=_partition_list, help="default: every member")
+    sub.add_argument(
+        "--target-lsn",
+        type=_partition_lsn,
+        action="append",
+        metavar="PARTITION=LSN",
+        help="restore this partition to this LSN (repeatable; default: its changelog's end)",
+    )
+    sub.add_argument("--request-id")
+    sub.set_defaults(build=cmd_restore_stream)
 
 
 def _add_retention_commands(commands: Subparsers) -> None:
@@ -215,6 +301,11 @@ def _add_retention_commands(commands: Subparsers) -> None:
     put.add_argument("--min-age-hours", type=float)
     put.add_argument("--max-count", type=int)
     put.add_argument("--max-age-hours", type=float)
+    put.add_argument(
+        "--min-generations",
+        type=int,
+        help="keep the members of the newest N completed stream snapshots",
+    )
     reset = policy.add_parser("reset", help="remove the stream's own policy: the default applies")
     for change in (put, reset):
         change.add_argument("stream")

@@ -213,6 +213,76 @@ class Snapledger:
             ),
         )
 
+    # --- stream snapshots by generation ---------------------------------------------------
+
+    def request_stream_snapshot(
+        self,
+        stream: str,
+        partitions: Sequence[int],
+        *,
+        min_lsn: dict[int, int] | None = None,
+        deadline_minutes: int | None = None,
+        by: str | None = None,
+        request_id: str | None = None,
+    ) -> Answer:
+        """Open the stream's next generation: each partition's processor snapshots at an LSN
+        of at least ``min_lsn[partition]`` before the deadline (the answer: ``generation``,
+        ``status``, ``deadline``, ``missing``...)."""
+        return self.call(
+            "launch",
+            _drop_none(
+                {
+                    "action": "snapshot_stream",
+                    "stream": stream,
+                    "partitions": list(partitions),
+                    "min_lsn": None if not min_lsn else {str(p): n for p, n in min_lsn.items()},
+                    "deadline_minutes": deadline_minutes,
+                    "by": by,
+                    "request_id": request_id or new_ulid(),
+                }
+            ),
+        )
+
+    def generation(self, stream: str, generation: int | None = None) -> Answer:
+        """One stream snapshot (the newest without ``generation``): status and members."""
+        payload = {"action": "generation", "stream": stream, "generation": generation}
+        return self.call("query", _drop_none(payload))
+
+    def generations(
+        self, stream: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> Answer:
+        """The stream's snapshots by generation, newest first (``generations``, ``cursor``)."""
+        payload = {"action": "generations", "stream": stream, "limit": limit, "cursor": cursor}
+        return self.call("query", _drop_none(payload))
+
+    def restore_stream(
+        self,
+        stream: str,
+        generation: int,
+        *,
+        partitions: Sequence[int] | None = None,
+        target_lsns: dict[int, int] | None = None,
+        request_id: str | None = None,
+    ) -> Answer:
+        """Restore every member partition (or ``partitions``) of a COMPLETED generation from
+        its member snapshot, in one job; ``target_lsns`` per partition (default: the end of
+        each changelog)."""
+        return self.call(
+            "launch",
+            _drop_none(
+                {
+                    "action": "restore",
+                    "stream": stream,
+                    "from": {"generation": generation},
+                    "partitions": None if partitions is None else list(partitions),
+                    "target_lsns": None
+                    if target_lsns is None
+                    else {str(p): n for p, n in target_lsns.items()},
+                    "request_id": request_id,
+                }
+            ),
+        )
+
     def wait(
         self,
         job_id: str,
@@ -305,6 +375,7 @@ class Snapledger:
         min_age_hours: float | None = None,
         max_count: int | None = None,
         max_age_hours: float | None = None,
+        min_generations: int | None = None,
         by: str | None = None,
         expected_version: int | None = None,
         request_id: str | None = None,
@@ -320,6 +391,7 @@ class Snapledger:
                     "min_age_hours": min_age_hours,
                     "max_count": max_count,
                     "max_age_hours": max_age_hours,
+                    "min_generations": min_generations,
                 }
             ),
         )

@@ -32,6 +32,7 @@ from snapledger.models.events import (
     SnapshotReleased,
     TrimPointAdvanced,
 )
+from snapledger.models.generations import ProtectedGenerations
 from snapledger.models.ledger import (
     Head,
     Hold,
@@ -60,6 +61,7 @@ def expiry_refusal(
     *,
     grace: timedelta,
     registered_newer: int,
+    generations: ProtectedGenerations | None = None,
 ) -> str | None:
     """Why ``record`` may not be expired now (None: it may), on the state in hand."""
     if record.status is SnapshotStatus.REJECTED and target.cause == "rejected":
@@ -67,7 +69,9 @@ def expiry_refusal(
         return _kept_because(kept) if kept else None
     if record.status is not SnapshotStatus.REGISTERED or target.cause == "rejected":
         return f"it is {record.status.value}"
-    kept = protections(record, head, policy, now, registered_newer=registered_newer)
+    kept = protections(
+        record, head, policy, now, registered_newer=registered_newer, generations=generations
+    )
     if kept:
         return _kept_because(kept)
     if target.cause == "unprotected" and policy.has_caps:
@@ -96,7 +100,14 @@ def decide_expire(state: LineageState, cmd: ExpireSnapshots, now: datetime) -> l
             if key > target.sort_key and other.status is SnapshotStatus.REGISTERED
         )
         if expiry_refusal(
-            record, target, state.head, cmd.policy, now, grace=grace, registered_newer=newer
+            record,
+            target,
+            state.head,
+            cmd.policy,
+            now,
+            grace=grace,
+            registered_newer=newer,
+            generations=cmd.generations,
         ):
             continue
         events.append(

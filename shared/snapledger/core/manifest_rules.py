@@ -54,6 +54,7 @@ class ParsedManifest:
             source_kind=m.source.kind,
             format=m.format,
             offsets=m.offsets,
+            generation=m.generation,
         )
 
 

@@ -117,6 +117,8 @@ def evolve_registration(
                 source_kind=event.source_kind,
                 format=event.format,
                 offsets=event.offsets,
+                generation=event.generation,
+                member_of=event.member_of,
                 registered_at=event.at,
                 version=event.seq,
             )

@@ -8,7 +8,10 @@ The rule (docs/retention.md). A REGISTERED snapshot is *protected* while ANY hol
 - it is the latest (``latest``);
 - it is among the newest ``min_count`` REGISTERED snapshots by LSN (``newest``);
 - it was registered ``min_age`` or less ago, by registry time (``too_young``);
-- a job has it pinned (``pinned``), or an operator's hold on it is live (``held``).
+- a job has it pinned (``pinned``), or an operator's hold on it is live (``held``);
+- it counted for a stream snapshot GC keeps: one of the newest ``min_generations``
+  completed, the open one, or one newer than GC's read (``generation``;
+  ``models/generations.ProtectedGenerations``).
 
 An unprotected snapshot is deleted. When caps are configured they choose which
 unprotected snapshots go: one with at least ``max_count`` retained REGISTERED snapshots
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from snapledger.models.generations import ProtectedGenerations
 from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus, snapshot_sort_key
 from snapledger.models.policy import RetentionPolicy
 
@@ -40,13 +44,21 @@ class KeepReason(StrEnum):
     TOO_YOUNG = "too_young"  # registered min_age or less ago
     PINNED = "pinned"
     HELD = "held"
+    GENERATION = "generation"  # a member of a stream snapshot GC keeps
     WITHIN_CAPS = "within_caps"  # unprotected, but no configured cap selects it
     IN_GRACE = "in_grace"  # REJECTED, younger than the grace window
 
 
 #: The reasons GC promises to honour whatever else happens (invariant 3).
 PROTECTIONS = frozenset(
-    {KeepReason.LATEST, KeepReason.NEWEST, KeepReason.TOO_YOUNG, KeepReason.PINNED, KeepReason.HELD}
+    {
+        KeepReason.LATEST,
+        KeepReason.NEWEST,
+        KeepReason.TOO_YOUNG,
+        KeepReason.PINNED,
+        KeepReason.HELD,
+        KeepReason.GENERATION,
+    }
 )
 
 
@@ -110,8 +122,11 @@ def plan(
     now: datetime,
     *,
     grace: timedelta = DEFAULT_GRACE,
+    generations: ProtectedGenerations | None = None,
 ) -> RetentionPlan:
-    """Decide every snapshot of one lineage: kept with all its reasons, or deleted."""
+    """Decide every snapshot of one lineage: kept with all its reasons, or deleted.
+
+    ``generations``: the stream snapshots whose members are kept (None: every member)."""
     newest_first = _newest_first(snapshots)
     kept: list[Kept] = []
     doomed: list[Doomed] = []
@@ -129,7 +144,14 @@ def plan(
             else:
                 doomed.append(Doomed(record, (DeleteCause.REJECTED,)))
         else:
-            reasons = protections(record, head, policy, now, registered_newer=registered_newer)
+            reasons = protections(
+                record,
+                head,
+                policy,
+                now,
+                registered_newer=registered_newer,
+                generations=generations,
+            )
             registered_newer += 1
             causes = () if reasons else cap_causes(record, policy, now, retained_newer)
             if reasons or (policy.has_caps and not causes):
@@ -151,8 +173,10 @@ def protections(
     now: datetime,
     *,
     registered_newer: int,
+    generations: ProtectedGenerations | None = None,
 ) -> tuple[KeepReason, ...]:
-    """Every protection a REGISTERED snapshot has; ``registered_newer`` ranks it."""
+    """Every protection a REGISTERED snapshot has; ``registered_newer`` ranks it;
+    ``generations`` says which stream snapshots' members are kept (None: all)."""
     reasons: list[KeepReason] = []
     if _is_latest(record, head):
         reasons.append(KeepReason.LATEST)
@@ -164,6 +188,10 @@ def protections(
         reasons.append(KeepReason.PINNED)
     if record.live_holds(now):
         reasons.append(KeepReason.HELD)
+    if record.member_of is not None and (
+        generations is None or generations.protects(record.member_of)
+    ):
+        reasons.append(KeepReason.GENERATION)
     return tuple(reasons)
 
 

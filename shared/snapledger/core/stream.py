@@ -1,9 +1,10 @@
 """The Decider of a stream's own log: ``decide(state, command, now) -> events``, ``evolve``.
 
-A stream's log holds the facts about the stream as a whole; today its retention policy
-(``PolicySet``, ``PolicyReset``). Both functions are pure; the adapter loads a
-``StreamState`` (the stream's HEAD and its POLICY item), and writes HEAD, the POLICY
-item and the events in one transaction conditioned on the versions it loaded.
+A stream's log holds the facts about the stream as a whole: its retention policy
+(``PolicySet``, ``PolicyReset``) and its snapshots by generation (``core/generations.py``).
+Both functions are pure; the adapter loads a ``StreamState`` (the stream's HEAD, its
+POLICY item and the ``GEN#`` items the command reads), and writes HEAD, the POLICY and
+GEN items and the events in one transaction conditioned on the versions it loaded.
 
 Rules (docs/retention.md, *Policies*):
 - a command whose id HEAD remembers is a duplicate: no event;
@@ -19,25 +20,29 @@ Rules (docs/retention.md, *Policies*):
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, assert_never
+from typing import Any
 
+from snapledger.core.generations import GenerationCommand, decide_generation, evolve_generation
 from snapledger.errors import StaleVersionError
 from snapledger.models.commands import ResetPolicy, SetPolicy
 from snapledger.models.events import PolicyReset, PolicySet, StreamEvent
+from snapledger.models.generations import StreamGeneration
 from snapledger.models.ledger import RECENT_COMMANDS_KEPT, StreamHead
 from snapledger.models.policy import RetentionPolicy, StoredPolicy, parse_policy
 
-StreamCommand = SetPolicy | ResetPolicy
+StreamCommand = SetPolicy | ResetPolicy | GenerationCommand
 
 
 @dataclass(frozen=True)
 class StreamState:
-    """A stream's HEAD and its stored policy (None: the configured default applies)."""
+    """A stream's HEAD, its stored policy (None: the configured default applies) and the
+    generations loaded for the command (by number; absent: not loaded or never requested)."""
 
     head: StreamHead
     policy: StoredPolicy | None = None
+    generations: dict[int, StreamGeneration] = field(default_factory=dict)
 
     @classmethod
     def empty(cls, stream: str) -> StreamState:
@@ -56,7 +61,6 @@ def decide_stream(state: StreamState, command: StreamCommand, now: datetime) -> 
     """The events ``command`` produces in ``state`` (empty: nothing to do)."""
     if state.is_duplicate(command.command_id):
         return []
-    _check_expected_version(state, command)
     common: dict[str, Any] = {
         "seq": state.head.version + 1,
         "at": now,
@@ -65,6 +69,7 @@ def decide_stream(state: StreamState, command: StreamCommand, now: datetime) -> 
     }
     match command:
         case SetPolicy():
+            _check_expected_version(state, command)
             previous = command.default if state.policy is None else state.policy.policy
             policy = parse_policy({**previous.model_dump(), **command.changes})
             if state.policy is not None and policy == state.policy.policy:
@@ -84,6 +89,7 @@ def decide_stream(state: StreamState, command: StreamCommand, now: datetime) -> 
                 )
             ]
         case ResetPolicy():
+            _check_expected_version(state, command)
             if state.policy is None:
                 return []
             return [
@@ -96,7 +102,7 @@ def decide_stream(state: StreamState, command: StreamCommand, now: datetime) -> 
                 )
             ]
         case _:
-            assert_never(command)
+            return decide_generation(state.head, state.generations, command, common, now)
 
 
 def evolve_stream(state: StreamState, event: StreamEvent) -> StreamState:
@@ -131,7 +137,8 @@ def evolve_stream(state: StreamState, event: StreamEvent) -> StreamState:
             )
             return replace(state, head=head, policy=None)
         case _:
-            assert_never(event)
+            head, generations = evolve_generation(head, state.generations, event)
+            return replace(state, head=head, generations=generations)
 
 
 def evolve_stream_all(state: StreamState, events: Iterable[StreamEvent]) -> StreamState:
@@ -140,7 +147,7 @@ def evolve_stream_all(state: StreamState, events: Iterable[StreamEvent]) -> Stre
     return state
 
 
-def _check_expected_version(state: StreamState, command: StreamCommand) -> None:
+def _check_expected_version(state: StreamState, command: SetPolicy | ResetPolicy) -> None:
     expected = command.expected_version
     if expected is not None and expected != state.policy_version:
         raise StaleVersionError(

@@ -91,6 +91,7 @@ class PolicySetRequest(PolicyChangeRequest):
     max_count: int | None = Field(default=None, ge=1)
     max_age_hours: float | None = Field(default=None, gt=0, strict=False)
     delete_changelog_below_trim: bool | None = None
+    min_generations: int | None = Field(default=None, ge=0)
 
 
 class PolicyResetRequest(PolicyChangeRequest):
@@ -286,5 +287,6 @@ def _gc_deps(rt: Runtime) -> GcDeps:
         jobs=rt.jobs,
         runner=rt.runner,
         shards=rt.gc_shards,
+        streams=rt.streams,
         holds=rt.holds,
     )

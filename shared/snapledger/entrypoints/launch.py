@@ -1,9 +1,11 @@
 """The launch function's parsing and answering: console payloads and EventBridge requests.
 
-Console: ``{"action": "restore", "stream": "orders", "partition": 3, "from": "latest"}``.
-EventBridge: source ``snapledger``, detail-type ``BootstrapRequested`` /
-``RestoreRequested`` / ``CompactionRequested``, the same fields in ``detail`` (``action``
-implied). The request id is the payload's ``request_id``, else the EventBridge event id,
+Console: ``{"action": "restore", "stream": "orders", "partition": 3, "from": "latest"}``,
+or ``{"action": "snapshot_stream", "stream": "orders", "partitions": [0, 1, 2, 3]}`` to ask
+for a stream snapshot. EventBridge: source ``snapledger``, detail-type
+``BootstrapRequested`` / ``RestoreRequested`` / ``CompactionRequested`` /
+``SnapshotStreamRequested``, the same fields in ``detail`` (``action`` implied). The
+request id is the payload's ``request_id``, else the EventBridge event id,
 else the Lambda request id (stable across Lambda's own retries): the same request twice
 starts one job.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from snapledger.entrypoints.answers import (
@@ -24,18 +27,27 @@ from snapledger.entrypoints.answers import (
     payload_error,
 )
 from snapledger.errors import SnapledgerError
-from snapledger.models.requests import DETAIL_TYPE_ACTIONS, LaunchRequest
+from snapledger.models.requests import (
+    DETAIL_TYPE_ACTIONS,
+    SNAPSHOT_STREAM_ACTION,
+    SNAPSHOT_STREAM_DETAIL_TYPE,
+    LaunchRequest,
+    StreamSnapshotRequest,
+)
 from snapledger.runtime import Runtime
+from snapledger.services.generations import describe as describe_generation
+from snapledger.services.generations import request_stream_snapshot
 from snapledger.services.launch import LaunchDeps, launch
 
 SUBJECT = "launch request"
 INVALID_METRIC = "Launch_invalid"
 EVENT_SOURCE = "snapledger"
+STREAM_DETAIL_TYPES = {SNAPSHOT_STREAM_DETAIL_TYPE: SNAPSHOT_STREAM_ACTION}
 
 
 @dataclass(frozen=True)
 class ParsedLaunch:
-    request: LaunchRequest
+    request: LaunchRequest | StreamSnapshotRequest
     request_id: str
     from_event: bool = False  # an EventBridge request (no one reads the answer)
 
@@ -46,9 +58,15 @@ def parse_launch(event: object, lambda_request_id: str) -> ParsedLaunch:
     if "detail-type" in payload:
         return _from_eventbridge(payload)
     return ParsedLaunch(
-        request=LaunchRequest.model_validate(payload),
+        request=_request_model(payload).model_validate(payload),
         request_id=str(payload.get("request_id") or lambda_request_id),
     )
+
+
+def _request_model(payload: Mapping[str, Any]) -> type[LaunchRequest | StreamSnapshotRequest]:
+    if payload.get("action") == SNAPSHOT_STREAM_ACTION:
+        return StreamSnapshotRequest
+    return LaunchRequest
 
 
 def _from_eventbridge(event: Mapping[str, Any]) -> ParsedLaunch:
@@ -56,8 +74,9 @@ def _from_eventbridge(event: Mapping[str, Any]) -> ParsedLaunch:
     problems = []
     if event.get("source") != EVENT_SOURCE:
         problems.append(("source", f"must be {EVENT_SOURCE!r} for a launch request"))
-    if detail_type not in DETAIL_TYPE_ACTIONS:
-        known = ", ".join(DETAIL_TYPE_ACTIONS)
+    actions = {**{t: a.value for t, a in DETAIL_TYPE_ACTIONS.items()}, **STREAM_DETAIL_TYPES}
+    if detail_type not in actions:
+        known = ", ".join(actions)
         problems.append(("detail-type", f"{detail_type!r} is not one of {known}"))
     detail = event.get("detail")
     if not isinstance(detail, Mapping):
@@ -65,12 +84,13 @@ def _from_eventbridge(event: Mapping[str, Any]) -> ParsedLaunch:
     if problems:
         raise payload_error(SUBJECT, problems, event)
     assert isinstance(detail, Mapping) and isinstance(detail_type, str)
-    action = DETAIL_TYPE_ACTIONS[detail_type].value
+    action = actions[detail_type]
     if detail.get("action", action) != action:
         raise payload_error(
             SUBJECT, [("detail.action", f"contradicts detail-type {detail_type}")], event
         )
-    request = LaunchRequest.model_validate({**detail, "action": action})
+    body = {**detail, "action": action}
+    request = _request_model(body).model_validate(body)
     return ParsedLaunch(
         request=request,
         request_id=str(detail.get("request_id") or event["id"]),
@@ -80,8 +100,15 @@ def _from_eventbridge(event: Mapping[str, Any]) -> ParsedLaunch:
 
 def answer_launch(parsed: ParsedLaunch, rt: Runtime, metrics: MetricSink) -> Answer:
     """Start (or find) the job; expected refusals are answers, the rest raises."""
+    if isinstance(parsed.request, StreamSnapshotRequest):
+        return _answer_stream_snapshot(parsed, parsed.request, rt, metrics)
     deps = LaunchDeps(
-        ledger=rt.ledger, jobs=rt.jobs, runner=rt.runner, store=rt.store, clock=rt.clock
+        ledger=rt.ledger,
+        jobs=rt.jobs,
+        runner=rt.runner,
+        store=rt.store,
+        clock=rt.clock,
+        streams=rt.streams,
     )
     try:
         result = launch(parsed.request, request_id=parsed.request_id, deps=deps)
@@ -93,3 +120,37 @@ def answer_launch(parsed: ParsedLaunch, rt: Runtime, metrics: MetricSink) -> Ans
         return answer
     count(metrics, f"Launch_{result.job.job_kind.value}")
     return ok(**result.to_dict())
+
+
+def _answer_stream_snapshot(
+    parsed: ParsedLaunch, request: StreamSnapshotRequest, rt: Runtime, metrics: MetricSink
+) -> Answer:
+    now = rt.clock.now()
+    deadline = request.deadline
+    if request.deadline_minutes is not None:
+        deadline = now + timedelta(minutes=request.deadline_minutes)
+    try:
+        result = request_stream_snapshot(
+            rt.streams,
+            request.stream,
+            request.partitions,
+            clock=rt.clock,
+            deadline=deadline,
+            min_lsn=request.min_lsn,
+            by=request.by,
+            request_id=parsed.request_id,
+        )
+    except SnapledgerError as exc:
+        answer = answer_for_error(exc, console=not parsed.from_event)
+        if answer is None:
+            raise
+        count(metrics, "Launch_refused")
+        return answer
+    count(metrics, "Launch_snapshot_stream")
+    number = result.state.head.generation
+    generation = result.state.generations[number]
+    return ok(
+        action=SNAPSHOT_STREAM_ACTION,
+        created=bool(result.events),
+        **describe_generation(generation, rt.clock.now()),
+    )

@@ -31,7 +31,7 @@ from snapledger.models.events import LedgerEvent, StreamEvent
 from snapledger.models.ledger import LineageId
 from snapledger.ports import Page
 from snapledger.runtime import Runtime
-from snapledger.services import queries
+from snapledger.services import generations, queries
 
 SUBJECT = "query"
 INVALID_METRIC = "Query_invalid"
@@ -271,3 +271,40 @@ def answer_job(request: JobQuery, rt: Runtime) -> dict[str, Any]:
 def answer_jobs(request: JobsQuery, rt: Runtime) -> dict[str, Any]:
     page = rt.jobs.list_jobs(limit=request.limit, cursor=request.cursor)
     return {"jobs": [j.model_dump(mode="json") for j in page.items], "cursor": page.cursor}
+
+
+class GenerationQuery(QueryPayload):
+    """``{"action": "generation", "stream": "orders", "generation": 4}``: one stream
+    snapshot with its members; without ``generation``, the stream's newest (current)."""
+
+    action: Literal["generation"]
+    stream: str = Field(pattern=f"^{STREAM_PATTERN}$", description="Stream name, e.g. orders")
+    generation: int | None = Field(default=None, ge=1, description="Omit it for the newest")
+
+
+class GenerationsQuery(QueryPayload):
+    """The stream's snapshots by generation, newest first, a page at a time."""
+
+    action: Literal["generations"]
+    stream: str = Field(pattern=f"^{STREAM_PATTERN}$", description="Stream name, e.g. orders")
+    limit: int = Field(default=20, ge=1, le=MAX_PAGE)
+    cursor: str | None = Field(default=None, min_length=1, description="From the last answer")
+
+
+@query_action(GenerationQuery)
+def answer_generation(request: GenerationQuery, rt: Runtime) -> dict[str, Any]:
+    if request.generation is None:
+        found = generations.current_generation(rt.streams, request.stream)
+    else:
+        found = generations.get_generation(rt.streams, request.stream, request.generation)
+    return {"generation": generations.describe(found, rt.clock.now())}
+
+
+@query_action(GenerationsQuery)
+def answer_generations(request: GenerationsQuery, rt: Runtime) -> dict[str, Any]:
+    page = rt.streams.list_generations(request.stream, limit=request.limit, cursor=request.cursor)
+    now = rt.clock.now()
+    return {
+        "generations": [generations.describe(g, now) for g in page.items],
+        "cursor": page.cursor,
+    }

@@ -125,6 +125,7 @@ def register_arrivals(
         ledger=rt.ledger,
         store=rt.store,
         clock=rt.clock,
+        streams=rt.streams,
         holds=rt.holds,
     )
     for (index, arrival, key), result in zip(manifests, results, strict=True):
@@ -150,6 +151,7 @@ def register_queued(
         ledger=rt.ledger,
         store=rt.store,
         clock=rt.clock,
+        streams=rt.streams,
         holds=rt.holds,
     )
     failed_groups: set[str] = set()

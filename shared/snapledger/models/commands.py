@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from snapledger.models.base import Frozen
+from snapledger.models.generations import ProtectedGenerations
 from snapledger.models.policy import RetentionPolicy
 
 
@@ -23,6 +24,9 @@ class ManifestSummary(Frozen):
     format: str = Field(default="kv-parquet", description="The manifest's format")
     offsets: dict[str, int] | None = Field(
         default=None, description="The processor's input positions the state matches"
+    )
+    generation: int | None = Field(
+        default=None, description="The stream snapshot generation the manifest names"
     )
 
 
@@ -118,6 +122,9 @@ class ExpireSnapshots(Frozen):
     witnesses: tuple[str, ...] = ()
     policy: RetentionPolicy
     grace_hours: float = Field(ge=1, description="REJECTED snapshots' files wait this long")
+    generations: ProtectedGenerations | None = Field(
+        default=None, description="Stream snapshots whose members are kept (None: all)"
+    )
 
     @property
     def command_id(self) -> str:
@@ -267,3 +274,57 @@ class ResetPolicy(PolicyCommand):
     @property
     def command_id(self) -> str:
         return f"policy-reset:{self.request_id}"
+
+
+# --- stream snapshots by generation (models/generations.py) --------------------------
+
+
+class RequestStreamSnapshot(Frozen):
+    """Ask every partition of ``partitions`` for a snapshot at the stream's next generation.
+
+    An open (incomplete) generation is superseded: it fails, naming the new one.
+    """
+
+    kind: Literal["RequestStreamSnapshot"] = "RequestStreamSnapshot"
+    stream: str
+    partitions: tuple[int, ...] = Field(min_length=1)
+    min_lsn: dict[int, int] = Field(default_factory=dict)
+    deadline: datetime
+    by: str = Field(default="", max_length=256)
+    request_id: str = Field(min_length=1, description="The same request is applied once")
+
+    @property
+    def command_id(self) -> str:
+        return f"stream-snapshot:{self.request_id}"
+
+
+class CountGenerationMember(Frozen):
+    """A member partition's snapshot, registered in the same transaction, counts for
+    ``generation`` if the rules allow (``core/generations.py``); carries the registration's
+    command id, so a redelivered manifest is recognised on both logs."""
+
+    kind: Literal["CountGenerationMember"] = "CountGenerationMember"
+    stream: str
+    generation: int
+    partition: int
+    snapshot_id: str
+    lsn: int
+    epoch: int
+    offsets: dict[str, int] | None = None
+    registration_command_id: str
+
+    @property
+    def command_id(self) -> str:
+        return self.registration_command_id
+
+
+class FailOverdueGeneration(Frozen):
+    """Fail ``generation`` if it is still open past its deadline (GC's schedule asks)."""
+
+    kind: Literal["FailOverdueGeneration"] = "FailOverdueGeneration"
+    stream: str
+    generation: int
+
+    @property
+    def command_id(self) -> str:
+        return f"generation-overdue:{self.stream}:{self.generation}"

@@ -5,7 +5,8 @@ Two logs hold them (docs/ledger.md):
 - a **lineage's** log (``LIN#{stream}#{partition}``): ``LedgerEvent``, every event with its
   ``stream`` and ``partition``;
 - a **stream's** log (``STREAM#{stream}``): ``StreamEvent``, facts about the stream as a
-  whole (its retention policy), with a ``stream`` and no ``partition``.
+  whole (its retention policy, its snapshots by generation), with a ``stream`` and no
+  ``partition``.
 
 Each log numbers its events from 1 with no gap. Wire names are stable: ``type`` is the
 discriminator (unique across both logs), fields are snake_case. New event types are
@@ -47,6 +48,12 @@ class SnapshotRegistered(EventBase):
     format: str = Field(default="kv-parquet", description="The manifest's format")
     offsets: dict[str, int] | None = Field(
         default=None, description="The processor's input positions the state matches"
+    )
+    generation: int | None = Field(
+        default=None, description="The stream snapshot generation the manifest names"
+    )
+    member_of: int | None = Field(
+        default=None, description="The generation it counted for (None: it did not count)"
     )
 
 
@@ -254,5 +261,79 @@ class PolicyReset(StreamEventBase):
     by: str = ""
 
 
-StreamEvent = Annotated[PolicySet | PolicyReset, Field(discriminator="type")]
+class PartitionLsn(Frozen):
+    partition: int
+    lsn: int
+
+
+class StreamSnapshotRequested(StreamEventBase):
+    """A snapshot of the stream at ``generation`` was asked for: each member partition's
+    processor writes one whose manifest names this generation (and an LSN at or above
+    the partition's ``min_lsn``) before ``deadline``."""
+
+    type: Literal["StreamSnapshotRequested"] = "StreamSnapshotRequested"
+    generation: int = Field(ge=1)
+    partitions: tuple[int, ...]
+    min_lsn: tuple[PartitionLsn, ...] = Field(
+        default=(), description="A partition's snapshot counts only at or above its LSN here"
+    )
+    deadline: datetime
+    by: str = ""
+    supersedes: int | None = Field(
+        default=None, description="The open generation this request failed (superseded)"
+    )
+
+
+class StreamSnapshotMemberCounted(StreamEventBase):
+    """A member partition's snapshot counted for ``generation`` (recorded in the same
+    transaction as its registration on the partition's own log)."""
+
+    type: Literal["StreamSnapshotMemberCounted"] = "StreamSnapshotMemberCounted"
+    generation: int = Field(ge=1)
+    member: int = Field(description="The member partition whose snapshot counted")
+    snapshot_id: str
+    lsn: int
+    epoch: int
+    offsets: dict[str, int] | None = None
+    missing: tuple[int, ...] = Field(description="The member partitions still to count")
+
+
+class StreamMember(Frozen):
+    member: int = Field(description="The member partition")
+    snapshot_id: str
+    lsn: int
+    epoch: int
+    offsets: dict[str, int] | None = None
+
+
+class StreamSnapshotCompleted(StreamEventBase):
+    """Every member partition counted: the stream can be restored to ``generation``."""
+
+    type: Literal["StreamSnapshotCompleted"] = "StreamSnapshotCompleted"
+    generation: int = Field(ge=1)
+    members: tuple[StreamMember, ...]
+
+
+class StreamSnapshotFailed(StreamEventBase):
+    """``generation`` will not complete: its deadline passed (``deadline``) or a newer
+    request replaced it (``superseded``); ``missing`` names the partitions that had not
+    counted."""
+
+    type: Literal["StreamSnapshotFailed"] = "StreamSnapshotFailed"
+    generation: int = Field(ge=1)
+    cause: Literal["deadline", "superseded"]
+    reason: str
+    missing: tuple[int, ...]
+    superseded_by: int | None = None
+
+
+StreamEvent = Annotated[
+    PolicySet
+    | PolicyReset
+    | StreamSnapshotRequested
+    | StreamSnapshotMemberCounted
+    | StreamSnapshotCompleted
+    | StreamSnapshotFailed,
+    Field(discriminator="type"),
+]
 STREAM_EVENT_ADAPTER: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent, config=DEFERRED)

@@ -69,6 +69,12 @@ class SnapshotRecord(Stored):
     offsets: dict[str, int] | None = Field(
         default=None, description="The processor's input positions the state matches"
     )
+    generation: int | None = Field(
+        default=None, description="The stream snapshot generation the manifest names"
+    )
+    member_of: int | None = Field(
+        default=None, description="The generation it counted for (GC protects its members)"
+    )
     registered_at: datetime = Field(description="Registry (server) time it was recorded")
     rejection_code: str | None = None
     rejection_reason: str | None = None
@@ -148,5 +154,15 @@ class StreamHead(Stored):
     )
     recent_commands: tuple[str, ...] = Field(
         default=(), description=f"The last {RECENT_COMMANDS_KEPT} command ids applied"
+    )
+    generation: int = Field(default=0, ge=0, description="The newest generation requested")
+    open_generation: int | None = Field(
+        default=None, description="The generation still counting members, if any"
+    )
+    open_deadline: datetime | None = Field(
+        default=None, description="The open generation's deadline (GC fails it past that)"
+    )
+    completed_generations: tuple[int, ...] = Field(
+        default=(), description="The newest completed generations, newest first"
     )
     updated_at: datetime | None = None

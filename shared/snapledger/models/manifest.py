@@ -82,7 +82,14 @@ class ManifestV1(Frozen):
         int, Field(ge=0, le=MAX_LSN, description="State includes every record with lsn <= this.")
     ]
     snapshot_id: Annotated[str, Field(pattern=f"^{ULID_PATTERN}$", description="A ULID.")]
-    epoch: Annotated[int, Field(ge=0, description="Writer's leader epoch / generation.")]
+    epoch: Annotated[
+        int,
+        Field(
+            ge=0,
+            description="Writer's leader epoch: a registration from an epoch below the "
+            "lineage's highest is fenced.",
+        ),
+    ]
     created_at: datetime | None = Field(
         default=None, description="Producer's clock; informational only, never used for retention."
     )
@@ -107,6 +114,17 @@ class ManifestV1(Frozen):
             max_length=MAX_OFFSETS,
             description="The processor's input positions the state matches, e.g. "
             "{'orders-3': 18213}: returned by queries and in a restore's _restore.json.",
+        ),
+    ] = None
+    generation: Annotated[
+        int | None,
+        Field(
+            default=None,
+            ge=1,
+            strict=True,
+            description="The stream snapshot generation this snapshot answers (the "
+            "'generation' of a StreamSnapshotRequested event): it counts for that "
+            "generation when its LSN is at or above the partition's minimum.",
         ),
     ] = None
 

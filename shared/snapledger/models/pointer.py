@@ -1,10 +1,14 @@
-"""``latest.json``: a lineage's latest snapshot as an object in the bucket.
+"""Pointer objects in the bucket, readable with one GET without the registry.
 
-snapledger writes ``snapshots/{stream}/{partition}/latest.json`` after the latest pointer
-advances (``services/latest_pointer.py``), so a processor can find and check its latest
-snapshot with one GET, even while the registry's functions or table are unreachable. The
-JSON Schema in ``docs/latest-pointer-v1.schema.json`` is generated from this model
-(``make schema``); a test fails when the two differ.
+- ``snapshots/{stream}/{partition}/latest.json`` (``LatestPointer``): a lineage's latest
+  snapshot, written after the latest pointer advances (``services/latest_pointer.py``);
+- ``snapshots/{stream}/generation.json`` (``GenerationPointer``): the stream's newest
+  completed stream snapshot, written after the registration that completed it.
+
+So a processor can find and check its state with one GET, even while the registry's
+functions or table are unreachable. The JSON Schemas in ``docs/latest-pointer-v1.schema.json``
+and ``docs/generation-pointer-v1.schema.json`` are generated from these models
+(``make schema``); a test fails when they differ.
 """
 
 from __future__ import annotations
@@ -14,8 +18,16 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from snapledger.layout import MAX_LSN, STREAM_PATTERN, ULID_PATTERN, SnapshotLocation
+from snapledger.layout import (
+    MANIFEST_NAME,
+    MAX_LSN,
+    STREAM_PATTERN,
+    ULID_PATTERN,
+    SnapshotLocation,
+    snapshot_prefix,
+)
 from snapledger.models.base import Stored
+from snapledger.models.generations import StreamGeneration
 from snapledger.models.ledger import SnapshotRecord, snapshot_sort_key
 from snapledger.models.manifest import MAX_OFFSETS, ManifestFile, ManifestV1, SnapshotFormat
 
@@ -77,4 +89,57 @@ def pointer_json_schema() -> dict[str, object]:
     schema = LatestPointer.model_json_schema(mode="validation")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = "https://snapledger.dev/schemas/latest-pointer-v1.schema.json"
+    return schema
+
+
+class GenerationPointerMember(Stored):
+    partition: Annotated[int, Field(ge=0, le=999_999_999)]
+    snapshot_id: Annotated[str, Field(pattern=f"^{ULID_PATTERN}$")]
+    lsn: Annotated[int, Field(ge=0, le=MAX_LSN)]
+    epoch: Annotated[int, Field(ge=0)]
+    prefix: str = Field(description="The member snapshot's folder, relative to the root.")
+    manifest_key: str = Field(description="Its _manifest.json (the files, their checksums).")
+    offsets: dict[str, int] | None = Field(default=None, description="The manifest's offsets.")
+
+
+class GenerationPointer(Stored):
+    """``generation.json`` format version 1: the newest completed stream snapshot."""
+
+    format_version: Literal[1] = Field(description="Always 1 for this format.")
+    stream: Annotated[str, Field(pattern=f"^{STREAM_PATTERN}$")]
+    generation: Annotated[int, Field(ge=1)]
+    completed_at: datetime = Field(description="Registry time its last member counted.")
+    members: list[GenerationPointerMember] = Field(description="One per partition, ascending.")
+
+    @classmethod
+    def of(cls, generation: StreamGeneration) -> GenerationPointer:
+        assert generation.completed_at is not None
+        members = []
+        for m in generation.member_list():
+            prefix = snapshot_prefix(generation.stream, m.partition, m.lsn, m.snapshot_id)
+            members.append(
+                GenerationPointerMember(
+                    partition=m.partition,
+                    snapshot_id=m.snapshot_id,
+                    lsn=m.lsn,
+                    epoch=m.epoch,
+                    prefix=prefix,
+                    manifest_key=prefix + MANIFEST_NAME,
+                    offsets=m.offsets,
+                )
+            )
+        return cls(
+            format_version=1,
+            stream=generation.stream,
+            generation=generation.generation,
+            completed_at=generation.completed_at,
+            members=members,
+        )
+
+
+def generation_pointer_json_schema() -> dict[str, object]:
+    """The published JSON Schema of ``generation.json`` v1."""
+    schema = GenerationPointer.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://snapledger.dev/schemas/generation-pointer-v1.schema.json"
     return schema

@@ -1,10 +1,11 @@
 """A stream's retention policy, as stored in the ledger and set from the console or CLI.
 
 The rule (docs/retention.md): a REGISTERED snapshot may be deleted only if it is not the
-latest, not among the newest ``min_count``, older than ``min_age`` (registry time), and
-has no pin and no live hold. The optional caps ``max_count`` and ``max_age`` only ever
-choose among the snapshots those protections leave; with no cap configured every
-unprotected snapshot is deleted.
+latest, not among the newest ``min_count``, older than ``min_age`` (registry time), has
+no pin and no live hold, and is not a member of one of the newest ``min_generations``
+completed stream snapshots (nor of an open one). The optional caps ``max_count`` and
+``max_age`` only ever choose among the snapshots those protections leave; with no cap
+configured every unprotected snapshot is deleted.
 
 Durations are hours (floats) on the wire, the unit the CLI and the console use.
 """
@@ -18,10 +19,13 @@ from pydantic import Field, ValidationError, model_validator
 
 from snapledger.errors import InvalidRequestError
 from snapledger.models.base import Frozen
+from snapledger.models.generations import COMPLETED_GENERATIONS_KEPT
 
 #: The apply step re-reads the newest ``min_count`` snapshots in the same consistent read
 #: as the ones it expires (one BatchGetItem: at most 100 items), hence the ceiling.
 MAX_MIN_COUNT = 50
+#: How many completed stream snapshots GC can protect (what the stream's HEAD remembers).
+MAX_MIN_GENERATIONS = COMPLETED_GENERATIONS_KEPT
 
 
 class RetentionPolicy(Frozen):
@@ -41,6 +45,11 @@ class RetentionPolicy(Frozen):
     )
     delete_changelog_below_trim: bool = Field(
         default=False, description="Also delete changelog segments wholly below the trim point"
+    )
+    min_generations: int = Field(
+        default=1,
+        strict=True,
+        description="The members of the newest N completed stream snapshots are kept",
     )
 
     @model_validator(mode="after")
@@ -70,6 +79,11 @@ def policy_problems(policy: RetentionPolicy) -> list[str]:
         problems.append(
             f"min_count must be at least 1 (got {policy.min_count}): the newest snapshot is "
             "always kept"
+        )
+    if not 0 <= policy.min_generations <= MAX_MIN_GENERATIONS:
+        problems.append(
+            f"min_generations must be 0 to {MAX_MIN_GENERATIONS} (got {policy.min_generations}):"
+            " the stream's HEAD remembers that many completed generations"
         )
     if policy.min_count > MAX_MIN_COUNT:
         problems.append(

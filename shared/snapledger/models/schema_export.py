@@ -2,6 +2,8 @@
 
 - ``docs/manifest-v1.schema.json``: the manifest format;
 - ``docs/latest-pointer-v1.schema.json``: ``latest.json``, a lineage's latest snapshot;
+- ``docs/generation-pointer-v1.schema.json``: ``generation.json``, a stream's newest
+  completed stream snapshot;
 - ``docs/events/{type}.schema.json``: one per event type on the bus (a file for a type that
   no longer exists is removed).
 """
@@ -13,10 +15,11 @@ from pathlib import Path
 
 from snapledger.models.event_schema import SCHEMA_SUFFIX, event_schema_documents
 from snapledger.models.manifest import manifest_json_schema
-from snapledger.models.pointer import pointer_json_schema
+from snapledger.models.pointer import generation_pointer_json_schema, pointer_json_schema
 
 SCHEMA_PATH = Path("docs/manifest-v1.schema.json")
 POINTER_SCHEMA_PATH = Path("docs/latest-pointer-v1.schema.json")
+GENERATION_POINTER_SCHEMA_PATH = Path("docs/generation-pointer-v1.schema.json")
 EVENT_SCHEMA_DIR = Path("docs/events")
 
 
@@ -26,6 +29,10 @@ def render() -> str:
 
 def render_pointer() -> str:
     return json.dumps(pointer_json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def render_generation_pointer() -> str:
+    return json.dumps(generation_pointer_json_schema(), indent=2, sort_keys=True) + "\n"
 
 
 def event_schema_files() -> dict[Path, str]:
@@ -42,6 +49,8 @@ def main() -> None:
     print(f"wrote {SCHEMA_PATH}")
     POINTER_SCHEMA_PATH.write_text(render_pointer())
     print(f"wrote {POINTER_SCHEMA_PATH}")
+    GENERATION_POINTER_SCHEMA_PATH.write_text(render_generation_pointer())
+    print(f"wrote {GENERATION_POINTER_SCHEMA_PATH}")
     files = event_schema_files()
     EVENT_SCHEMA_DIR.mkdir(parents=True, exist_ok=True)
     for stale in sorted(set(EVENT_SCHEMA_DIR.glob(f"*{SCHEMA_SUFFIX}")) - set(files)):

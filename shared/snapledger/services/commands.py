@@ -19,10 +19,16 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Generic, Protocol, TypedDict, TypeVar, Unpack
 
+from snapledger.core.generations import generations_to_load
 from snapledger.core.lineage import Command, LineageState, decide, evolve_all
 from snapledger.core.stream import StreamCommand, StreamState, decide_stream, evolve_stream_all
 from snapledger.errors import ConcurrencyError, LostRaceError, TransientStoreError
-from snapledger.models.commands import ExpireSnapshots, MarkSnapshotsDeleted
+from snapledger.models.commands import (
+    ExpireSnapshots,
+    MarkSnapshotsDeleted,
+    ResetPolicy,
+    SetPolicy,
+)
 from snapledger.models.events import LedgerEvent, StreamEvent
 from snapledger.models.ledger import LineageId
 from snapledger.ports import LedgerStore, StreamLogStore
@@ -232,7 +238,15 @@ class _StreamLog:
         return f"STREAM#{self.command.stream}"
 
     def load(self) -> StreamState:
-        return self.store.load(self.command.stream)
+        command, stream = self.command, self.command.stream
+        if isinstance(command, SetPolicy | ResetPolicy):
+            return self.store.load(stream)
+        wanted = generations_to_load(None, command)
+        state = self.store.load(stream, wanted)
+        more = generations_to_load(state.head, command)
+        if set(more) - set(wanted):  # named by HEAD (the open one): a second read
+            state = self.store.load(stream, more)
+        return state
 
     def version(self, state: StreamState) -> int:
         return state.head.version

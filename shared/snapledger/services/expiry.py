@@ -42,6 +42,7 @@ from snapledger.models.commands import (
     TrimProposal,
 )
 from snapledger.models.events import LedgerEvent, SnapshotExpiring, TrimPointAdvanced
+from snapledger.models.generations import ProtectedGenerations
 from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus
 from snapledger.models.policy import RetentionPolicy
 from snapledger.ports import MAX_KEYS_PER_REQUEST, ObjectInfo
@@ -69,7 +70,11 @@ class Applied:
 
 
 def plan_lineage(
-    deps: GcDeps, head: Head, policy: RetentionPolicy, config: GcConfig
+    deps: GcDeps,
+    head: Head,
+    policy: RetentionPolicy,
+    config: GcConfig,
+    generations: ProtectedGenerations | None = None,
 ) -> tuple[RetentionPlan, list[SnapshotRecord]]:
     """Read the lineage's live snapshot records and plan them (no write).
 
@@ -79,7 +84,8 @@ def plan_lineage(
     """
     records = queries.live_snapshots(deps.ledger, head.lineage)
     now = deps.clock.now()
-    return plan(records, head, policy, now, grace=config.orphan_grace), records
+    planned = plan(records, head, policy, now, grace=config.orphan_grace, generations=generations)
+    return planned, records
 
 
 def expire_plan(
@@ -92,6 +98,7 @@ def expire_plan(
     config: GcConfig,
     run_id: str,
     budget: Budget,
+    generations: ProtectedGenerations | None = None,
 ) -> Applied:
     """Step 1: mark the plan's new deletions EXPIRING (with the ones left EXPIRING before).
 
@@ -106,7 +113,9 @@ def expire_plan(
         if budget.exhausted():
             return Applied(statuses=statuses, expiring=[], stopped=True)
         chunk = fresh[start : start + MAX_EXPIRE_PER_COMMAND]
-        expiring += _expire(deps, report, chunk, policy, config, run_id=run_id)
+        expiring += _expire(
+            deps, report, chunk, policy, config, run_id=run_id, generations=generations
+        )
     for record in expiring:
         statuses[record.sort_key] = SnapshotStatus.EXPIRING
     return Applied(statuses=statuses, expiring=expiring, stopped=False)
@@ -198,6 +207,7 @@ def _expire(
     config: GcConfig,
     *,
     run_id: str,
+    generations: ProtectedGenerations | None,
 ) -> list[SnapshotRecord]:
     lineage = report.lineage
     command = ExpireSnapshots(
@@ -208,6 +218,7 @@ def _expire(
         witnesses=report.plan.witnesses,
         policy=policy,
         grace_hours=config.orphan_grace_hours,
+        generations=generations,
     )
     now = deps.clock.now()
     keys = command.snapshot_keys
@@ -260,6 +271,7 @@ def _why_spared(
         now,
         grace=timedelta(hours=command.grace_hours),
         registered_newer=newer,
+        generations=command.generations,
     )
     return why or "the ledger changed since the plan; the next run plans it again"
 

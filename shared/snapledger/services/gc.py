@@ -39,6 +39,7 @@ from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_fanout import GcShard, dispatch, shard_heads
 from snapledger.services.gc_parallel import run_lineages
 from snapledger.services.gc_report import GcReport, LineageReport
+from snapledger.services.generations import GenerationGuards
 from snapledger.services.object_deletion import list_lineage
 from snapledger.services.orphans import sweep_lineage, sweep_unledgered_streams
 from snapledger.services.policies import PolicyCache
@@ -97,6 +98,13 @@ class _Run:
         self.budget = budget
         self.policies = policies
         self.report = report
+        self.generations = GenerationGuards(
+            deps.streams,
+            lambda stream: policies(stream).min_generations,
+            deps.clock,
+            fail_overdue=not report.dry_run,
+            failed=report.generations_failed,
+        )
 
     @classmethod
     def start(
@@ -216,7 +224,8 @@ class _Run:
         ticket.errors = report.errors
         try:
             policy = self.policies(head.stream)
-            report.plan, records = plan_lineage(self.deps, head, policy, self.config)
+            generations = self.generations(head.stream)
+            report.plan, records = plan_lineage(self.deps, head, policy, self.config, generations)
             statuses = {r.sort_key: r.status for r in records}
             expiring: list[SnapshotRecord] = []
             if not self.dry_run:
@@ -229,6 +238,7 @@ class _Run:
                     config=self.config,
                     run_id=self.report.run_id,
                     budget=self.budget,
+                    generations=generations,
                 )
                 if applied.stopped:
                     return report, True

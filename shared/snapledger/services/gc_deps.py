@@ -16,6 +16,7 @@ from snapledger.ports import (
     ObjectStore,
     PolicyStore,
     ShardQueue,
+    StreamLogStore,
 )
 
 if TYPE_CHECKING:
@@ -32,6 +33,9 @@ class GcDeps:
     jobs: JobStore
     runner: JobRunner | None = None  # None: stuck jobs are reported, not reconciled
     shards: ShardQueue | None = None  # None: every run works its lineages itself
+    #: The streams' own logs: which stream snapshots' members to keep, and failing the
+    #: overdue ones (None: every member is kept, and nothing is failed).
+    streams: StreamLogStore | None = None
     #: Legal holds to release before marking DELETED (SNAPLEDGER_PROTECT_LATEST); None: off.
     holds: ObjectHolds | None = None
 

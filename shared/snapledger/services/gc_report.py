@@ -8,6 +8,7 @@ from datetime import datetime
 
 from snapledger.core.retention import RetentionPlan
 from snapledger.core.state import LineageState
+from snapledger.models.generations import StreamGeneration
 from snapledger.models.ledger import LineageId
 
 
@@ -116,6 +117,8 @@ class GcReport:
     lineages: list[LineageReport] = field(default_factory=list)
     orphans: list[OrphanOutcome] = field(default_factory=list)  # lineages with no HEAD
     stuck_jobs: list[StuckJob] = field(default_factory=list)
+    #: Stream snapshots this run failed past their deadline (not in a dry run).
+    generations_failed: list[StreamGeneration] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     complete: bool = False
     resume_after: str | None = None  # where the next run resumes (when not complete)
@@ -138,6 +141,7 @@ class GcReport:
             "segments_deleted": sum(r.segments_deleted for r in self.lineages),
             "shards_sent": self.shards_sent,
             "lineages_sent": self.lineages_sent,
+            "generations_failed": len(self.generations_failed),
             "stuck_jobs_found": len(self.stuck_jobs),
             "stuck_jobs_reconciled": sum(
                 1 for j in self.stuck_jobs if j.action in ("reconciled", "failed_never_started")
@@ -160,5 +164,9 @@ class GcReport:
             "lineages": [r.to_dict() for r in self.lineages],
             "orphans": [o.to_dict() for o in self.orphans],
             "stuck_jobs": [j.to_dict() for j in self.stuck_jobs],
+            "generations_failed": [
+                {"stream": g.stream, "generation": g.generation, "missing": list(g.missing)}
+                for g in self.generations_failed
+            ],
             "errors": self.errors,
         }

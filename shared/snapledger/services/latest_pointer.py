@@ -1,4 +1,5 @@
-"""Publish a lineage's latest snapshot as ``snapshots/{stream}/{partition}/latest.json``.
+"""Publish a lineage's latest snapshot as ``snapshots/{stream}/{partition}/latest.json``,
+and a stream's newest completed stream snapshot as ``snapshots/{stream}/generation.json``.
 
 Registration calls ``publish_latest`` after every commit that made a snapshot latest and
 for every redelivered manifest (a duplicate), with the lineage's HEAD as it committed or
@@ -19,25 +20,28 @@ order deliveries arrive in does not matter:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
+from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from snapledger.errors import LostRaceError, ObjectExistsError, StaleVersionError
-from snapledger.layout import latest_pointer_key
+from snapledger.layout import generation_pointer_key, latest_pointer_key
 from snapledger.models.ledger import Head, LineageId, snapshot_sort_key
 from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestV1
-from snapledger.models.pointer import LatestPointer
-from snapledger.ports import LedgerStore, ObjectStore
+from snapledger.models.pointer import GenerationPointer, LatestPointer
+from snapledger.ports import LedgerStore, ObjectStore, StreamLogStore
 
 #: Conditional writes lost to other writers before giving up (each loser reads again).
 MAX_ATTEMPTS = 10
+PointerT = TypeVar("PointerT", bound=BaseModel)
 
 
 class PointerOutcome(StrEnum):
     WRITTEN = "written"  # latest.json now names the ledger's latest
     CURRENT = "current"  # it already named it (or a newer one): nothing written
-    NO_LATEST = "no_latest"  # the lineage has no latest snapshot yet
+    NO_LATEST = "no_latest"  # the lineage has no latest snapshot (the stream no generation)
 
 
 def publish_latest(
@@ -59,20 +63,40 @@ def publish_latest(
     target = snapshot_sort_key(head.latest_lsn, head.latest_snapshot_id)
     key = latest_pointer_key(lineage.stream, lineage.partition)
     pointer = known if known is not None and known.sort_key == target else None
-    for _ in range(MAX_ATTEMPTS):
-        current = store.get_versioned(key)
-        if current is not None:
-            stored = _readable(current[0])
-            if stored is not None and stored.sort_key >= target:
-                return PointerOutcome.CURRENT
+
+    def current(raw: bytes) -> bool:
+        stored = _readable(LatestPointer, raw)
+        return stored is not None and stored.sort_key >= target
+
+    def render() -> bytes:
+        nonlocal pointer
         if pointer is None:
             pointer = read_pointer(lineage, target, ledger=ledger, store=store)
-        data = pointer.model_dump_json(exclude_none=False).encode()
+        return pointer.model_dump_json(exclude_none=False).encode()
+
+    return publish_unless_current(store, key, current=current, render=render)
+
+
+def publish_unless_current(
+    store: ObjectStore,
+    key: str,
+    *,
+    current: Callable[[bytes], bool],
+    render: Callable[[], bytes],
+) -> PointerOutcome:
+    """Write ``render()`` at ``key`` unless what is stored there is ``current`` (the same or
+    newer), with S3 conditional writes: ``If-None-Match: *`` to create, ``If-Match`` on
+    the ETag read to replace; a writer that lost the race reads again."""
+    for _ in range(MAX_ATTEMPTS):
+        stored = store.get_versioned(key)
+        if stored is not None and current(stored[0]):
+            return PointerOutcome.CURRENT
+        data = render()
         try:
-            if current is None:
+            if stored is None:
                 store.create(key, data)
             else:
-                store.replace(key, data, if_match=current[1])
+                store.replace(key, data, if_match=stored[1])
         except (ObjectExistsError, StaleVersionError):
             continue  # another writer got there first: read what it wrote
         return PointerOutcome.WRITTEN
@@ -95,9 +119,38 @@ def read_pointer(
     return LatestPointer.of(record, manifest)
 
 
-def _readable(raw: bytes) -> LatestPointer | None:
+def _readable(model: type[PointerT], raw: bytes) -> PointerT | None:
     """The stored pointer, or None when it is not one (it is then replaced)."""
     try:
-        return LatestPointer.model_validate_json(raw)
+        return model.model_validate_json(raw)
     except ValidationError:
         return None
+
+
+def publish_generation(
+    streams: StreamLogStore, stream: str, *, store: ObjectStore
+) -> PointerOutcome:
+    """Make ``snapshots/{stream}/generation.json`` name the stream's newest completed
+    generation unless it names a newer one (never backwards, as ``latest.json``).
+
+    Registration calls it after the commit that completed a generation, and for a
+    redelivered manifest of a member that counted (its first delivery may have crashed
+    before writing it): the same catch-up as ``latest.json``'s.
+    """
+    head = streams.get_head(stream)
+    if head is None or not head.completed_generations:
+        return PointerOutcome.NO_LATEST
+    newest = head.completed_generations[0]
+
+    def current(raw: bytes) -> bool:
+        stored = _readable(GenerationPointer, raw)
+        return stored is not None and stored.generation >= newest
+
+    def render() -> bytes:
+        generation = streams.get_generation(stream, newest)
+        if generation is None:
+            raise LostRaceError(f"{stream}: generation {newest}'s record is not there")
+        return GenerationPointer.of(generation).model_dump_json(exclude_none=False).encode()
+
+    key = generation_pointer_key(stream)
+    return publish_unless_current(store, key, current=current, render=render)

@@ -20,17 +20,25 @@ from snapledger.errors import InvalidKeyError, InvalidRequestError, JobStartErro
 from snapledger.job_kinds import Base, job_kind
 from snapledger.layout import lineage_changelog_prefix, parse_segment_key, snapshot_prefix
 from snapledger.models.commands import RequestJob
+from snapledger.models.generations import GenerationStatus, StreamGeneration
 from snapledger.models.jobs import JobKind, JobRecord, JobState, JobTransition, PartitionPlan
-from snapledger.models.ledger import LineageId, SnapshotRecord, snapshot_sort_key
-from snapledger.models.requests import FromLsn, FromSnapshotId, FromTime, LaunchRequest
+from snapledger.models.ledger import LineageId, SnapshotRecord, SnapshotStatus, snapshot_sort_key
+from snapledger.models.requests import (
+    FromGeneration,
+    FromLsn,
+    FromSnapshotId,
+    FromTime,
+    LaunchRequest,
+)
 from snapledger.ports import (
     JobRunner,
     JobRunSpec,
     JobStore,
     Ledger,
     ObjectStore,
+    StreamLogStore,
 )
-from snapledger.services import queries
+from snapledger.services import generations, queries
 from snapledger.services.commands import execute
 from snapledger.services.job_state import base_keys, record_on_lineages
 
@@ -42,6 +50,7 @@ class LaunchDeps:
     runner: JobRunner
     store: ObjectStore
     clock: Clock
+    streams: StreamLogStore | None = None  # needed to restore a stream to a generation
 
 
 @dataclass(frozen=True)
@@ -75,7 +84,13 @@ def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> Laun
     if existing is not None and (existing.run_id is not None or existing.terminal):
         return LaunchResult(job=existing, created=False)
     if existing is None:
-        plans = [plan_partition(request, partition, deps) for partition in request.partition_list]
+        generation = _generation_of(request, deps)
+        partitions = (
+            request.partition_list
+            if request.names_partitions or generation is None
+            else list(generation.partitions)
+        )
+        plans = [plan_partition(request, p, deps, generation=generation) for p in partitions]
         if request.action is not JobKind.RESTORE and len({p.epoch for p in plans}) > 1:
             epochs = ", ".join(f"{p.partition}: {p.epoch}" for p in plans)
             raise InvalidRequestError(
@@ -130,11 +145,20 @@ def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> Laun
     return LaunchResult(job=submitted, created=existing is None)
 
 
-def plan_partition(request: LaunchRequest, partition: int, deps: LaunchDeps) -> PartitionPlan:
+def plan_partition(
+    request: LaunchRequest,
+    partition: int,
+    deps: LaunchDeps,
+    *,
+    generation: StreamGeneration | None = None,
+) -> PartitionPlan:
     """Resolve the base snapshot and the target LSN of one partition, or raise why not."""
     lineage = LineageId(stream=request.stream, partition=partition)
     needs_base = job_kind(request.action).base is not Base.NONE
-    base = resolve_base(request, lineage, deps) if needs_base else None
+    if generation is not None:
+        base: SnapshotRecord | None = _member_base(generation, lineage, deps)
+    else:
+        base = resolve_base(request, lineage, deps) if needs_base else None
     if base is not None and base.format != "kv-parquet":
         raise InvalidRequestError(
             f"the snapshot {base.snapshot_id} of {lineage} (LSN {base.lsn}) is {base.format}: "
@@ -149,7 +173,7 @@ def plan_partition(request: LaunchRequest, partition: int, deps: LaunchDeps) -> 
         except InvalidKeyError:
             continue  # not a segment (the job validates what it reads)
     target = check_covers(
-        segments, str(lineage), None if base is None else base.lsn, request.target_lsn
+        segments, str(lineage), None if base is None else base.lsn, request.target_for(partition)
     )
     head = deps.ledger.get_head(lineage)
     epoch = head.max_epoch if head is not None and head.max_epoch is not None else 0
@@ -163,6 +187,46 @@ def plan_partition(request: LaunchRequest, partition: int, deps: LaunchDeps) -> 
         base_prefix=snapshot_prefix(base.stream, base.partition, base.lsn, base.snapshot_id),
         target_lsn=target,
     )
+
+
+def _generation_of(request: LaunchRequest, deps: LaunchDeps) -> StreamGeneration | None:
+    """The completed generation a restore names in 'from', or None; raise why not."""
+    if not isinstance(request.from_, FromGeneration):
+        return None
+    if deps.streams is None:
+        raise TypeError("launch needs LaunchDeps.streams to restore a generation")
+    number = request.from_.generation
+    generation = generations.get_generation(deps.streams, request.stream, number)
+    if generation.status is not GenerationStatus.COMPLETED:
+        why = f": {generation.failure_reason}" if generation.failure_reason else ""
+        raise InvalidRequestError(
+            f"generation {number} of {request.stream} is {generation.status.value}{why}; only "
+            "a COMPLETED generation can be restored (query 'generations' to find one)"
+        )
+    named = request.partition_list if request.names_partitions else []
+    outside = sorted(set(named) - set(generation.partitions))
+    outside += sorted(set(request.target_lsns or {}) - set(generation.partitions) - set(outside))
+    if outside:
+        members = ", ".join(map(str, generation.partitions))
+        raise InvalidRequestError(
+            f"partitions {outside} are not members of generation {number} ({members})"
+        )
+    return generation
+
+
+def _member_base(
+    generation: StreamGeneration, lineage: LineageId, deps: LaunchDeps
+) -> SnapshotRecord:
+    member = generation.members[lineage.partition]
+    record = queries.by_id(deps.ledger, lineage, member.snapshot_id)
+    if record.status is not SnapshotStatus.REGISTERED:
+        raise InvalidRequestError(
+            f"generation {generation.generation}'s snapshot {member.snapshot_id} of {lineage} "
+            f"is {record.status.value}: GC collected it (the retention policy's "
+            "min_generations keeps the members of the newest completed generations); "
+            "restore a newer generation"
+        )
+    return record
 
 
 def resolve_base(request: LaunchRequest, lineage: LineageId, deps: LaunchDeps) -> SnapshotRecord:
@@ -180,7 +244,7 @@ def resolve_base(request: LaunchRequest, lineage: LineageId, deps: LaunchDeps) -
         return queries.by_id(deps.ledger, lineage, selector.snapshot_id)
     if isinstance(selector, FromLsn):
         return queries.as_of_lsn(deps.ledger, lineage, selector.lsn)
-    assert isinstance(selector, FromTime)
+    assert isinstance(selector, FromTime)  # a generation's members: _member_base
     return queries.as_of_time(deps.ledger, lineage, selector.time)
 
 

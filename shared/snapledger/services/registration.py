@@ -30,9 +30,10 @@ from snapledger.models.events import LatestAdvanced, SnapshotRegistered, Snapsho
 from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
 from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestV1
 from snapledger.models.pointer import LatestPointer
-from snapledger.ports import LedgerStore, ObjectHolds, ObjectStore
+from snapledger.ports import LedgerStore, ObjectHolds, ObjectStore, StreamLogStore
 from snapledger.services.commands import CommandResult, RetryPolicy
-from snapledger.services.latest_pointer import publish_latest
+from snapledger.services.generations import MemberRegistration, register_member
+from snapledger.services.latest_pointer import publish_generation, publish_latest
 from snapledger.services.latest_protection import hold_snapshot
 from snapledger.services.lineage_combiner import LineageCombiner
 
@@ -67,6 +68,11 @@ class RegistrationResult:
     #: Attempts of the transaction that carried it, and how many lost a race (None: none ran).
     attempts: int | None = None
     lost_races: int | None = None
+    #: For a manifest naming a generation: whether it counted for it, and if not, why.
+    generation: int | None = None
+    generation_counted: bool | None = None
+    generation_reason: str | None = None
+    generation_completed: bool | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -88,11 +94,19 @@ def register_manifest(
     clock: Clock,
     retry: RetryPolicy | None = None,
     combiner: LineageCombiner = COMBINER,
+    streams: StreamLogStore | None = None,
     holds: ObjectHolds | None = None,
 ) -> RegistrationResult:
     """Record the snapshot whose ``_manifest.json`` is at ``key`` (relative to the root)."""
     (answer,) = register_manifests(
-        [key], ledger=ledger, store=store, clock=clock, retry=retry, combiner=combiner, holds=holds
+        [key],
+        ledger=ledger,
+        store=store,
+        clock=clock,
+        retry=retry,
+        combiner=combiner,
+        streams=streams,
+        holds=holds,
     )
     if isinstance(answer, RegistrationFailed):
         raise answer.error
@@ -107,6 +121,7 @@ def register_manifests(
     clock: Clock,
     retry: RetryPolicy | None = None,
     combiner: LineageCombiner = COMBINER,
+    streams: StreamLogStore | None = None,
     holds: ObjectHolds | None = None,
 ) -> list[RegistrationResult | RegistrationFailed]:
     """Record each manifest of ``keys``; one answer per key, in order.
@@ -114,7 +129,10 @@ def register_manifests(
     Each manifest is validated on its own; a lineage's commands are then committed
     together, a transaction per ``MAX_BATCH_COMMANDS``, through ``combiner`` (one writer
     per lineage in this process). A failure fails only its key, or the keys of the
-    lineage whose transaction failed. After a lineage's commit, its ``latest.json`` is
+    lineage whose transaction failed. A manifest naming a generation is committed with
+    its stream's log (``streams``: required then), so it counts for the generation in the
+    same transaction (``services/generations.py``); the registration that completes a
+    generation publishes ``generation.json``. After a lineage's commit, its ``latest.json`` is
     published (``services/latest_pointer.py``); if that fails, the lineage's keys fail
     too, so their redelivery (a duplicate) publishes it again. With ``holds`` (the latest
     protected in the bucket), every valid manifest's files are held before the commit
@@ -144,22 +162,27 @@ def register_manifests(
         lineage = lineages.setdefault((location.stream, location.partition), [])
         lineage.append((index, location, command))
     for members in lineages.values():
-        submitted = [
-            (command, (snapshot_sort_key(location.lsn, location.snapshot_id),))
-            for _, location, command in members
-        ]
         try:
-            results = combiner.run(ledger, submitted, clock, retry=retry)
+            results, notes = _commit_lineage(
+                members,
+                ledger=ledger,
+                streams=streams,
+                clock=clock,
+                retry=retry,
+                combiner=combiner,
+            )
         except Exception as failure:  # answered per key
             for index, _, command in members:
                 answers[index] = RegistrationFailed(command.manifest_key, failure)
             continue
         outcomes: list[RegistrationResult | RegistrationFailed] = [
-            _result(location, command.manifest_key, result)
+            _result(location, command.manifest_key, result, notes.get(command.manifest_key))
             for (_, location, command), result in zip(members, results, strict=True)
         ]
         try:
             _publish_latest(members, results, manifests, ledger=ledger, store=store)
+            if streams is not None and any(_completes(note) for note in notes.values()):
+                publish_generation(streams, members[0][1].stream, store=store)
         except Exception as failure:  # the keys are retried: a duplicate publishes again
             outcomes = [
                 RegistrationFailed(command.manifest_key, failure) for *_, command in members
@@ -167,6 +190,49 @@ def register_manifests(
         for (index, _, _), outcome in zip(members, outcomes, strict=True):
             answers[index] = outcome
     return [answer for answer in answers if answer is not None]
+
+
+def _commit_lineage(
+    members: Sequence[tuple[int, SnapshotLocation, RegisterSnapshot]],
+    *,
+    ledger: LedgerStore,
+    streams: StreamLogStore | None,
+    clock: Clock,
+    retry: RetryPolicy | None,
+    combiner: LineageCombiner,
+) -> tuple[list[CommandResult], dict[str, MemberRegistration]]:
+    """One lineage's commands committed: the plain ones through ``combiner``, then each one
+    whose manifest names a generation with its stream (``register_member``); results in
+    ``members``' order."""
+    plain = [(i, m) for i, m in enumerate(members) if _generation_of(m[2]) is None]
+    named = [(i, m) for i, m in enumerate(members) if _generation_of(m[2]) is not None]
+    results: dict[int, CommandResult] = {}
+    submitted = [
+        (command, (snapshot_sort_key(location.lsn, location.snapshot_id),))
+        for _, (_, location, command) in plain
+    ]
+    for (i, _), result in zip(
+        plain, combiner.run(ledger, submitted, clock, retry=retry), strict=True
+    ):
+        results[i] = result
+    notes: dict[str, MemberRegistration] = {}
+    for i, (_, _, command) in named:
+        if streams is None:
+            raise TypeError("register_manifests needs streams= for a manifest naming a generation")
+        note = register_member(ledger, streams, command, clock.now(), retry=retry)
+        results[i], notes[command.manifest_key] = note.result, note
+    return [results[i] for i in range(len(members))], notes
+
+
+def _completes(note: MemberRegistration) -> bool:
+    """Whether ``generation.json`` may be behind after ``note``: its commit completed the
+    generation, or it is a redelivery of a member that counted (whose first delivery may
+    have crashed before the pointer was written)."""
+    return note.completed or (note.counted and not note.result.events)
+
+
+def _generation_of(command: RegisterSnapshot) -> int | None:
+    return None if command.summary is None else command.summary.generation
 
 
 def _publish_latest(
@@ -181,7 +247,7 @@ def _publish_latest(
     redelivered manifest (whose first delivery may have crashed before writing it)."""
     if all(result.events and not _advanced(result) for result in results):
         return  # only new snapshots that did not advance the latest: nothing to publish
-    head = results[-1].state.head
+    head = max((result.state.head for result in results), key=lambda h: h.version)
     known = None
     for (_, location, command), result in zip(members, results, strict=True):
         if (location.lsn, location.snapshot_id) != (head.latest_lsn, head.latest_snapshot_id):
@@ -268,9 +334,22 @@ def check_file_contents(
         raise ManifestRejectedError(join_problems(problems), epoch=manifest.epoch)
 
 
-def _result(location: SnapshotLocation, key: str, result: CommandResult) -> RegistrationResult:
+def _result(
+    location: SnapshotLocation,
+    key: str,
+    result: CommandResult,
+    member: MemberRegistration | None = None,
+) -> RegistrationResult:
     head = result.state.head
-    base = {
+    base: dict[str, object] = {}
+    if member is not None:
+        base = {
+            "generation": member.generation,
+            "generation_counted": member.counted,
+            "generation_reason": member.reason,
+            "generation_completed": member.completed or None,
+        }
+    base |= {
         "manifest_key": key,
         "stream": location.stream,
         "partition": location.partition,

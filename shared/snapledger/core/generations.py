@@ -1,0 +1,313 @@
+"""Stream snapshots by generation: the pure rules (``models/generations.py`` has the words).
+
+Rules (docs/ledger.md, *Stream snapshots*):
+
+- a request takes the stream's next generation (``HEAD.generation + 1``: monotonic, never
+  reused); an open generation it finds is **superseded**: it fails in the same
+  transaction, naming the new one (at most one generation is open per stream);
+- a registered snapshot counts for generation G when G is open, its deadline has not
+  passed, the partition is a member that has not counted yet, and its LSN is at least the
+  partition's minimum; otherwise it is recorded on its lineage and the answer says why
+  (``verdict``);
+- G completes in the transaction of its last member's count: exactly once, never before;
+- an open G past its deadline fails at the first command that finds it so (a registration,
+  a newer request, GC's schedule), naming the partitions that had not counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from snapledger.errors import InvalidRequestError
+from snapledger.models.commands import (
+    CountGenerationMember,
+    FailOverdueGeneration,
+    RequestStreamSnapshot,
+)
+from snapledger.models.events import (
+    PartitionLsn,
+    StreamEvent,
+    StreamMember,
+    StreamSnapshotCompleted,
+    StreamSnapshotFailed,
+    StreamSnapshotMemberCounted,
+    StreamSnapshotRequested,
+)
+from snapledger.models.generations import (
+    COMPLETED_GENERATIONS_KEPT,
+    FailureCause,
+    GenerationMember,
+    GenerationStatus,
+    StreamGeneration,
+)
+from snapledger.models.ledger import StreamHead
+
+GenerationCommand = RequestStreamSnapshot | CountGenerationMember | FailOverdueGeneration
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a registered snapshot counts for the generation its manifest names."""
+
+    counts: bool
+    reason: str  # why not, or "counted"
+
+
+def verdict(
+    head: StreamHead, generation: StreamGeneration | None, cmd: CountGenerationMember, now: datetime
+) -> Verdict:
+    """Whether ``cmd``'s snapshot counts for its generation, and if not, why."""
+    if generation is not None and generation.is_open and now <= generation.deadline:
+        why = _why_not_member(generation, cmd)
+    else:
+        why = _why_not_open(head, generation, cmd)
+    return Verdict(False, why) if why else Verdict(True, "counted")
+
+
+def _why_not_open(
+    head: StreamHead, generation: StreamGeneration | None, cmd: CountGenerationMember
+) -> str:
+    g = cmd.generation
+    if generation is None:
+        newest = f"the newest is {head.generation}" if head.generation else "none was"
+        return f"generation {g} of {cmd.stream} was never requested ({newest})"
+    if generation.status is GenerationStatus.COMPLETED:
+        return f"generation {g} had already completed"
+    if generation.status is GenerationStatus.FAILED:
+        return f"generation {g} had failed: {generation.failure_reason}"
+    return f"generation {g} passed its deadline {generation.deadline.isoformat()}"
+
+
+def _why_not_member(generation: StreamGeneration, cmd: CountGenerationMember) -> str | None:
+    g, p = cmd.generation, cmd.partition
+    if p not in generation.partitions:
+        members = ", ".join(map(str, generation.partitions))
+        return f"partition {p} is not a member of generation {g} ({members})"
+    counted = generation.members.get(p)
+    if counted is not None:
+        return (
+            f"partition {p} already counted for generation {g} with snapshot "
+            f"{counted.snapshot_id} (LSN {counted.lsn}): the first to register counts"
+        )
+    minimum = generation.min_lsn.get(p, 0)
+    if cmd.lsn < minimum:
+        return (
+            f"LSN {cmd.lsn} is below generation {g}'s minimum {minimum} for partition {p}: "
+            "the processor's state is older than the request asked for"
+        )
+    return None
+
+
+def decide_generation(
+    head: StreamHead,
+    generations: dict[int, StreamGeneration],
+    command: GenerationCommand,
+    common: dict[str, Any],
+    now: datetime,
+) -> list[StreamEvent]:
+    """The events of ``command``; ``generations`` holds the items it concerns (loaded)."""
+    match command:
+        case RequestStreamSnapshot():
+            open_ = generations.get(head.open_generation or 0)
+            return _request(head, open_, command, common, now)
+        case CountGenerationMember():
+            return _count(head, generations.get(command.generation), command, common, now)
+        case FailOverdueGeneration():
+            generation = generations.get(command.generation)
+            if generation is None or not generation.overdue(now):
+                return []
+            return [_failed(generation, common, FailureCause.DEADLINE, _late(generation))]
+
+
+def _request(
+    head: StreamHead,
+    open_: StreamGeneration | None,
+    command: RequestStreamSnapshot,
+    common: dict[str, Any],
+    now: datetime,
+) -> list[StreamEvent]:
+    if command.deadline <= now:
+        raise InvalidRequestError(
+            f"the deadline {command.deadline.isoformat()} has passed: give a later one"
+        )
+    unknown = sorted(set(command.min_lsn) - set(command.partitions))
+    if unknown:
+        raise InvalidRequestError(
+            f"min_lsn names partitions {unknown} that are not in 'partitions'"
+        )
+    new = head.generation + 1
+    events: list[StreamEvent] = []
+    if open_ is not None and open_.is_open:
+        reason = f"superseded by generation {new} before every partition counted"
+        events.append(_failed(open_, common, FailureCause.SUPERSEDED, reason, superseded_by=new))
+    events.append(
+        StreamSnapshotRequested(
+            **{**common, "seq": common["seq"] + len(events)},
+            generation=new,
+            partitions=tuple(sorted(set(command.partitions))),
+            min_lsn=tuple(
+                PartitionLsn(partition=p, lsn=n) for p, n in sorted(command.min_lsn.items())
+            ),
+            deadline=command.deadline,
+            by=command.by,
+            supersedes=open_.generation if events and open_ else None,
+        )
+    )
+    return events
+
+
+def _count(
+    head: StreamHead,
+    generation: StreamGeneration | None,
+    command: CountGenerationMember,
+    common: dict[str, Any],
+    now: datetime,
+) -> list[StreamEvent]:
+    if generation is not None and generation.overdue(now):
+        return [_failed(generation, common, FailureCause.DEADLINE, _late(generation))]
+    if generation is None or not verdict(head, generation, command, now).counts:
+        return []
+    missing = tuple(p for p in generation.missing if p != command.partition)
+    counted = StreamSnapshotMemberCounted(
+        **common,
+        generation=command.generation,
+        member=command.partition,
+        snapshot_id=command.snapshot_id,
+        lsn=command.lsn,
+        epoch=command.epoch,
+        offsets=command.offsets,
+        missing=missing,
+    )
+    if missing:
+        return [counted]
+    members = [*(_as_member(m) for m in generation.members.values()), _as_member(counted)]
+    completed = StreamSnapshotCompleted(
+        **{**common, "seq": common["seq"] + 1},
+        generation=command.generation,
+        members=tuple(sorted(members, key=lambda m: m.member)),
+    )
+    return [counted, completed]
+
+
+def evolve_generation(
+    head: StreamHead, generations: dict[int, StreamGeneration], event: StreamEvent
+) -> tuple[StreamHead, dict[int, StreamGeneration]]:
+    """HEAD and the generation items after ``event`` (HEAD's version already advanced)."""
+    changed = dict(generations)
+    match event:
+        case StreamSnapshotRequested():
+            changed[event.generation] = StreamGeneration(
+                stream=event.stream,
+                generation=event.generation,
+                status=GenerationStatus.REQUESTED,
+                partitions=event.partitions,
+                min_lsn={m.partition: m.lsn for m in event.min_lsn},
+                deadline=event.deadline,
+                requested_at=event.at,
+                requested_by=event.by,
+                version=event.seq,
+            )
+            head = head.model_copy(
+                update={
+                    "generation": event.generation,
+                    "open_generation": event.generation,
+                    "open_deadline": event.deadline,
+                }
+            )
+        case StreamSnapshotMemberCounted():
+            generation = changed[event.generation]
+            member = GenerationMember(
+                partition=event.member,
+                snapshot_id=event.snapshot_id,
+                lsn=event.lsn,
+                epoch=event.epoch,
+                offsets=event.offsets,
+                counted_at=event.at,
+            )
+            changed[event.generation] = generation.model_copy(
+                update={
+                    "members": {**generation.members, event.member: member},
+                    "version": event.seq,
+                }
+            )
+        case StreamSnapshotCompleted():
+            generation = changed[event.generation]
+            changed[event.generation] = generation.model_copy(
+                update={
+                    "status": GenerationStatus.COMPLETED,
+                    "completed_at": event.at,
+                    "version": event.seq,
+                }
+            )
+            completed = (event.generation, *head.completed_generations)
+            head = head.model_copy(
+                update={
+                    **_ended(head, event.generation),
+                    "completed_generations": completed[:COMPLETED_GENERATIONS_KEPT],
+                }
+            )
+        case StreamSnapshotFailed():
+            generation = changed[event.generation]
+            changed[event.generation] = generation.model_copy(
+                update={
+                    "status": GenerationStatus.FAILED,
+                    "failed_at": event.at,
+                    "failure_cause": FailureCause(event.cause),
+                    "failure_reason": event.reason,
+                    "superseded_by": event.superseded_by,
+                    "version": event.seq,
+                }
+            )
+            head = head.model_copy(update=_ended(head, event.generation))
+        case _:
+            raise ValueError(f"{type(event).__name__} is not a generation event")
+    return head, changed
+
+
+def generations_to_load(head: StreamHead | None, command: GenerationCommand) -> tuple[int, ...]:
+    """The ``GEN#`` items a command's decision reads (given HEAD, when already read)."""
+    match command:
+        case RequestStreamSnapshot():
+            return () if head is None or head.open_generation is None else (head.open_generation,)
+        case CountGenerationMember() | FailOverdueGeneration():
+            return (command.generation,)
+
+
+def _ended(head: StreamHead, ended: int) -> dict[str, object]:
+    """HEAD's fields once ``ended`` completed or failed."""
+    if head.open_generation != ended:
+        return {}
+    return {"open_generation": None, "open_deadline": None}
+
+
+def _as_member(member: GenerationMember | StreamSnapshotMemberCounted) -> StreamMember:
+    fields = member.model_dump(include={"snapshot_id", "lsn", "epoch", "offsets"})
+    number = member.partition if isinstance(member, GenerationMember) else member.member
+    return StreamMember(member=number, **fields)
+
+
+def _late(generation: StreamGeneration) -> str:
+    missing = ", ".join(map(str, generation.missing))
+    return (
+        f"its deadline {generation.deadline.isoformat()} passed before partitions {missing} counted"
+    )
+
+
+def _failed(
+    generation: StreamGeneration,
+    common: dict[str, Any],
+    cause: FailureCause,
+    reason: str,
+    *,
+    superseded_by: int | None = None,
+) -> StreamSnapshotFailed:
+    return StreamSnapshotFailed(
+        **common,
+        generation=generation.generation,
+        cause=cause.value,
+        reason=reason,
+        missing=generation.missing,
+        superseded_by=superseded_by,
+    )
