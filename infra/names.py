@@ -34,6 +34,7 @@ JOB_SHARED_MODULES = (
     "layout.py",
     "core/__init__.py",
     "core/checksums.py",
+    "core/coverage.py",
     "core/parquet_footer.py",
 )
 

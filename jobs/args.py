@@ -14,12 +14,12 @@ from typing import Literal, NoReturn
 
 from jobs.errors import JobArgumentError
 from jobs.layout import MAX_LSN, is_valid_job_id, is_valid_stream, snapshot_location
+from snapledger.core.coverage import LATEST_AVAILABLE
 from snapledger.job_kinds import JOB_KINDS as KIND_TABLE
 from snapledger.job_kinds import Base
 
 JobKind = Literal["bootstrap", "restore", "compaction"]
 JOB_KINDS: tuple[str, ...] = tuple(KIND_TABLE)
-LATEST_AVAILABLE = "latest-available"
 NO_BASE = "none"
 DEFAULT_MAX_ROWS_PER_FILE = 10_000_000
 
@@ -31,7 +31,8 @@ class JobArgs:
     ``bases`` maps a partition to its base snapshot's prefix (relative to ``root``); a
     partition without an entry starts from empty state (LSN -1). ``target_lsn`` None
     means each partition's latest available LSN: the end of its changelog's contiguous
-    run of segments after the base.
+    run of segments after the base. ``targets`` gives a partition its own target (over
+    ``target_lsn``).
     """
 
     kind: JobKind
@@ -41,8 +42,13 @@ class JobArgs:
     job_id: str
     target_lsn: int | None = None
     bases: Mapping[int, str] = field(default_factory=dict)
+    targets: Mapping[int, int] = field(default_factory=dict)
     epoch: int = 0
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE
+
+    def target_for(self, partition: int) -> int | None:
+        """The partition's target LSN (None: the end of its changelog)."""
+        return self.targets.get(partition, self.target_lsn)
 
     def validate(self) -> JobArgs:
         """Return self if the arguments describe a job that can run, else raise."""
@@ -77,6 +83,16 @@ class JobArgs:
         if self.max_rows_per_file < 1:
             problems.append("max rows per file must be at least 1")
         problems.extend(self._base_problems())
+        problems.extend(self._target_problems())
+        return problems
+
+    def _target_problems(self) -> list[str]:
+        problems: list[str] = []
+        for partition, target in sorted(self.targets.items()):
+            if partition not in self.partitions:
+                problems.append(f"target given for partition {partition}, which is not in the job")
+            if not 0 <= target <= MAX_LSN:
+                problems.append(f"partition {partition}'s target {target} is outside 0..{MAX_LSN}")
         return problems
 
     def _base_problems(self) -> list[str]:
@@ -139,6 +155,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PARTITION=PREFIX|none",
         help="a partition's base snapshot prefix, relative to the root; repeat per partition",
     )
+    parser.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        type=_target_entry,
+        metavar="PARTITION=LSN",
+        help="a partition's own target LSN (over --target-lsn); repeat per partition",
+    )
     parser.add_argument("--job-id", required=True)
     parser.add_argument("--epoch", type=int, default=0, help="writer epoch for the manifests")
     parser.add_argument("--max-rows-per-file", type=int, default=DEFAULT_MAX_ROWS_PER_FILE)
@@ -154,6 +178,11 @@ def parse_job_args(argv: Sequence[str]) -> JobArgs:
             raise JobArgumentError(f"--base given twice for partition {partition}")
         if prefix is not None:
             bases[partition] = prefix
+    targets: dict[int, int] = {}
+    for partition, target in namespace.target:
+        if partition in targets:
+            raise JobArgumentError(f"--target given twice for partition {partition}")
+        targets[partition] = target
     return JobArgs(
         kind=namespace.kind,
         root=namespace.root,
@@ -162,6 +191,7 @@ def parse_job_args(argv: Sequence[str]) -> JobArgs:
         job_id=namespace.job_id,
         target_lsn=namespace.target_lsn,
         bases=bases,
+        targets=targets,
         epoch=namespace.epoch,
         max_rows_per_file=namespace.max_rows_per_file,
     ).validate()
@@ -189,6 +219,13 @@ def _target_lsn(text: str) -> int | None:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"{text!r} is neither an LSN nor {LATEST_AVAILABLE}")
     return int(text)
+
+
+def _target_entry(text: str) -> tuple[int, int]:
+    partition, sep, lsn = text.partition("=")
+    if not sep or not partition.strip().isdigit() or not lsn.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not PARTITION=LSN")
+    return int(partition), int(lsn)
 
 
 def _base_entry(text: str) -> tuple[int, str | None]:

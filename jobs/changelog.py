@@ -24,11 +24,12 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the PySpark convention
 
-from jobs.coverage import PartitionPlan, Segment
 from jobs.errors import ChangelogError
 from jobs.frames import union_all
 from jobs.schema import CHANGELOG_SCHEMA, KNOWN_OPS, OP_PUT
 from jobs.storage import ObjectStore
+from snapledger.core.coverage import ChangelogRange
+from snapledger.layout import SegmentLocation
 
 _MAX_REPORTED_FILES = 5
 _KNOWN_OPS_SQL = ", ".join(f"'{op}'" for op in KNOWN_OPS)
@@ -59,18 +60,18 @@ class _FileStats:
     applied: int = 0
 
 
-def read_segments(spark: SparkSession, store: ObjectStore, plan: PartitionPlan) -> DataFrame:
+def read_segments(spark: SparkSession, store: ObjectStore, plan: ChangelogRange) -> DataFrame:
     """Every row of the segments ``plan`` reads; the plan must have segments."""
     return spark.read.schema(CHANGELOG_SCHEMA).parquet(*(store.uri(s.key) for s in plan.segments))
 
 
-def applied_changes(segments: DataFrame, plan: PartitionPlan) -> DataFrame:
+def applied_changes(segments: DataFrame, plan: ChangelogRange) -> DataFrame:
     """``key, value, lsn, op`` of the records ``plan`` applies, from its ``segments``."""
     return segments.where(_applied(plan)).selectExpr("key", "value", "lsn", "op")
 
 
 def read_state_and_changes(
-    spark: SparkSession, store: ObjectStore, state_keys: Sequence[str], plan: PartitionPlan
+    spark: SparkSession, store: ObjectStore, state_keys: Sequence[str], plan: ChangelogRange
 ) -> DataFrame:
     """One scan of a state's files (``state_keys``) and of ``plan``'s segments: ``key,
     value, lsn, op``, the state's rows as puts (a snapshot file has no ``op``, which reads
@@ -86,7 +87,7 @@ def read_state_and_changes(
 
 
 def validate_changelog(
-    spark: SparkSession, store: ObjectStore, plans: Sequence[PartitionPlan]
+    spark: SparkSession, store: ObjectStore, plans: Sequence[ChangelogRange]
 ) -> dict[int, int]:
     """Check every segment the plans read; returns the records applied per partition."""
     applied = {plan.partition: 0 for plan in plans}
@@ -153,16 +154,16 @@ def _partition_and_name(path: str) -> tuple[int, str]:
     return int(unquote(partition)), unquote(name)
 
 
-def _applied_in_run(first: int, rows: int, plan: PartitionPlan) -> int:
+def _applied_in_run(first: int, rows: int, plan: ChangelogRange) -> int:
     """How many of the LSNs first .. first + rows - 1 the plan applies."""
     return max(0, min(first + rows - 1, plan.target_lsn) - max(first, plan.base_lsn + 1) + 1)
 
 
 def _count_distinct_lsns(
-    spark: SparkSession, store: ObjectStore, files: Sequence[tuple[PartitionPlan, Segment]]
+    spark: SparkSession, store: ObjectStore, files: Sequence[tuple[ChangelogRange, SegmentLocation]]
 ) -> dict[tuple[int, str], tuple[int, int]]:
     """For each of ``files``: (distinct LSNs, records the plan applies), exactly."""
-    by_plan: dict[int, list[Segment]] = defaultdict(list)
+    by_plan: dict[int, list[SegmentLocation]] = defaultdict(list)
     plans = {}
     for plan, segment in files:
         by_plan[plan.partition].append(segment)
@@ -199,7 +200,7 @@ def _collect(frame: DataFrame) -> list[Row]:
 
 
 def _problems(
-    plans: Sequence[PartitionPlan], stats: dict[tuple[int, str], _FileStats]
+    plans: Sequence[ChangelogRange], stats: dict[tuple[int, str], _FileStats]
 ) -> list[str]:
     problems = []
     for plan in plans:
@@ -237,7 +238,7 @@ def _file_issues(found: _FileStats, first: int, last: int) -> list[str]:
     return issues
 
 
-def _applied(plan: PartitionPlan) -> str:
+def _applied(plan: ChangelogRange) -> str:
     """The SQL condition for the records ``plan`` applies."""
     return f"lsn > {plan.base_lsn:d} AND lsn <= {plan.target_lsn:d}"
 

@@ -31,10 +31,9 @@ from jobs.changelog import (
 )
 from jobs.compaction import compacted, merges_into_state
 from jobs.concurrency import validate_while_writing
-from jobs.coverage import EMPTY_STATE_LSN, PartitionPlan, list_segments, plan_partition
+from jobs.coverage import plan_partition
 from jobs.descriptors import Provenance, manifest, restore_descriptor
 from jobs.layout import (
-    changelog_dir,
     restore_prefix,
     snapshot_prefix,
     staging_prefix,
@@ -44,6 +43,7 @@ from jobs.settings import job_settings
 from jobs.snapshots import BaseSnapshot, load_base, read_base_rows
 from jobs.storage import ObjectStore, StoredFile
 from jobs.verify import ChecksumVerification
+from snapledger.core.coverage import ChangelogRange
 from snapledger.ids import new_ulid
 from snapledger.job_kinds import job_kind
 
@@ -161,7 +161,7 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
 
 def _committed(
     args: JobArgs,
-    plan: PartitionPlan,
+    plan: ChangelogRange,
     base: BaseSnapshot | None,
     *,
     prefix: str,
@@ -229,7 +229,7 @@ class _PartitionInputs:
 def _inputs(
     spark: SparkSession,
     store: ObjectStore,
-    plan: PartitionPlan,
+    plan: ChangelogRange,
     bases: dict[int, BaseSnapshot],
     *,
     one_scan: bool,
@@ -246,17 +246,13 @@ def _inputs(
 
 def _plan(
     store: ObjectStore, args: JobArgs, partition: int, base: BaseSnapshot | None
-) -> PartitionPlan:
+) -> ChangelogRange:
     return plan_partition(
-        partition,
-        list_segments(store, args.stream, partition),
-        base.lsn if base else EMPTY_STATE_LSN,
-        args.target_lsn,
-        changelog_dir(args.stream, partition),
+        store, args.stream, partition, base.lsn if base else None, args.target_for(partition)
     )
 
 
-def _output_prefix(store: ObjectStore, args: JobArgs, plan: PartitionPlan) -> str:
+def _output_prefix(store: ObjectStore, args: JobArgs, plan: ChangelogRange) -> str:
     if job_kind(args.kind).writes_snapshot:
         return snapshot_prefix(args.stream, plan.partition, plan.target_lsn, new_ulid())
     prefix = restore_prefix(args.job_id, plan.partition)

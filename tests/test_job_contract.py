@@ -39,7 +39,7 @@ def test_restore_arguments_parse_into_the_same_job():
     assert dict(args.bases) == {3: base}
 
 
-def test_partitions_with_different_targets_run_to_their_end_of_changelog():
+def test_partitions_with_different_targets_run_each_to_its_own():
     spec = JobRunSpec(
         job_id="bootstrap-abc",
         kind="bootstrap",
@@ -49,3 +49,5 @@ def test_partitions_with_different_targets_run_to_their_end_of_changelog():
     )
     args = parse_job_args(job_arguments(spec))
     assert args.partitions == (0, 1, 2) and args.target_lsn is None and args.bases == {}
+    assert args.targets == {0: 100, 1: 101, 2: 102}
+    assert [args.target_for(p) for p in (0, 1, 2)] == [100, 101, 102]

@@ -6,22 +6,23 @@ checks that what we send is what the job accepts.
 
 from __future__ import annotations
 
+from snapledger.core.coverage import LATEST_AVAILABLE
 from snapledger.ports import JobRunSpec
-
-LATEST_AVAILABLE = "latest-available"
 
 
 def job_arguments(spec: JobRunSpec) -> list[str]:
     """The entry point's arguments for ``spec``.
 
-    The job takes one target for all its partitions: the planned target when the
-    partitions agree on it, else each partition's end of changelog (which the launch
-    checked is reachable). Snapshots it writes carry the lineages' writer epoch, so a
-    compaction is never fenced by the writer whose state it compacts.
+    Each partition runs to its planned target: one ``--target-lsn`` when the partitions
+    agree on it, else a ``--target PARTITION=LSN`` each (a stream restored to a
+    generation, partitions whose changelogs end apart). Snapshots it writes carry the
+    lineages' writer epoch, so a compaction is never fenced by the writer whose state it
+    compacts.
     """
     partitions = sorted(spec.partitions, key=lambda p: p.partition)
     targets = {p.target_lsn for p in partitions}
     epochs = {p.epoch for p in partitions}
+    one_target = str(next(iter(targets))) if len(targets) == 1 else LATEST_AVAILABLE
     args = [
         "--kind",
         spec.kind,
@@ -32,7 +33,7 @@ def job_arguments(spec: JobRunSpec) -> list[str]:
         "--partitions",
         ",".join(str(p.partition) for p in partitions),
         "--target-lsn",
-        str(targets.pop()) if len(targets) == 1 else LATEST_AVAILABLE,
+        one_target,
         "--job-id",
         spec.job_id,
         "--epoch",
@@ -41,4 +42,6 @@ def job_arguments(spec: JobRunSpec) -> list[str]:
     for plan in partitions:
         if plan.base_prefix is not None:
             args += ["--base", f"{plan.partition}={plan.base_prefix}"]
+        if len(targets) > 1:
+            args += ["--target", f"{plan.partition}={plan.target_lsn}"]
     return args

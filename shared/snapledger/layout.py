@@ -36,6 +36,9 @@ _SNAPSHOT_DIR_RE = re.compile(
 _SEGMENT_NAME_RE = re.compile(
     rf"^(?P<first>[0-9]{{{LSN_WIDTH}}})-(?P<last>[0-9]{{{LSN_WIDTH}}})\.parquet$"
 )
+_CHANGELOG_LINEAGE_RE = re.compile(
+    rf"^{CHANGELOG}/(?P<stream>{STREAM_PATTERN})/(?P<partition>0|[1-9][0-9]{{0,8}})/(?P<name>.+)$"
+)
 _SEGMENT_RE = re.compile(
     rf"^{CHANGELOG}/(?P<stream>{STREAM_PATTERN})/(?P<partition>0|[1-9][0-9]{{0,8}})/"
     rf"(?P<first>[0-9]{{{LSN_WIDTH}}})-(?P<last>[0-9]{{{LSN_WIDTH}}})\.parquet$"
@@ -73,6 +76,11 @@ class SegmentLocation:
     @property
     def key(self) -> str:
         return segment_key(self.stream, self.partition, self.first_lsn, self.last_lsn)
+
+    @property
+    def name(self) -> str:
+        """The file name, the key's last part."""
+        return segment_name(self.first_lsn, self.last_lsn)
 
 
 def check_stream_name(stream: str) -> str:
@@ -167,3 +175,10 @@ def parse_segment_key(key: str) -> SegmentLocation:
     if first > last:
         raise InvalidKeyError(f"{key!r}: first LSN {first} is above last LSN {last}")
     return SegmentLocation(match["stream"], int(match["partition"]), first, last)
+
+
+def parse_changelog_lineage(key: str) -> tuple[str, int, str] | None:
+    """``(stream, partition, name)`` of any key under a lineage's changelog folder, segment
+    or not (``name`` is the rest of the key), or None if the key names no lineage."""
+    match = _CHANGELOG_LINEAGE_RE.match(key)
+    return None if match is None else (match["stream"], int(match["partition"]), match["name"])

@@ -388,6 +388,14 @@ class SegmentStore(Protocol):
         self, lineage: LineageId, lsn: int | None
     ) -> Iterable[tuple[int, int, int]]: ...
 
+    def rejection_recorded(self, lineage: LineageId, key: str) -> bool:
+        """Whether the non-segment file at ``key`` was recorded rejected already."""
+        ...
+
+    def record_rejection(self, lineage: LineageId, key: str, reason: str, at: datetime) -> bool:
+        """Mark the file at ``key`` recorded rejected; False if it was already marked."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class QueuedManifest:

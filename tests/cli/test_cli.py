@@ -266,3 +266,14 @@ def test_an_unreachable_deployment_says_what_to_do(capsys, monkeypatch):
     status = cli.main(["--region", "us-east-1", "latest", "orders", "3"])
     err = capsys.readouterr().err
     assert status == 2 and "could not read the stack 'Snapledger'" in err and "--local" in err
+
+
+def test_history_shows_a_changelog_file_rejected_with_its_reason(rt, capsys):
+    from snapledger.local.aws_events import s3_object_created
+
+    key = "changelog/orders/3/segment-1.parquet"
+    rt.store.put(key, b"not a segment")
+    invoke("track_changelog", s3_object_created(key, 13))
+    status, out, _ = run(capsys, "history", "orders", "3")
+    assert status == 0 and "ChangelogSegmentRejected" in out
+    assert "segment-1.parquet" in out and "does not follow the changelog layout" in out

@@ -435,3 +435,10 @@ def test_the_manifest_json_leaves_out_unset_fields(file_backend: Backend):
     document = json.loads(file_backend.read(written.manifest_key))
     assert "offsets" not in document
     assert "version" not in document["producer"]
+
+
+def test_a_snapshot_answering_a_stream_snapshot_names_its_generation(file_backend: Backend):
+    written = _writer(file_backend).write(500, 1, {"k": b"v"}, generation=7)
+    assert _manifest(file_backend, written).generation == 7
+    plain = _writer(file_backend).write(600, 1, {"k": b"v"})
+    assert "generation" not in json.loads(file_backend.read(plain.manifest_key))

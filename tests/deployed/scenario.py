@@ -112,6 +112,13 @@ def run_scenario(app: EmulatedDeployment) -> Scenario:
     big = segment_key(STREAM, PARTITION, 2_011, THRESHOLD_LAST_LSN)
     store.put(big, b"segment")
     answers["track_changelog.threshold"] = app.invoke("track_changelog", _s3_event(big))
+    # A file that is not a segment (its lineage's log says so) and a key with no lineage
+    misnamed = "changelog/payments/1/segment-1.parquet"
+    store.put(misnamed, b"not a segment")
+    answers["track_changelog.rejected"] = app.invoke("track_changelog", _s3_event(misnamed))
+    unplaced = "changelog/payments/not-a-partition/x.parquet"
+    store.put(unplaced, b"not a segment")
+    answers["track_changelog.unplaceable"] = app.invoke("track_changelog", _s3_event(unplaced))
 
     # --- launch: bootstrap (console) and restore (EventBridge request) ---------------------
     write_segments(store, "payments", 0, (0, 49), (50, 99))

@@ -94,6 +94,12 @@ def test_track_changelog_counts_and_starts_a_compaction(deployed: Deployed) -> N
     assert big["compaction_job_id"] in {run["name"] for run in runs}
 
 
+def test_track_changelog_rejects_a_file_that_is_not_a_segment(deployed: Deployed) -> None:
+    for path in ("track_changelog.rejected", "track_changelog.unplaceable"):
+        (record,) = _records(deployed.scenario[path])
+        assert record["outcome"] == "rejected" and "changelog layout" in record["reason"]
+
+
 def test_launch_starts_bootstrap_and_restore_runs(deployed: Deployed) -> None:
     for path in ("launch.bootstrap", "launch.restore"):
         answer = deployed.scenario[path]

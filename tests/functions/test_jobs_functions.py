@@ -13,10 +13,11 @@ import pytest
 
 from snapledger.errors import JobStartError
 from snapledger.layout import segment_key
+from snapledger.models.ledger import LineageId
 from snapledger.runtime import use_runtime
 from snapledger.services.generations import request_stream_snapshot
 from snapledger.services.registration import register_manifest
-from tests.functions.support import s3_put_event, sample_event
+from tests.functions.support import emitted_metrics, s3_put_event, sample_event
 from tests.support import FakeRunner, write_segments, write_snapshot
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
@@ -250,6 +251,10 @@ def test_a_gap_is_refused_with_a_clear_message(seeded, launch_handler, context):
     answer = launch_handler(payload, context)
     assert answer == answer | {"ok": False, "error": "invalid_request"}
     assert "cannot reach the target LSN 900" in answer["message"]
+    # naming the segment at fault and the missing LSNs (docs/console.md)
+    last = "changelog/orders/3/00000000000000000200-00000000000000000399.parquet"
+    assert answer["message"].startswith(f"{last}: the changelog ends at LSN 399")
+    assert "LSNs 400..900 are missing" in answer["message"]
 
 
 def test_restore_without_snapshots_is_not_found(seeded, launch_handler, context):
@@ -351,3 +356,19 @@ def test_a_bad_record_does_not_lose_the_good_one(rt, track_handler, context):
     answer = track_handler(event, context)
     outcomes = [r["outcome"] for r in answer["records"]]
     assert outcomes == ["invalid_record", "counted"]
+
+
+def test_a_file_that_is_not_a_segment_is_rejected_with_a_metric_and_an_event(
+    rt, track_handler, context, capsys
+):
+    # Given a file under a lineage's changelog folder whose name is not a segment's
+    key = "changelog/orders/3/segment-1.parquet"
+    rt.store.put(key, b"x" * 5)
+    # When S3 notifies track_changelog
+    answer = track_handler(s3_put_event(key), context)
+    # Then it is answered rejected with the reason, counted in a metric, and on the log
+    (record,) = answer["records"]
+    assert record["outcome"] == "rejected" and "changelog layout" in record["reason"]
+    assert emitted_metrics(capsys.readouterr().out)["Changelog_rejected"] == 1
+    (event,) = rt.ledger.list_events(LineageId(stream="orders", partition=3)).items
+    assert (event.type, event.segment_key, event.size) == ("ChangelogSegmentRejected", key, 5)

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from jobs_support import Record, write_processor_snapshot, write_segment
+from jobs_support import Record, oracle, read_state, write_processor_snapshot, write_segment
 
 from jobs.args import JobArgs
 from jobs.errors import ChangelogError, JobError, SnapshotError
-from jobs.job import run_job
+from jobs.job import JobResult, run_job
 from jobs.layout import segment_name
 from snapledger.core.checksums import compute
 
@@ -39,8 +40,10 @@ CONTENT_DEFECTS = {
 CLEAN = [p for p, (defect, _) in CONTENT_DEFECTS.items() if defect is None]
 
 
-def bootstrap(spark, root: Path, partitions, target=None, bases=None, kind="bootstrap") -> None:
-    run_job(
+def bootstrap(
+    spark, root: Path, partitions, target=None, bases=None, kind="bootstrap"
+) -> JobResult:
+    return run_job(
         spark,
         JobArgs(
             kind=kind,
@@ -129,6 +132,31 @@ def test_overlapping_segments_are_named(spark, tmp_path) -> None:
         bootstrap(spark, tmp_path, [0])
 
 
+def test_overlapping_segments_after_the_base_are_refused_and_nothing_is_written(
+    spark, tmp_path
+) -> None:
+    # docs/changelog-format.md's example: 0..100 and 50..150 both name LSNs 50..100.
+    write_segment(tmp_path, "s", 0, 0, 100, puts(range(101)))
+    write_segment(tmp_path, "s", 0, 50, 150, puts(range(50, 151)))
+    prefix = write_processor_snapshot(tmp_path, "s", 0, 60, {"k1": (b"v", 1)})
+    with pytest.raises(
+        ChangelogError,
+        match=r"0+50-0+150\.parquet: overlaps 0+-0+100\.parquet: LSNs 50\.\.100 are in both",
+    ):
+        bootstrap(spark, tmp_path, [0], bases={0: prefix}, kind="restore")
+    assert not (tmp_path / "restores").exists()
+
+
+def test_latest_available_after_a_base_followed_by_a_gap_is_the_base(spark, tmp_path) -> None:
+    # As the launch plans it: the segment after the gap is not readable yet.
+    write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
+    write_segment(tmp_path, "s", 0, 20, 29, puts(range(20, 30)))
+    prefix = write_processor_snapshot(tmp_path, "s", 0, 9, {"k1": (b"v", 1)})
+    result = bootstrap(spark, tmp_path, [0], bases={0: prefix}, kind="restore")
+    [restored] = result.partitions
+    assert (restored.lsn, restored.changelog_rows, restored.row_count) == (9, 0, 1)
+
+
 def test_a_gap_inside_the_range_is_named(spark, tmp_path) -> None:
     write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
     write_segment(tmp_path, "s", 0, 20, 29, puts(range(20, 30)))
@@ -152,13 +180,20 @@ def test_a_changelog_that_ends_before_the_target_is_named(spark, tmp_path) -> No
         bootstrap(spark, tmp_path, [0], target=12)
 
 
-def test_a_misnamed_changelog_file_is_named(spark, tmp_path) -> None:
-    write_segment(tmp_path, "s", 0, 0, 9, puts(range(10)))
-    (tmp_path / "changelog/s/0/segment-1.parquet").write_bytes(b"")
-    with pytest.raises(
-        ChangelogError, match=r"changelog/s/0/segment-1\.parquet: not a segment file name"
-    ):
-        bootstrap(spark, tmp_path, [0])
+def test_a_file_that_is_not_a_segment_is_skipped_and_the_restore_succeeds(
+    spark, tmp_path, caplog
+) -> None:
+    # Given a changelog with a misnamed (and unreadable) file beside its segments
+    records = puts(range(10))
+    write_segment(tmp_path, "s", 0, 0, 9, records)
+    (tmp_path / "changelog/s/0/segment-1.parquet").write_bytes(b"not parquet")
+    base = write_processor_snapshot(tmp_path, "s", 0, 4, oracle(records, 4))
+    # When a restore reads the changelog past its base
+    with caplog.at_level(logging.WARNING, logger="jobs.coverage"):
+        bootstrap(spark, tmp_path, [0], target=9, bases={0: base}, kind="restore")
+    # Then it succeeds with the segments' records, and the log names the file it skipped
+    assert read_state(tmp_path, "restores/bad/0/") == oracle(records, 9)
+    assert "skipping changelog/s/0/segment-1.parquet: not a segment file name" in caplog.text
 
 
 def test_a_base_without_manifest_or_with_a_wrong_size_is_refused(spark, tmp_path) -> None:

@@ -8,6 +8,7 @@ from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds, backlog_since
 from snapledger.layout import segment_key
+from snapledger.models.ledger import LineageId
 from snapledger.services.changelog_tracking import track_segment
 from snapledger.services.launch import LaunchDeps
 from snapledger.services.registration import register_manifest
@@ -77,11 +78,42 @@ def test_a_lineage_without_snapshots_is_bootstrapped(deps, segments, store):
     assert result.compaction_job_id.startswith("bootstrap-")
 
 
-def test_a_segment_key_outside_the_layout_is_kept_and_ignored(deps, segments):
-    result = track_segment(
-        "changelog/orders/3/bad.parquet", 1, segments=segments, deps=deps, thresholds=THRESHOLDS
-    )
-    assert result.outcome == "ignored" and "changelog layout" in result.reason
+def track(key, deps, segments, size=1):
+    return track_segment(key, size, segments=segments, deps=deps, thresholds=THRESHOLDS)
+
+
+def test_a_file_that_is_not_a_segment_is_rejected_on_its_lineage_once(deps, segments, ledger):
+    key = "changelog/orders/3/segment-1.parquet"
+    # When a misnamed file arrives twice (S3 redelivers)
+    first, again = track(key, deps, segments, size=77), track(key, deps, segments, size=77)
+    # Then it is rejected with the layout it breaks, never counted
+    assert (first.outcome, again.outcome) == ("rejected", "rejected")
+    assert "changelog layout" in first.reason
+    lineage = LineageId(stream="orders", partition=3)
+    assert list(segments.ending_after(lineage, None)) == []
+    # And its lineage's log says so once, with the file, its size and the reason
+    events = ledger.list_events(lineage).items
+    assert [(e.type, e.segment_key, e.size) for e in events] == [
+        ("ChangelogSegmentRejected", key, 77)
+    ]
+    assert events[0].reason == first.reason and events[0].command_id.endswith(key)
+
+
+def test_a_segment_whose_first_lsn_is_above_its_last_is_rejected(deps, segments):
+    backwards = "changelog/orders/3/" + "0" * 18 + "10-" + "0" * 19 + "5.parquet"
+    result = track(backwards, deps, segments)
+    assert result.outcome == "rejected" and "first LSN 10 is above last LSN 5" in result.reason
+
+
+def test_a_changelog_key_that_names_no_lineage_is_kept_unplaced(deps, segments, ledger):
+    key = "changelog/orders/x/bad.parquet"
+    result = track(key, deps, segments)
+    assert result.outcome == "rejected" and "changelog layout" in result.reason
+    item = ledger.client.get_item(
+        TableName=ledger.table_name,
+        Key={"pk": {"S": "REJECTED"}, "sk": {"S": "KEY#" + key}},
+    )["Item"]
+    assert "changelog layout" in item["reason"]["S"]
 
 
 def test_backlog_counts_only_past_the_snapshot():

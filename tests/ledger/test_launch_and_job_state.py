@@ -79,13 +79,45 @@ def test_the_same_request_twice_starts_one_job(deps, ledger, latest, runner):
     assert events(ledger).count("JobRequested") == 1
 
 
-def test_a_gap_in_the_changelog_is_refused_and_nothing_is_written(deps, ledger, store, latest):
-    write_segments(store, "orders", 3, (400, 499))
+def test_a_file_in_the_changelog_not_named_like_a_segment_is_skipped(deps, store, latest):
+    # track_changelog recorded it rejected on arrival; it must not block every launch
+    # (docs/changelog-format.md), and the job skips it the same way.
+    store.put("changelog/orders/3/segment-7.parquet", b"")
+    result = launch(restore(), request_id="req-misnamed", deps=deps)
+    assert result.created and result.job.state.value == "SUBMITTED"
+
+
+@pytest.mark.parametrize(
+    ("segment", "target", "message"),
+    [
+        (
+            (400, 499),
+            450,
+            r"changelog/orders/3/0+400-0+499\.parquet: gap before this segment: "
+            r"LSNs 300\.\.399 are missing after 0+200-0+299\.parquet",
+        ),
+        # The job refuses to read LSNs named by two segments, so the launch refuses
+        # first rather than start a run that must fail (docs/changelog-format.md).
+        *(
+            (
+                (150, 249),
+                target,
+                r"changelog/orders/3/0+150-0+249\.parquet: overlaps 0+100-0+199\.parquet: "
+                r"LSNs 150\.\.199 are in both segments",
+            )
+            for target in (None, 250)
+        ),
+    ],
+)
+def test_a_changelog_that_cannot_serve_the_range_is_refused_and_nothing_is_written(
+    deps, ledger, store, latest, runner, segment, target, message
+):
+    write_segments(store, "orders", 3, segment)
     before = events(ledger)
-    with pytest.raises(CoverageError, match=r"only up to LSN 299.*LSNs 300\.\.450"):
-        launch(restore(target_lsn=450), request_id="req-gap", deps=deps)
+    with pytest.raises(CoverageError, match=message):
+        launch(restore(target_lsn=target), request_id="req-refused", deps=deps)
     assert events(ledger) == before
-    assert deps.jobs.list_jobs().items == []
+    assert deps.jobs.list_jobs().items == [] and runner.started == {}
 
 
 def test_restore_of_a_lineage_without_snapshots_says_to_bootstrap(deps):

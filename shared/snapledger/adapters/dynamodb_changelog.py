@@ -3,6 +3,10 @@
 Keyed by the *last* LSN so "segments ending after the latest snapshot" is one range
 query. Each segment is written once (``attribute_not_exists``): a redelivered S3 event
 is recognised and not counted twice. These are plain counters beside the event log.
+
+A file in a lineage's changelog folder that is not a segment gets a
+``REJSEG#{key}`` marker once its ``ChangelogSegmentRejected`` event is in the log, so a
+redelivery records it once (outside the ``SEG#`` range: never counted).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 SEGMENT_PREFIX = "SEG#"
+REJECTED_SEGMENT_PREFIX = "REJSEG#"
 
 
 def segment_sk(segment: SegmentLocation) -> str:
@@ -46,13 +51,7 @@ class DynamoSegmentStore:
             "size": {"N": str(size)},
             "at": {"S": at.isoformat()},
         }
-        try:
-            # Precondition: count each segment once.
-            request = writes.put(self.table_name, item, writes.ABSENT)
-            writes.write(self.client, "put_item", request, what=f"the segment {segment.key}")
-        except writes.PreconditionFailed:
-            return False
-        return True
+        return self._put_once(item, what=f"the segment {segment.key}")  # counted once
 
     def ending_after(self, lineage: LineageId, lsn: int | None) -> Iterator[tuple[int, int, int]]:
         """(first, last, size) of every recorded segment whose last LSN is above ``lsn``."""
@@ -81,3 +80,33 @@ class DynamoSegmentStore:
             if not last:
                 return
             request["ExclusiveStartKey"] = last
+
+    def rejection_recorded(self, lineage: LineageId, key: str) -> bool:
+        """Whether the non-segment file at ``key`` was recorded rejected (one GetItem)."""
+        response = writes.read(
+            self.client.get_item,
+            what=f"a read of the rejected segment {key}",
+            TableName=self.table_name,
+            Key=codec.key(codec.lineage_pk(lineage), REJECTED_SEGMENT_PREFIX + key),
+            ConsistentRead=True,
+        )
+        return "Item" in response
+
+    def record_rejection(self, lineage: LineageId, key: str, reason: str, at: datetime) -> bool:
+        """Mark the file at ``key`` recorded rejected; False if it was already marked."""
+        item = {
+            **codec.key(codec.lineage_pk(lineage), REJECTED_SEGMENT_PREFIX + key),
+            "reason": {"S": reason},
+            "at": {"S": at.isoformat()},
+        }
+        return self._put_once(item, what=f"the rejected segment {key}")
+
+    def _put_once(self, item: dict[str, Any], *, what: str) -> bool:
+        """Put ``item`` unless it exists; False if it did (the first write stays)."""
+        try:
+            # Precondition: absent, so a redelivery never writes (or counts) it again.
+            request = writes.put(self.table_name, item, writes.ABSENT)
+            writes.write(self.client, "put_item", request, what=what)
+        except writes.PreconditionFailed:
+            return False
+        return True

@@ -140,6 +140,7 @@ class SnapshotWriter:
         *,
         offsets: Mapping[str, int] | None = None,
         created_at: datetime | None = None,
+        generation: int | None = None,
     ) -> WrittenSnapshot:
         """Write the state at ``lsn`` as a ``kv-parquet`` snapshot.
 
@@ -150,8 +151,12 @@ class SnapshotWriter:
         rows are sorted by key and written as ``part-NNNNN.parquet`` files of
         ``target_file_rows`` rows each (one empty file for an empty state). ``offsets``:
         the processor's input positions the state matches (e.g. ``{"orders-3": 18213}``).
+        ``generation``: the stream snapshot this answers (a ``StreamSnapshotRequested``
+        event's ``generation``); it counts when ``lsn`` is at least the partition's minimum.
         """
-        draft = self._start(lsn, epoch, offsets, created_at, "kv-parquet")
+        draft = self._start(
+            lsn, epoch, "kv-parquet", offsets=offsets, created_at=created_at, generation=generation
+        )
         table = to_state_table(data, lsn)
         files = self._upload_parts(draft.prefix, table)
         return self._commit(draft, files, row_count=table.num_rows)
@@ -164,6 +169,7 @@ class SnapshotWriter:
         *,
         offsets: Mapping[str, int] | None = None,
         created_at: datetime | None = None,
+        generation: int | None = None,
     ) -> WrittenSnapshot:
         """Write local files as an ``opaque`` snapshot (e.g. a RocksDB checkpoint).
 
@@ -173,7 +179,9 @@ class SnapshotWriter:
         but the jobs refuse it as a base and ``OpenedSnapshot.to_arrow`` refuses to read it.
         """
         sources = _opaque_sources(paths_or_dir)
-        draft = self._start(lsn, epoch, offsets, created_at, "opaque")
+        draft = self._start(
+            lsn, epoch, "opaque", offsets=offsets, created_at=created_at, generation=generation
+        )
         files = [
             self._upload(draft.prefix, relative, path, rows=None) for relative, path in sources
         ]
@@ -185,9 +193,11 @@ class SnapshotWriter:
         self,
         lsn: int,
         epoch: int,
+        snapshot_format: SnapshotFormat,
+        *,
         offsets: Mapping[str, int] | None,
         created_at: datetime | None,
-        snapshot_format: SnapshotFormat,
+        generation: int | None,
     ) -> _Draft:
         """A new snapshot id and the manifest's fields, validated before any upload."""
         _checked_int("lsn", lsn, MAX_LSN)
@@ -209,6 +219,7 @@ class SnapshotWriter:
             "source": {"kind": "processor"},
             "format": snapshot_format,
             "offsets": dict(offsets) if offsets is not None else None,
+            "generation": generation,
         }
         _validated({**fields, "files": []})
         prefix = snapshot_prefix(self._stream, self._partition, lsn, snapshot_id)

@@ -36,6 +36,7 @@ from snapledger.core.gc_rules import (
 )
 from snapledger.core.jobs import decide_job_state, decide_request_job, evolve_job
 from snapledger.core.registration import decide_register, evolve_registration
+from snapledger.core.segments import decide_reject_segment
 from snapledger.core.state import LineageState
 from snapledger.models.commands import (
     AdvanceTrimPoint,
@@ -45,10 +46,12 @@ from snapledger.models.commands import (
     MarkSnapshotsDeleted,
     RecordJobState,
     RegisterSnapshot,
+    RejectSegment,
     ReleaseHold,
     RequestJob,
 )
 from snapledger.models.events import (
+    ChangelogSegmentRejected,
     LatestAdvanced,
     LedgerEvent,
     OrphanClaimed,
@@ -71,6 +74,7 @@ Command = (
     | AdvanceTrimPoint
     | HoldSnapshot
     | ReleaseHold
+    | RejectSegment
 )
 
 __all__ = ["Command", "LineageState", "decide", "evolve", "evolve_all"]
@@ -97,6 +101,8 @@ def decide(state: LineageState, command: Command, now: datetime) -> list[LedgerE
             events = decide_hold(state, command, now)
         case ReleaseHold():
             events = decide_release(state, command, now)
+        case RejectSegment():
+            events = decide_reject_segment(state, command, now)
         case _:
             assert_never(command)
     return events
@@ -108,7 +114,9 @@ def evolve(state: LineageState, event: LedgerEvent) -> LineageState:
         raise ValueError(f"event seq {event.seq} does not follow version {state.head.version}")
     head = state.head.model_copy(update={"version": event.seq, "updated_at": event.at})
     snapshots = dict(state.snapshots)
-    if isinstance(event, SnapshotRegistered | SnapshotRejected | LatestAdvanced):
+    if isinstance(event, ChangelogSegmentRejected):
+        pass  # a fact about a file, not about the lineage's snapshots or jobs
+    elif isinstance(event, SnapshotRegistered | SnapshotRejected | LatestAdvanced):
         head = evolve_registration(head, snapshots, event)
     elif isinstance(
         event,

@@ -5,6 +5,16 @@ the bucket notifications trigger in AWS (``snapshots/**/_manifest.json`` → reg
 ``changelog/**.parquet`` → track_changelog); the local runner's job state changes become
 ``EMR Serverless Job Run State Change`` events for job_state. ``scan()`` finds what
 arrived since the last scan (``snapledger local up`` polls it).
+
+Two rules make a folder behave like S3, which notifies once per completed PUT:
+
+- **complete**: a file is delivered once its version (size, modification time in ns,
+  inode) is the same at two consecutive scans, so a file still being written is not
+  read half-way. A writer that renames a finished temp file into place (the client
+  library's file store, ``.tmp-`` names, which listings skip) is never seen unfinished; a
+  writer that writes in place must not pause longer than a poll interval mid-file.
+- **re-put**: a file whose version changed since it was delivered (rewritten, even with
+  the same bytes) is a new arrival and is delivered again, as S3 notifies every PUT.
 """
 
 from __future__ import annotations
@@ -15,13 +25,16 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from snapledger.layout import CHANGELOG, MANIFEST_NAME, SNAPSHOTS
 from snapledger.local.aws_events import emr_job_state_change, s3_object_created
-from snapledger.ports import ObjectStore
+from snapledger.ports import ObjectInfo, ObjectStore
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+#: A file's version: what changes when it is written to or replaced.
+Version = tuple[object, ...]
 _log = logging.getLogger(__name__)
 
 
@@ -62,36 +75,67 @@ def route_for(key: str) -> str | None:
     return None
 
 
+def file_version(store: ObjectStore, info: ObjectInfo) -> Version:
+    """``(size, mtime_ns, inode)`` of a file store's file (a rename-into-place of the same
+    bytes is a new inode); ``(size, last_modified)`` where the store has no files."""
+    root = getattr(store, "root", None)
+    if not isinstance(root, Path):
+        return (info.size, info.last_modified)
+    try:
+        stat = (root / info.key).stat()
+    except OSError:  # gone since the listing: its next listing decides
+        return (info.size, info.last_modified)
+    return (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+
+
 class Router:
     """Delivers local arrivals and job state changes to the functions, in-process."""
 
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
-        self._seen: set[str] = set()
+        self._delivered: dict[str, Version] = {}  # key -> the version delivered last
+        self._pending: dict[str, Version] = {}  # key -> the version the last scan saw
         self._lock = threading.Lock()
 
-    def object_created(self, key: str, size: int) -> dict[str, Any] | None:
-        """Deliver one arrival; None if no notification covers that key."""
-        function = route_for(key)
+    def object_created(self, info: ObjectInfo) -> dict[str, Any] | None:
+        """Deliver one arrival now (its writer is done); None if no notification covers it."""
+        function = route_for(info.key)
         if function is None:
             return None
         with self._lock:
-            self._seen.add(key)
-        return invoke(function, s3_object_created(key, size))
+            self._delivered[info.key] = file_version(self.store, info)
+            self._pending.pop(info.key, None)
+        return invoke(function, s3_object_created(info.key, info.size))
 
     def scan(
-        self, prefixes: tuple[str, ...] = (f"{CHANGELOG}/", f"{SNAPSHOTS}/")
+        self,
+        prefixes: tuple[str, ...] = (f"{CHANGELOG}/", f"{SNAPSHOTS}/"),
+        *,
+        settled: bool = False,
     ) -> list[dict[str, Any]]:
-        """Deliver every routed object not delivered before (each at most once per router)."""
+        """Deliver every routed file that is new or changed since it was delivered, once
+        complete: unchanged since the previous scan, or at once when ``settled`` (the
+        caller knows every write under the root has finished)."""
         answers = []
+        seen: set[str] = set()
         for prefix in prefixes:
             for info in self.store.list(prefix):
+                if route_for(info.key) is None:
+                    continue
+                seen.add(info.key)
+                version = file_version(self.store, info)
                 with self._lock:
-                    if info.key in self._seen or route_for(info.key) is None:
+                    if self._delivered.get(info.key) == version:
                         continue
-                answer = self.object_created(info.key, info.size)
+                    if not settled and self._pending.get(info.key) != version:
+                        self._pending[info.key] = version  # still being written, perhaps
+                        continue
+                answer = self.object_created(info)
                 if answer is not None:
                     answers.append(answer)
+        with self._lock:  # files deleted before they settled are forgotten
+            for key in self._pending.keys() - seen:
+                del self._pending[key]
         return answers
 
     def job_state(

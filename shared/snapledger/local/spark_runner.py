@@ -137,5 +137,5 @@ class LocalSparkRunner:
             if spec.kind != "restore":  # a new snapshot's manifest: S3 would notify register
                 info = self._router.store.head(partition.descriptor_key)
                 if info is not None:
-                    self._router.object_created(info.key, info.size)
+                    self._router.object_created(info)
         self._report(spec, run_id, "SUCCESS")

@@ -2,7 +2,8 @@
 
 DynamoDB Local with its data kept under the home folder, the router polling the local
 root so that files dropped under ``snapshots/`` or ``changelog/`` are processed as in
-AWS, and local Spark for the jobs they start. Ctrl-C stops everything cleanly.
+AWS (once complete: unchanged across two polls; a rewrite is a new arrival, see
+``router.py``), and local Spark for the jobs they start. Ctrl-C stops everything cleanly.
 """
 
 from __future__ import annotations

@@ -89,6 +89,21 @@ class RecordJobState(Frozen):
         return f"job-state:{self.job_id}:{self.state}"
 
 
+class RejectSegment(Frozen):
+    """Record a file under the lineage's changelog folder whose name is not a segment's."""
+
+    kind: Literal["RejectSegment"] = "RejectSegment"
+    stream: str
+    partition: int
+    segment_key: str
+    size: int = Field(ge=0)
+    reason: str
+
+    @property
+    def command_id(self) -> str:
+        return f"segment-rejected:{self.segment_key}"
+
+
 #: Items per lineage transaction: HEAD + one SNAP item + one event per snapshot stays
 #: under DynamoDB's 100, and one read of HEAD + targets + the newest min_count does too.
 MAX_EXPIRE_PER_COMMAND = 40

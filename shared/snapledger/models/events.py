@@ -196,6 +196,15 @@ class TrimPointAdvanced(EventBase):
     snapshot_id: str = Field(description="The oldest retained snapshot, at ``lsn``")
 
 
+class ChangelogSegmentRejected(EventBase):
+    """A file under the lineage's changelog folder that is not a segment: jobs skip it."""
+
+    type: Literal["ChangelogSegmentRejected"] = "ChangelogSegmentRejected"
+    segment_key: str
+    size: int = Field(ge=0)
+    reason: str
+
+
 LedgerEvent = Annotated[
     SnapshotRegistered
     | SnapshotRejected
@@ -211,7 +220,8 @@ LedgerEvent = Annotated[
     | SnapshotDeleted
     | SnapshotHeld
     | SnapshotReleased
-    | TrimPointAdvanced,
+    | TrimPointAdvanced
+    | ChangelogSegmentRejected,
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[LedgerEvent] = TypeAdapter(LedgerEvent, config=DEFERRED)

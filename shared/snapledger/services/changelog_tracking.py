@@ -4,11 +4,16 @@ Each segment counts once (its SEG item is created only if absent). When the back
 since the latest snapshot crosses the stream's threshold and no compaction is in flight,
 a compaction (or, for a lineage with no snapshot yet, a bootstrap) is launched with a
 request id derived from the latest snapshot: concurrent arrivals start one job.
+
+A file that is not a segment is ``rejected`` with its reason, never counted: on its
+lineage's log (``ChangelogSegmentRejected``, once per key) when the key names a stream
+and partition, else as an unplaceable key (``REJECTED`` / ``KEY#``). The jobs skip it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from snapledger.core.compaction_trigger import (
     CompactionConfig,
@@ -16,18 +21,20 @@ from snapledger.core.compaction_trigger import (
     due,
 )
 from snapledger.errors import InvalidKeyError, InvalidRequestError
-from snapledger.layout import parse_segment_key
+from snapledger.layout import parse_changelog_lineage, parse_segment_key
+from snapledger.models.commands import RejectSegment
 from snapledger.models.jobs import JobKind
 from snapledger.models.ledger import LineageId
 from snapledger.models.requests import LaunchRequest
-from snapledger.ports import SegmentStore
+from snapledger.ports import LedgerStore, SegmentStore
+from snapledger.services.commands import execute
 from snapledger.services.launch import LaunchDeps, launch
 
 
 @dataclass(frozen=True)
 class TrackResult:
     key: str
-    outcome: str  # counted | duplicate | ignored
+    outcome: str  # counted | duplicate | rejected | ignored
     reason: str | None = None
     backlog_records: int | None = None
     backlog_bytes: int | None = None
@@ -49,8 +56,10 @@ def track_segment(
     try:
         segment = parse_segment_key(key)
     except InvalidKeyError as exc:
-        deps.ledger.record_unplaceable_manifest(key, str(exc), deps.clock.now())
-        return TrackResult(key, "ignored", reason=str(exc))
+        reject_file(
+            key, size, str(exc), segments=segments, ledger=deps.ledger, now=deps.clock.now()
+        )
+        return TrackResult(key, "rejected", reason=str(exc))
     counted = segments.record(segment, size, deps.clock.now())
     lineage = LineageId(stream=segment.stream, partition=segment.partition)
     head = deps.ledger.get_head(lineage, consistent=True)
@@ -77,3 +86,26 @@ def track_segment(
     except InvalidRequestError as exc:  # e.g. a gap in the changelog: an answer, not a retry
         return TrackResult(**{**result.__dict__, "reason": f"compaction not started: {exc}"})
     return TrackResult(**{**result.__dict__, "compaction_job_id": job.job_id})
+
+
+def reject_file(
+    key: str, size: int, reason: str, *, segments: SegmentStore, ledger: LedgerStore, now: datetime
+) -> None:
+    """Record the file at ``key`` as not a segment, once per key.
+
+    The event is appended before the marker is written: a crash between the two makes a
+    redelivery append it again (same ``command_id``), never lose it.
+    """
+    placed = parse_changelog_lineage(key)
+    if placed is None:
+        ledger.record_unplaceable_manifest(key, reason, now)
+        return
+    stream, partition, _ = placed
+    lineage = LineageId(stream=stream, partition=partition)
+    if segments.rejection_recorded(lineage, key):
+        return
+    command = RejectSegment(
+        stream=stream, partition=partition, segment_key=key, size=size, reason=reason
+    )
+    execute(ledger, command, now)
+    segments.record_rejection(lineage, key, reason, now)

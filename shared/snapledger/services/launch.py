@@ -1,8 +1,9 @@
 """Launch a bootstrap, restore or compaction job, idempotently by request id.
 
 validate → resolve each partition's base snapshot → check the changelog covers
-(base LSN, target] with no gap → record the job → pin the bases (one lineage command
-each) → start the run with the job id as client token → record SUBMITTED.
+(base LSN, target] with no gap or overlap (snapledger.core.coverage, the jobs' rule too)
+→ record the job → pin the bases (one lineage command each) → start the run with the job
+id as client token → record SUBMITTED.
 
 A launch that crashed part-way is resumed by the same request: the job id is derived
 from the request id, every step is idempotent, and the runner's client token makes the
@@ -15,10 +16,10 @@ import hashlib
 from dataclasses import dataclass
 
 from snapledger.clock import Clock
-from snapledger.core.coverage import check_covers
-from snapledger.errors import InvalidKeyError, InvalidRequestError, JobStartError, NotFoundError
+from snapledger.core.coverage import changelog_range, segments_named
+from snapledger.errors import InvalidRequestError, JobStartError, NotFoundError
 from snapledger.job_kinds import Base, job_kind
-from snapledger.layout import lineage_changelog_prefix, parse_segment_key, snapshot_prefix
+from snapledger.layout import lineage_changelog_prefix, snapshot_prefix
 from snapledger.models.commands import RequestJob
 from snapledger.models.generations import GenerationStatus, StreamGeneration
 from snapledger.models.jobs import JobKind, JobRecord, JobState, JobTransition, PartitionPlan
@@ -166,15 +167,12 @@ def plan_partition(
             'Start from a kv-parquet snapshot (from {"snapshot_id": ...} or {"lsn": ...}) '
             "or bootstrap the partition from its changelog"
         )
-    segments = []
-    for info in deps.store.list(lineage_changelog_prefix(request.stream, partition)):
-        try:
-            segments.append(parse_segment_key(info.key))
-        except InvalidKeyError:
-            continue  # not a segment (the job validates what it reads)
-    target = check_covers(
-        segments, str(lineage), None if base is None else base.lsn, request.target_for(partition)
-    )
+    folder = lineage_changelog_prefix(request.stream, partition)
+    names = (info.key.removeprefix(folder) for info in deps.store.list(folder))
+    segments = segments_named(request.stream, partition, names)
+    base_lsn = None if base is None else base.lsn
+    target_lsn = request.target_for(partition)
+    target = changelog_range(request.stream, partition, segments, base_lsn, target_lsn).target_lsn
     head = deps.ledger.get_head(lineage)
     epoch = head.max_epoch if head is not None and head.max_epoch is not None else 0
     if base is None:
