@@ -35,6 +35,11 @@ class StackConfig:
     ledger_ttl_days: int = DEFAULT_LEDGER_TTL_DAYS
     # Days the bus's archive keeps ledger events (replayable past the TTL); 0: for ever.
     event_archive_retention_days: int = 365
+    # The latest protected in the bucket (docs/deploy.md): the data bucket is created with
+    # S3 Object Lock (no default retention); register holds each snapshot's objects before
+    # it commits, gc releases them once it deleted them. Object Lock is chosen when the
+    # bucket is created: turning this on (or off) for a deployed stack replaces the bucket.
+    protect_latest: bool = False
 
     @classmethod
     def from_context(cls, node: Node) -> StackConfig:
@@ -65,6 +70,9 @@ class StackConfig:
             event_archive_retention_days=_as_days(
                 node.try_get_context(names.CTX_EVENT_ARCHIVE_RETENTION_DAYS),
                 defaults.event_archive_retention_days,
+            ),
+            protect_latest=_as_bool(
+                node.try_get_context(names.CTX_PROTECT_LATEST), defaults.protect_latest
             ),
         )
 

@@ -121,6 +121,7 @@ CTX_EMR_MAX_MEMORY_GB = "emrMaxMemoryGb"
 CTX_LOG_RETENTION_DAYS = "logRetentionDays"
 CTX_LEDGER_TTL_DAYS = "ledgerTtlDays"
 CTX_EVENT_ARCHIVE_RETENTION_DAYS = "eventArchiveRetentionDays"
+CTX_PROTECT_LATEST = "protectLatest"
 
 
 def function_output_key(function_name: str) -> str:

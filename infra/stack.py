@@ -62,7 +62,12 @@ class SnapledgerStack(Stack):
         config = config or StackConfig.from_context(self.node)
         sources = sources or SourcePaths()
 
-        self.storage = SnapshotStorage(self, "Storage", retain=config.deletion_protection)
+        self.storage = SnapshotStorage(
+            self,
+            "Storage",
+            retain=config.deletion_protection,
+            object_lock=config.protect_latest,
+        )
         self.ledger = LedgerTable(self, "Ledger", deletion_protection=config.deletion_protection)
         self.spark = SparkJobs(
             self,

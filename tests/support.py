@@ -233,3 +233,14 @@ def long_history(length: int) -> list[Any]:
     old = [S.REJECTED if lsn % 97 == 0 else S.DELETED for lsn in range(length - 8)]
     live = [S.EXPIRING, S.REGISTERED, S.EXPIRING, S.REGISTERED, S.REGISTERED, S.REJECTED]
     return [*old, *live, S.REGISTERED, S.REGISTERED][:length]
+
+
+def legal_holds(s3: Any, bucket: str, prefix: str) -> dict[tuple[str, str], str]:
+    """(key, version id) -> the legal hold of every object version under ``prefix`` in an
+    Object Lock bucket: "ON", "OFF", or "none" (never held)."""
+    found = {}
+    for version in s3.list_object_versions(Bucket=bucket, Prefix=prefix).get("Versions", []):
+        key, version_id = version["Key"], version["VersionId"]
+        answer = s3.get_object_legal_hold(Bucket=bucket, Key=key, VersionId=version_id)
+        found[(key, version_id)] = answer.get("LegalHold", {}).get("Status", "none")
+    return found

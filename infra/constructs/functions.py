@@ -38,6 +38,8 @@ DLQ_RETENTION = Duration.days(14)
 REGISTRATION_BATCH_SIZE = 10
 REGISTRATION_CONSUMERS = 20
 REGISTRATION_MAX_RECEIVES = 5
+# The functions that put (register) and release (gc) legal holds with ``protectLatest``.
+LEGAL_HOLD_FUNCTIONS = ("register", "gc")
 # What Lambda's SQS poller calls with the function's role (never the function's code).
 ESM_POLLER_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 
@@ -215,6 +217,8 @@ class LedgerFunctions(Construct):
         }
         if name == "register":
             env[settings.ENV_REGISTRATION_QUEUE_URL] = self.registration_queue.queue_url
+        if self._config.protect_latest and name in LEGAL_HOLD_FUNCTIONS:
+            env[settings.ENV_PROTECT_LATEST] = "true"
         if name == "query":  # a history past the TTL window points at the archive
             env |= {
                 settings.ENV_EVENT_BUS_ARN: inputs.event_bus_arn,
@@ -415,10 +419,42 @@ class LedgerFunctions(Construct):
             "deletes expired and orphaned snapshots and segments below the trim point",
         )
 
+        if self._config.protect_latest:
+            self._grant_legal_holds()
+
         for name in names.JOB_STARTING_FUNCTIONS:
             self._grant_job_starts(fn[name])
         for name in names.JOB_READING_FUNCTIONS:
             self._grant_job_reads(fn[name])
+
+    def _grant_legal_holds(self) -> None:
+        """The latest protected in the bucket (``protectLatest``): register holds every file
+        of a snapshot it registers; gc lists a deleted snapshot's versions and releases
+        them. PutObjectLegalHold sets ON or OFF alike: IAM has one action for both. Neither
+        role may delete a version (``guardrails.py`` denies s3:DeleteObjectVersion)."""
+        fn = self.functions
+        snapshots = names.SNAPSHOTS_PREFIX
+        self._grant_objects(
+            fn["register"],
+            "s3:PutObjectLegalHold",
+            (snapshots,),
+            "holds the files of each snapshot it registers",
+        )
+        self._grant_objects(
+            fn["gc"],
+            "s3:PutObjectLegalHold",
+            (snapshots,),
+            "releases the legal holds of the snapshots it deletes",
+        )
+        # ListBucketVersions, like ListBucket, is a bucket-level action: key names and
+        # version ids, never data.
+        fn["gc"].add_to_role_policy(
+            iam.PolicyStatement(
+                sid="ListTheBucketVersions",
+                actions=["s3:ListBucketVersions"],
+                resources=[self._inputs.bucket.bucket_arn],
+            )
+        )
 
     def _grant_ledger(self, function_name: str) -> None:
         function = self.functions[function_name]

@@ -20,12 +20,17 @@ class SnapshotStorage(Construct):
     """The data bucket: private, TLS only, encrypted, versioned, access-logged.
 
     Versioning protects against a bad delete; the noncurrent-version expiry is what makes
-    a GC delete actually free the space a few days later.
+    a GC delete actually free the space a few days later. With ``object_lock`` (the
+    ``protectLatest`` setting) the bucket is created with S3 Object Lock and no default
+    retention: only the legal holds snapledger puts protect objects (docs/deploy.md).
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, retain: bool) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, retain: bool, object_lock: bool = False
+    ) -> None:
         super().__init__(scope, construct_id)
         removal = RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY
+        self.object_lock = object_lock
         self.log_bucket = self._build_log_bucket(removal)
         self.bucket = self._build_bucket(removal)
 
@@ -64,6 +69,8 @@ class SnapshotStorage(Construct):
             enforce_ssl=True,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             versioned=True,
+            # Legal holds only: no default retention (object_lock_default_retention unset).
+            object_lock_enabled=True if self.object_lock else None,
             server_access_logs_bucket=self.log_bucket,
             server_access_logs_prefix=names.ACCESS_LOGS_PREFIX,
             lifecycle_rules=[

@@ -117,6 +117,23 @@ class ObjectStore(Protocol):
         ...
 
 
+class ObjectHolds(Protocol):
+    """Legal holds on stored objects (S3 Object Lock; docs/deploy.md, "The latest protected
+    in the bucket"). A held object version cannot be deleted by anyone, nor expired by a
+    lifecycle rule, until its hold is released; a delete without a version id still hides
+    it behind a delete marker."""
+
+    def hold(self, key: str) -> None:
+        """Put a legal hold on the object's current version (idempotent). NotFoundError if
+        the object is absent."""
+        ...
+
+    def release_holds(self, prefix: str) -> int:
+        """Release the hold of every version of every object under ``prefix`` (current or
+        not; idempotent): the number of versions released."""
+        ...
+
+
 class RequestCounter(Protocol):
     """Counts requests made to a backing service (for benchmarks)."""
 

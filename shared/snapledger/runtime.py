@@ -30,7 +30,7 @@ from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
 from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
 from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
 from snapledger.adapters.emr_serverless import EmrServerlessRunner
-from snapledger.adapters.object_store import open_object_store
+from snapledger.adapters.object_store import object_holds, open_object_store
 from snapledger.adapters.sqs_gc_shards import SqsShardQueue
 from snapledger.adapters.sqs_registration_queue import SqsRegistrationQueue
 from snapledger.clock import Clock, SystemClock
@@ -44,6 +44,7 @@ from snapledger.ports import (
     JobStore,
     Ledger,
     LineageIndex,
+    ObjectHolds,
     ObjectStore,
     PolicyStore,
     RegistrationQueue,
@@ -94,6 +95,8 @@ class Runtime:
     #: registers them itself, as the local runtime does).
     registration_queue: RegistrationQueue | None = None
     event_archive: EventArchive | None = None  # where events past the TTL window are
+    #: Legal holds on snapshot objects (SNAPLEDGER_PROTECT_LATEST); None: not protected.
+    holds: ObjectHolds | None = None
 
 
 @dataclass(frozen=True)
@@ -152,9 +155,10 @@ def build_runtime(settings: LedgerSettings) -> Runtime:
     if gc.gc_queue_url is not None:
         sqs = report_access_denied(boto3.client("sqs", config=CLIENT_CONFIG))
         shards = SqsShardQueue(gc.gc_queue_url, client=sqs)
+    store = open_object_store(settings.root, s3_client=s3_client)
     return Runtime(
         ledger=DynamoLedger(settings.table, client=dynamodb, ttl_window=window),
-        store=open_object_store(settings.root, s3_client=s3_client),
+        store=store,
         clock=SystemClock(),
         jobs=DynamoJobStore(settings.table, client=dynamodb, ttl_window=window),
         runner=runner,
@@ -174,6 +178,7 @@ def build_runtime(settings: LedgerSettings) -> Runtime:
             else None
         ),
         event_archive=_event_archive(settings),
+        holds=object_holds(store) if settings.protect_latest else None,
     )
 
 

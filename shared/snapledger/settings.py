@@ -30,6 +30,9 @@ ENV_REGISTRATION_QUEUE_URL = "SNAPLEDGER_REGISTRATION_QUEUE_URL"
 ENV_EVENT_BUS_ARN = "SNAPLEDGER_EVENT_BUS_ARN"
 ENV_EVENT_ARCHIVE_ARN = "SNAPLEDGER_EVENT_ARCHIVE_ARN"
 ENV_LEDGER_TTL_DAYS = "SNAPLEDGER_LEDGER_TTL_DAYS"
+#: "true": register holds each registered snapshot's objects, GC releases them (S3 Object
+#: Lock; the CDK app sets it with ``-c protectLatest=true``).
+ENV_PROTECT_LATEST = "SNAPLEDGER_PROTECT_LATEST"
 #: How long terminal ledger items stay before TTL removes them, unless configured.
 DEFAULT_LEDGER_TTL_DAYS = 30
 
@@ -59,6 +62,12 @@ class LedgerSettings(BaseModel):
     compaction_streams: Json[dict[str, dict[str, int]]] = Field(
         default_factory=dict,
         description='per-stream thresholds, e.g. {"orders": {"records": 500000}}',
+    )
+    protect_latest: bool = Field(
+        default=False,
+        description="register puts a legal hold on every file of a snapshot it registers, "
+        "before the ledger commit; GC releases them before it marks the snapshot DELETED. "
+        "Needs an s3:// root in a bucket created with Object Lock (docs/deploy.md)",
     )
     registration_queue_url: str | None = Field(
         default=None,

@@ -349,7 +349,9 @@ def role_statements(synth: Synthesized, role_logical_id: str) -> list[dict[str, 
 
 
 def stand_up(synth: Synthesized) -> EmulatedDeployment:
-    """Create the admin user and the resources; call inside ``mock_aws`` + ``enforced_iam``."""
+    """Create the admin user and the resources; call inside ``mock_aws`` + ``enforced_iam``.
+
+    The bucket has Object Lock when the template's has (``protectLatest``)."""
     bootstrap_iam = boto3.client("iam", region_name=REGION)
     bootstrap_iam.create_user(UserName=ADMIN)
     bootstrap_iam.put_user_policy(
@@ -368,7 +370,11 @@ def stand_up(synth: Synthesized) -> EmulatedDeployment:
         aws_secret_access_key=key["SecretAccessKey"],
         region_name=REGION,
     )
-    admin.client("s3").create_bucket(Bucket=BUCKET)
+    bucket_id = synth.logical_id(synth.stack.storage.bucket)
+    object_lock = synth.template_json["Resources"][bucket_id]["Properties"].get(
+        "ObjectLockEnabled", False
+    )
+    admin.client("s3").create_bucket(Bucket=BUCKET, ObjectLockEnabledForBucket=object_lock)
     dynamodb = admin.client("dynamodb")
     dynamodb.create_table(**create_table_request(TABLE))
     stream_arn = dynamodb.describe_table(TableName=TABLE)["Table"].get(

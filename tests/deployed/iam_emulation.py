@@ -13,6 +13,8 @@ module closes those gaps, so a role that works here works in AWS for the same ca
 - SQS ``SendMessageBatch`` is checked as ``sqs:SendMessage`` on the queue, as AWS does.
 - EMR Serverless requests are checked against the application or job run ARN, and
   ``StartJobRun`` also needs ``iam:PassRole`` on the execution role, as AWS requires.
+- S3 PutObjectLegalHold (``PUT ?legal-hold``) is checked as ``s3:PutObjectLegalHold``,
+  as AWS does (moto's action map checks it as ``s3:PutObject``).
 - SQS batch requests are checked as the action IAM knows (``SendMessageBatch`` as
   ``sqs:SendMessage``, ``DeleteMessageBatch`` as ``sqs:DeleteMessage``) on the queue.
 
@@ -37,6 +39,7 @@ from moto.core.responses import ActionAuthenticatorMixin
 from moto.dynamodb.responses import DynamoHandler
 from moto.emrserverless.responses import EMRServerlessResponse
 from moto.iam.access_control import IAMRequestBase
+from moto.s3.responses import ACTION_MAP as S3_ACTION_MAP
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -205,6 +208,8 @@ def enforced_iam() -> Iterator[DecisionLog]:
     IAMRequestBase.check_signature = check_signature  # type: ignore[method-assign]
     DynamoHandler._determine_resource = _dynamodb_resource  # type: ignore[attr-defined]
     EMRServerlessResponse._determine_resource = _emr_resource  # type: ignore[attr-defined]
+    object_puts = S3_ACTION_MAP["KEY"]["PUT"]
+    object_puts["legal-hold"] = "PutObjectLegalHold"
     try:
         yield log
     finally:
@@ -212,4 +217,5 @@ def enforced_iam() -> Iterator[DecisionLog]:
         IAMRequestBase.check_signature = original_signature  # type: ignore[method-assign]
         del DynamoHandler._determine_resource  # type: ignore[attr-defined]
         del EMRServerlessResponse._determine_resource  # type: ignore[attr-defined]
+        del object_puts["legal-hold"]
         settings.INITIAL_NO_AUTH_ACTION_COUNT, ActionAuthenticatorMixin.request_count = saved

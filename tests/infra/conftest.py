@@ -67,11 +67,12 @@ def _job_sources(tmp: Path) -> SourcePaths | None:
 
 
 @cache
-def synthesize_app() -> Synthesized:
+def synthesize_app(context: tuple[tuple[str, str], ...] = ()) -> Synthesized:
+    """The app as ``cdk synth`` builds it, with ``context`` (``-c key=value`` pairs)."""
     tmp = Path(tempfile.mkdtemp(prefix="snapledger-infra-tests-"))
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     outdir = tmp / "cdk.out"
-    app, stack = build_app(outdir=str(outdir), sources=_job_sources(tmp))
+    app, stack = build_app(context=dict(context), outdir=str(outdir), sources=_job_sources(tmp))
     assembly = app.synth()
     template_json = assembly.get_stack_by_name(stack.stack_name).template
     return Synthesized(

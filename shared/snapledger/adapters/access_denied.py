@@ -27,6 +27,7 @@ _PERFORM = re.compile(r"not authorized to perform:?\s+([\w-]+:\w+)")
 _IAM_ACTIONS = {
     "s3:HeadObject": "s3:GetObject",
     "s3:ListObjectsV2": "s3:ListBucket",
+    "s3:ListObjectVersions": "s3:ListBucketVersions",
     "s3:DeleteObjects": "s3:DeleteObject",
     "sqs:SendMessageBatch": "sqs:SendMessage",
     "dynamodb:TransactGetItems": "dynamodb:GetItem",

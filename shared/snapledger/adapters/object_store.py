@@ -10,7 +10,7 @@ from urllib.parse import unquote, urlsplit
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.adapters.object_store_s3 import S3ObjectStore
 from snapledger.errors import InvalidRequestError
-from snapledger.ports import ObjectStore
+from snapledger.ports import ObjectHolds, ObjectStore
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -40,6 +40,16 @@ def open_object_store(uri: str, *, s3_client: S3Client | None = None) -> ObjectS
             raise _invalid(uri, "a file URI needs an absolute path")
         return FileObjectStore(Path(path))
     raise _invalid(uri, "unsupported scheme")
+
+
+def object_holds(store: ObjectStore) -> ObjectHolds:
+    """The store's legal holds (``SNAPLEDGER_PROTECT_LATEST``): only S3 has Object Lock."""
+    if isinstance(store, S3ObjectStore):
+        return store
+    raise InvalidRequestError(
+        f"SNAPLEDGER_PROTECT_LATEST needs an s3:// object store with Object Lock; {store.uri} "
+        "has no legal holds: unset it (the local runtime cannot protect the latest)"
+    )
 
 
 def _invalid(uri: str, reason: str) -> InvalidRequestError:

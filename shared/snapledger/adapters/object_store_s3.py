@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import builtins
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,10 @@ _NOT_FOUND = frozenset({"NoSuchKey", "404", "NotFound"})
 # 412 is the answer to IfNoneMatch='*' on an existing key; 409 means another conditional
 # write to the same key is in flight, which one of the two creators loses either way.
 _EXISTS = frozenset({"PreconditionFailed", "412", "ConditionalRequestConflict", "409"})
+#: PutObjectLegalHold requests in flight at once when releasing a prefix's versions.
+HOLD_RELEASERS = 16
+#: S3's answer to a legal hold on a bucket created without Object Lock.
+_NO_OBJECT_LOCK = "InvalidRequest"
 _THROTTLED = frozenset(
     {"SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "ServiceUnavailable"}
 )
@@ -241,6 +246,65 @@ class S3ObjectStore:
             failed.extend(errors.items())
             deleted.extend(key for key in batch if key not in errors)
         return DeleteResult(deleted=tuple(deleted), failed=tuple(failed))
+
+    # -- legal holds (ObjectHolds: the bucket must have Object Lock enabled) -----------
+
+    def hold(self, key: str) -> None:
+        """One PutObjectLegalHold (ON) on the object's current version."""
+        self._legal_hold(key, None, "ON")
+
+    def release_holds(self, prefix: str) -> int:
+        """ListObjectVersions under ``prefix`` (one request per 1,000 versions), then one
+        PutObjectLegalHold (OFF) per object version, current or not (delete markers carry
+        no hold), ``HOLD_RELEASERS`` at a time: releasing an unheld version is harmless."""
+        versions = list(self._versions(prefix))
+        if len(versions) <= 1:
+            for key, version_id in versions:
+                self._legal_hold(key, version_id, "OFF")
+        else:
+            with ThreadPoolExecutor(max_workers=min(HOLD_RELEASERS, len(versions))) as pool:
+                list(pool.map(lambda kv: self._legal_hold(kv[0], kv[1], "OFF"), versions))
+        return len(versions)
+
+    def _versions(self, prefix: str) -> Iterator[tuple[str, str]]:
+        check_prefix(prefix)
+        request: dict[str, Any] = {
+            "Bucket": self._bucket,
+            "Prefix": self._prefix + prefix,
+            "MaxKeys": MAX_KEYS_PER_REQUEST,
+        }
+        while True:
+            with self._translated("list versions", prefix):
+                response = self._client.list_object_versions(**request)
+            for version in response.get("Versions", []):
+                yield version["Key"].removeprefix(self._prefix), version["VersionId"]
+            if not response.get("IsTruncated"):
+                return
+            request["KeyMarker"] = response.get("NextKeyMarker")
+            request["VersionIdMarker"] = response.get("NextVersionIdMarker")
+
+    def _legal_hold(self, key: str, version_id: str | None, status: str) -> None:
+        request: dict[str, Any] = {
+            "Bucket": self._bucket,
+            "Key": self._full(key),
+            "LegalHold": {"Status": status},
+        }
+        if version_id is not None:
+            request["VersionId"] = version_id
+        action = "hold" if status == "ON" else "release the hold of"
+        try:
+            self._client.put_object_legal_hold(**request)
+        except ClientError as exc:
+            if _code(exc) == _NO_OBJECT_LOCK:
+                raise InvalidRequestError(
+                    f"{action} {key!r} in {self.uri}: the bucket has no Object Lock "
+                    f"({exc.response.get('Error', {}).get('Message', '')}): protectLatest "
+                    "needs a bucket created with Object Lock (docs/deploy.md, 'The latest "
+                    "protected in the bucket'); or turn the setting off"
+                ) from exc
+            raise self._error(exc, action, key) from exc
+        except BotoCoreError as exc:
+            raise self._error(exc, action, key) from exc
 
     # -- helpers ---------------------------------------------------------------------
 

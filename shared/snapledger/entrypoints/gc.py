@@ -288,4 +288,5 @@ def _gc_deps(rt: Runtime) -> GcDeps:
         runner=rt.runner,
         shards=rt.gc_shards,
         streams=rt.streams,
+        holds=rt.holds,
     )

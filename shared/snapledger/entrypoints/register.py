@@ -126,6 +126,7 @@ def register_arrivals(
         store=rt.store,
         clock=rt.clock,
         streams=rt.streams,
+        holds=rt.holds,
     )
     for (index, arrival, key), result in zip(manifests, results, strict=True):
         answers[index] = _answer(key, result, batch, arrival.request_id)
@@ -151,6 +152,7 @@ def register_queued(
         store=rt.store,
         clock=rt.clock,
         streams=rt.streams,
+        holds=rt.holds,
     )
     failed_groups: set[str] = set()
     retry: list[str] = []

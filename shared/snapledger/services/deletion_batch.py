@@ -42,6 +42,7 @@ from snapledger.ports import MAX_KEYS_PER_REQUEST
 from snapledger.services.commands import CommandResult, execute
 from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_report import LineageReport
+from snapledger.services.latest_protection import release_failure
 from snapledger.services.object_deletion import failure_message
 
 #: What a lineage does once all its units are resolved: write its last marks (``DeletedPrefix``
@@ -180,8 +181,13 @@ class DeletionBatch:
 
     def _resolve(self, ticket: LineageTicket, unit: DeletionUnit) -> None:
         ticket.open_units -= 1
-        if unit.failed:
-            why = failure_message(unit.failed, len(unit.keys))
+        # Its legal holds go once every key is deleted, before it is marked DELETED.
+        why = (
+            failure_message(unit.failed, len(unit.keys))
+            if unit.failed
+            else release_failure(self._deps.holds, unit.prefix)
+        )
+        if why is not None:
             if unit.on_failed is not None:
                 unit.on_failed(why)
             else:

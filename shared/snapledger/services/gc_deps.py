@@ -12,6 +12,7 @@ from snapledger.ports import (
     JobStore,
     Ledger,
     LineageIndex,
+    ObjectHolds,
     ObjectStore,
     PolicyStore,
     ShardQueue,
@@ -35,6 +36,8 @@ class GcDeps:
     #: The streams' own logs: which stream snapshots' members to keep, and failing the
     #: overdue ones (None: every member is kept, and nothing is failed).
     streams: StreamLogStore | None = None
+    #: Legal holds to release before marking DELETED (SNAPLEDGER_PROTECT_LATEST); None: off.
+    holds: ObjectHolds | None = None
 
 
 class Budget:

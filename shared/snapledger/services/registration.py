@@ -30,10 +30,11 @@ from snapledger.models.events import LatestAdvanced, SnapshotRegistered, Snapsho
 from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
 from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestV1
 from snapledger.models.pointer import LatestPointer
-from snapledger.ports import LedgerStore, ObjectStore, StreamLogStore
+from snapledger.ports import LedgerStore, ObjectHolds, ObjectStore, StreamLogStore
 from snapledger.services.commands import CommandResult, RetryPolicy
 from snapledger.services.generations import MemberRegistration, register_member
 from snapledger.services.latest_pointer import publish_generation, publish_latest
+from snapledger.services.latest_protection import hold_snapshot
 from snapledger.services.lineage_combiner import LineageCombiner
 
 #: The process's one writer per lineage (see ``lineage_combiner``).
@@ -94,6 +95,7 @@ def register_manifest(
     retry: RetryPolicy | None = None,
     combiner: LineageCombiner = COMBINER,
     streams: StreamLogStore | None = None,
+    holds: ObjectHolds | None = None,
 ) -> RegistrationResult:
     """Record the snapshot whose ``_manifest.json`` is at ``key`` (relative to the root)."""
     (answer,) = register_manifests(
@@ -104,6 +106,7 @@ def register_manifest(
         retry=retry,
         combiner=combiner,
         streams=streams,
+        holds=holds,
     )
     if isinstance(answer, RegistrationFailed):
         raise answer.error
@@ -119,6 +122,7 @@ def register_manifests(
     retry: RetryPolicy | None = None,
     combiner: LineageCombiner = COMBINER,
     streams: StreamLogStore | None = None,
+    holds: ObjectHolds | None = None,
 ) -> list[RegistrationResult | RegistrationFailed]:
     """Record each manifest of ``keys``; one answer per key, in order.
 
@@ -130,7 +134,9 @@ def register_manifests(
     same transaction (``services/generations.py``); the registration that completes a
     generation publishes ``generation.json``. After a lineage's commit, its ``latest.json`` is
     published (``services/latest_pointer.py``); if that fails, the lineage's keys fail
-    too, so their redelivery (a duplicate) publishes it again.
+    too, so their redelivery (a duplicate) publishes it again. With ``holds`` (the latest
+    protected in the bucket), every valid manifest's files are held before the commit
+    (``services/latest_protection.py``).
     """
     answers: list[RegistrationResult | RegistrationFailed | None] = [None] * len(keys)
     lineages: dict[tuple[str, int], list[tuple[int, SnapshotLocation, RegisterSnapshot]]] = {}
@@ -147,7 +153,7 @@ def register_manifests(
                 answers[index] = RegistrationResult(Outcome.REJECTED, key, reason=str(exc))
             continue
         try:
-            command, manifest = _command_for(location, key, store)
+            command, manifest = _command_for(location, key, store, holds)
         except Exception as failure:  # answered per key
             answers[index] = RegistrationFailed(key, failure)
             continue
@@ -261,7 +267,7 @@ def _advanced(result: CommandResult) -> bool:
 
 
 def _command_for(
-    location: SnapshotLocation, key: str, store: ObjectStore
+    location: SnapshotLocation, key: str, store: ObjectStore, holds: ObjectHolds | None = None
 ) -> tuple[RegisterSnapshot, ManifestV1 | None]:
     """The registration command of the manifest at ``key``, and the manifest when valid."""
     common = {
@@ -294,6 +300,8 @@ def _command_for(
             **common, manifest_digest=digest, rejection=rejected.reason, epoch_hint=rejected.epoch
         )
         return command, None
+    if holds is not None:  # before the commit: no snapshot becomes latest unheld
+        hold_snapshot(holds, location, parsed.manifest)
     command = RegisterSnapshot(**common, manifest_digest=digest, summary=parsed.summary)
     return command, parsed.manifest
 
