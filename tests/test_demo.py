@@ -23,3 +23,6 @@ def test_demo_scenario_passes_every_check(tmp_path, capsys, spark):
     assert passed == total >= 20
     assert "equals full replay" in out and "latest advanced" in out
     assert out.count("latest.json names the ledger's latest and reads back") == 2
+    # a stream snapshot: requested, completed by both partitions, the stream restored to it
+    assert "generation 1 COMPLETED by all 2 partitions" in out
+    assert out.count("stream restore from generation 1") == 2

@@ -10,7 +10,12 @@ through the in-process router as S3 and EMR Serverless events:
    latest pointer advances;
 4. plan GC (dry run: what is kept and why), then run it;
 5. restore the latest snapshot, and an older one as of an LSN, and check each restore
-   equals a full replay of the changelog.
+   equals a full replay of the changelog;
+6. ask for a stream snapshot: every partition's processor writes its snapshot with the
+   generation, the generation completes, and the whole stream is restored to it in one
+   job, each partition checked against a full replay;
+7. with DynamoDB Local and the functions stopped, bootstrap every partition from its
+   ``latest.json`` alone.
 
 Every check is printed and counted; the exit status is non-zero if any fails.
 """
@@ -74,6 +79,8 @@ class Demo:
     router: Router
     report: Report = field(default_factory=Report)
     changelog_end: dict[int, int] = field(default_factory=dict)
+    #: Each partition's restore of its latest (step 5): job id and target LSN.
+    restored: dict[int, tuple[str, int]] = field(default_factory=dict)
     #: Each partition's latest snapshot id as the ledger had it when the runtime stopped.
     latest_ids: dict[int, str] = field(default_factory=dict)
 
@@ -188,6 +195,13 @@ def run_scenario(demo: Demo) -> None:
             )
             demo.report.rows.append([f"{STREAM}/{p}", *statuses])
 
+    restore_and_compare(demo, per_round)
+
+
+def restore_and_compare(demo: Demo, per_round: int) -> None:
+    """Restore each partition's latest, and an older one as of an LSN; each equals a full
+    replay of the changelog to its target."""
+    report = demo.report
     with report.step("5. restore latest and as of an older LSN; compare with full replay"):
         spark = demo.runner.spark()
         tail = max(demo.partitions, per_round // 8)  # below the threshold: no compaction
@@ -214,6 +228,8 @@ def run_scenario(demo: Demo) -> None:
                 ):
                     continue
                 [plan] = answer["partitions"]
+                if source == "latest":
+                    demo.restored[p] = (answer["job_id"], plan["target_lsn"])
                 check = check_restore_equals_replay(
                     spark,
                     demo.root_uri,
@@ -230,13 +246,70 @@ def run_scenario(demo: Demo) -> None:
                 )
 
 
+def stream_snapshot(demo: Demo) -> None:
+    """A snapshot of the whole stream: requested, each processor's snapshot (its state: the
+    restore of step 5) registered with the generation, completed; the stream restored to it
+    in one job and each partition compared with a full replay."""
+    from snapledger.client import SnapshotReader, SnapshotWriter
+
+    report = demo.report
+    partitions = list(range(demo.partitions))
+    with report.step("6. stream snapshot: request, every partition answers, restore the stream"):
+        minimum = {str(p): demo.restored[p][1] for p in partitions}
+        asked = demo.call(
+            "launch",
+            {"action": "snapshot_stream", "stream": STREAM, "partitions": partitions,
+             "min_lsn": minimum, "deadline_minutes": 30},
+        )  # fmt: skip
+        generation = asked.get("generation")
+        report.check(
+            f"generation {generation} requested", asked.get("status") == "REQUESTED", str(asked)
+        )
+        reader = SnapshotReader(demo.root_uri)
+        for p in partitions:
+            job_id, lsn = demo.restored[p]
+            state = reader.open_restore(job_id, p).to_arrow()
+            epoch = demo.head(p).get("max_epoch") or 0
+            SnapshotWriter(demo.root_uri, STREAM, p).write(
+                lsn, epoch, state, offsets={f"{STREAM}-{p}": lsn + 1}, generation=generation
+            )
+        demo.deliver_arrivals()  # each manifest registers and counts for the generation
+        done = invoke("query", {"action": "generation", "stream": STREAM}).get("generation", {})
+        report.check(
+            f"generation {generation} COMPLETED by all {demo.partitions} partitions",
+            done.get("status") == "COMPLETED" and len(done.get("members", [])) == len(partitions),
+            f"missing {done.get('missing')}",
+        )
+        answer = demo.call(
+            "launch", {"action": "restore", "stream": STREAM, "from": {"generation": generation}}
+        )
+        if not report.check("stream restore launched", answer.get("ok") is True, str(answer)):
+            return
+        spark = demo.runner.spark()
+        for plan in answer["partitions"]:
+            check = check_restore_equals_replay(
+                spark,
+                demo.root_uri,
+                STREAM,
+                partition=plan["partition"],
+                job_id=answer["job_id"],
+                target_lsn=plan["target_lsn"],
+            )
+            report.check(
+                f"{STREAM}/{plan['partition']}: stream restore from generation {generation} "
+                f"(LSN {plan['base_lsn']}..{plan['target_lsn']}) equals full replay",
+                check.equal,
+                f"{check.restored_rows:,} rows, {check.differing_rows} differ",
+            )
+
+
 def bootstrap_from_the_bucket(demo: Demo) -> None:
     """With the functions and the table stopped: each partition's latest, found through
     its ``latest.json`` (one GET) and read back with every file checked."""
     from snapledger.client import SnapshotReader
 
     reader = SnapshotReader(demo.root_uri)
-    with demo.report.step("6. functions and table stopped: bootstrap from latest.json"):
+    with demo.report.step("7. functions and table stopped: bootstrap from latest.json"):
         for p in range(demo.partitions):
             opened = reader.open_latest(STREAM, p)
             rows = opened.to_arrow().num_rows  # every file's size and checksum checked
@@ -294,6 +367,7 @@ def main(argv: list[str] | None = None, *, spark: Any = None) -> int:
             runner.bind(router)
             demo = Demo(args.root, args.partitions, args.rows, local, runner, router)
             run_scenario(demo)
+            stream_snapshot(demo)
             demo.latest_ids = {
                 p: str(demo.head(p).get("latest_snapshot_id")) for p in range(demo.partitions)
             }
