@@ -67,7 +67,7 @@ def test_the_plan_keeps_the_members_it_must(clock, member_of, guard, kept):
 def generation_of_one(ledger, streams, store, clock, lsn):
     """A generation of orders/0 alone, completed by a snapshot at ``lsn``."""
     result = generations.request_stream_snapshot(streams, "orders", [0], clock=clock)
-    number = result.state.head.generation
+    number = result.generation.generation
     key = write_snapshot(store, "orders", 0, lsn, generation=number)
     answer = register_manifest(key, ledger=ledger, store=store, clock=clock, streams=streams)
     assert answer.generation_completed

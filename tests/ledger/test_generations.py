@@ -43,7 +43,7 @@ def request(streams, clock, partitions=(0, 1, 2), **options):
     result = generations.request_stream_snapshot(
         streams, STREAM, partitions, clock=clock, **options
     )
-    return result.state.head.generation
+    return result.generation.generation
 
 
 def member(store, partition, lsn, generation, **overrides):
@@ -176,8 +176,13 @@ def test_a_registration_past_the_deadline_fails_the_generation(ledger, streams, 
 
 def test_requests_are_idempotent_and_refuse_bad_input(ledger, streams, clock):
     first = request(streams, clock, request_id="r1")
-    assert request(streams, clock, request_id="r1") == first
-    assert len(stream_events(streams)) == 1
+    request(streams, clock, request_id="r2")  # a newer one in between
+    again = generations.request_stream_snapshot(
+        streams, STREAM, (0, 1, 2), clock=clock, request_id="r1"
+    )
+    # the redelivered request answers the generation it opened, not the newest
+    assert (again.created, again.generation.generation) == (False, first)
+    assert len(stream_events(streams)) == 3  # requested, failed (superseded), requested
     with pytest.raises(InvalidRequestError, match="has passed"):
         request(streams, clock, deadline=clock.now() - timedelta(seconds=1))
     with pytest.raises(InvalidRequestError, match=r"min_lsn names partitions \[5\]"):
@@ -186,6 +191,28 @@ def test_requests_are_idempotent_and_refuse_bad_input(ledger, streams, clock):
         request(streams, clock, partitions=range(65))
     with pytest.raises(NotFoundError, match="no generation 7"):
         generations.get_generation(streams, STREAM, 7)
+
+
+def test_a_failed_generation_goes_with_the_ttl_window_a_completed_one_stays(
+    ledger, streams, store, clock
+):
+    from datetime import timedelta as td
+
+    from snapledger.adapters import dynamodb_codec as codec
+
+    window = DynamoStreamLog(ledger.table_name, client=ledger.client, ttl_window=td(days=30))
+    failed = request(window, clock, partitions=(0,))
+    completed = request(window, clock, partitions=(0,))  # supersedes the first
+    register(member(store, 0, 100, completed), ledger, window, store, clock)
+
+    def ttl(number):
+        item = ledger.client.get_item(
+            TableName=ledger.table_name,
+            Key=codec.key(codec.stream_pk(STREAM), codec.generation_sk(number)),
+        )["Item"]
+        return item.get(codec.TTL_ATTRIBUTE)
+
+    assert ttl(failed) is not None and ttl(completed) is None
 
 
 def test_generations_list_newest_first(ledger, streams, clock):

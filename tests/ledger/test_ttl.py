@@ -64,7 +64,9 @@ def expected_ttl(item: dict[str, Any], jobs: dict[str, JobRecord]) -> int | None
     if pk.startswith("RUN#"):
         job = jobs[item["job_id"]["S"]]
         return epoch(job.updated_at + WINDOW) if job.terminal else None
-    return None  # HEAD, POLICY, SEG, the GC checkpoint, REJECTED/KEY#: never expire
+    if sk.startswith("GEN#") and item["status"]["S"] == "FAILED":
+        return epoch(datetime.fromisoformat(item["failed_at"]["S"]) + WINDOW)
+    return None  # HEAD, POLICY, SEG, the GC checkpoint, REJECTED/KEY#, GEN: never expire
 
 
 def _snapshot_ttl(record: SnapshotRecord) -> int | None:

@@ -35,7 +35,7 @@ from snapledger.models.events import (
     LedgerEvent,
     StreamEvent,
 )
-from snapledger.models.generations import StreamGeneration
+from snapledger.models.generations import GenerationStatus, StreamGeneration
 from snapledger.models.jobs import JobRecord
 from snapledger.models.ledger import Head, LineageId, SnapshotRecord, SnapshotStatus, StreamHead
 from snapledger.models.policy import StoredPolicy
@@ -251,8 +251,13 @@ def policy_item(stored: StoredPolicy) -> Item:
     }
 
 
-def generation_item(generation: StreamGeneration) -> Item:
-    return to_item(stream_pk(generation.stream), generation_sk(generation.generation), generation)
+def generation_item(generation: StreamGeneration, ttl_window: timedelta | None = None) -> Item:
+    # A FAILED generation is history: it goes with the TTL window, as a terminal record
+    # does. A COMPLETED one stays: it can be restored while its members are retained.
+    failed = generation.failed_at if generation.status is GenerationStatus.FAILED else None
+    expires = None if failed is None else _after(failed, ttl_window)
+    pk, sk = stream_pk(generation.stream), generation_sk(generation.generation)
+    return to_item(pk, sk, generation, expires=expires)
 
 
 def generation_from_item(item: Item) -> StreamGeneration:

@@ -103,7 +103,8 @@ class DynamoStreamLog(DynamoLogTable):
             old = before.generations.get(number)
             if old != generation:
                 expected = None if old is None else old.version
-                items.append(self._put_if_version(codec.generation_item(generation), expected))
+                item = codec.generation_item(generation, self.ttl_window)
+                items.append(self._put_if_version(item, expected))
         window = self.ttl_window
         items += [self._event_put(codec.stream_event_item(e, window)) for e in events]
         return items

@@ -207,6 +207,7 @@ def evolve_generation(
                 deadline=event.deadline,
                 requested_at=event.at,
                 requested_by=event.by,
+                command_id=event.command_id,
                 version=event.seq,
             )
             head = head.model_copy(

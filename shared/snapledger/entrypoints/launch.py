@@ -147,10 +147,8 @@ def _answer_stream_snapshot(
         count(metrics, "Launch_refused")
         return answer
     count(metrics, "Launch_snapshot_stream")
-    number = result.state.head.generation
-    generation = result.state.generations[number]
     return ok(
         action=SNAPSHOT_STREAM_ACTION,
-        created=bool(result.events),
-        **describe_generation(generation, rt.clock.now()),
+        created=result.created,
+        **describe_generation(result.generation, rt.clock.now()),
     )

@@ -60,6 +60,7 @@ class StreamGeneration(Stored):
     deadline: datetime
     requested_at: datetime
     requested_by: str = ""
+    command_id: str = Field(default="", description="The request that opened it")
     members: dict[int, GenerationMember] = Field(default_factory=dict)
     completed_at: datetime | None = None
     failed_at: datetime | None = None

@@ -40,13 +40,17 @@ from snapledger.models.generations import (
     StreamGeneration,
     protected_generations,
 )
-from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
+from snapledger.models.ledger import (
+    RECENT_COMMANDS_KEPT,
+    LineageId,
+    SnapshotStatus,
+    snapshot_sort_key,
+)
 from snapledger.ports import LedgerStore, StreamLogStore
 from snapledger.services.commands import (
     CommandResult,
     Committed,
     RetryPolicy,
-    StreamCommandResult,
     execute_on_stream,
     run_command,
 )
@@ -61,6 +65,15 @@ MAX_DEADLINE = timedelta(days=7)
 # --- request --------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class StreamSnapshotRequest:
+    """What a request did: the generation it opened (``created``: now, else by an earlier
+    delivery of the same request)."""
+
+    generation: StreamGeneration
+    created: bool
+
+
 def request_stream_snapshot(
     streams: StreamLogStore,
     stream: str,
@@ -71,8 +84,9 @@ def request_stream_snapshot(
     min_lsn: dict[int, int] | None = None,
     by: str = "",
     request_id: str | None = None,
-) -> StreamCommandResult:
-    """Open the stream's next generation (superseding an open one); idempotent by request."""
+) -> StreamSnapshotRequest:
+    """Open the stream's next generation (superseding an open one); idempotent by request:
+    a request seen before answers the generation it opened."""
     check_stream_name(stream)
     now = clock.now()
     if not 1 <= len(set(partitions)) <= MAX_MEMBERS:
@@ -93,7 +107,21 @@ def request_stream_snapshot(
         by=by,
         request_id=request_id or new_ulid(),
     )
-    return execute_on_stream(streams, command, now)
+    result = execute_on_stream(streams, command, now)
+    if result.events:
+        number = result.state.head.generation
+        return StreamSnapshotRequest(result.state.generations[number], created=True)
+    return StreamSnapshotRequest(_opened_by(streams, stream, command.command_id), created=False)
+
+
+def _opened_by(streams: StreamLogStore, stream: str, command_id: str) -> StreamGeneration:
+    """The generation a request opened: among the newest (HEAD remembers only the last
+    ``RECENT_COMMANDS_KEPT`` commands, so a redelivery is always that recent)."""
+    page = streams.list_generations(stream, limit=RECENT_COMMANDS_KEPT)
+    for generation in page.items:
+        if generation.command_id == command_id:
+            return generation
+    raise NotFoundError(f"{stream}: the generation request {command_id} opened is not there")
 
 
 def fail_overdue(streams: StreamLogStore, stream: str, *, clock: Clock) -> StreamGeneration | None:
