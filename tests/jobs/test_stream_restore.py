@@ -80,6 +80,10 @@ def test_a_stream_restored_to_a_generation_equals_each_partitions_replay(spark, 
         run_job(spark, parse_job_args(job_arguments(spec)))
 
     reader = SnapshotReader(tmp_path.as_uri())
+    # generation.json finds every member from the bucket alone, each file checked
+    members = reader.open_generation("orders")
+    assert {p: m.lsn for p, m in members.items()} == MEMBER_LSN
+    assert reader.generation_pointer("orders").generation == 1
     for partition in PARTITIONS:
         records = records_of(partition)
         target = TARGETS.get(partition, 119)

@@ -37,13 +37,14 @@ from snapledger.errors import NotFoundError
 from snapledger.layout import (
     MANIFEST_NAME,
     SnapshotLocation,
+    generation_pointer_key,
     latest_pointer_key,
     parse_manifest_key,
     parse_snapshot_prefix,
     restore_prefix,
 )
 from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestFile, ManifestV1, SnapshotFormat
-from snapledger.models.pointer import LatestPointer
+from snapledger.models.pointer import GenerationPointer, LatestPointer
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -114,6 +115,35 @@ class SnapshotReader:
             raise SnapshotCorruptError(
                 self._where(key), detail=f"not a valid latest.json v1 ({_first_error(exc)})"
             ) from exc
+
+    def generation_pointer(self, stream: str) -> GenerationPointer:
+        """The stream's ``generation.json`` (one GET): its newest completed stream snapshot,
+        each member's snapshot and offsets, readable without the registry. NotFoundError if
+        no stream snapshot has completed yet."""
+        key = generation_pointer_key(stream)
+        raw = self._descriptor(key, self._where(key))
+        try:
+            return GenerationPointer.model_validate_json(raw)
+        except ValidationError as exc:
+            raise SnapshotCorruptError(
+                self._where(key), detail=f"not a valid generation.json v1 ({_first_error(exc)})"
+            ) from exc
+
+    def open_generation(self, stream: str) -> dict[int, OpenedSnapshot]:
+        """Every member snapshot of the stream's newest completed stream snapshot, by
+        partition, found through ``generation.json`` from the bucket alone."""
+        pointer = self.generation_pointer(stream)
+        opened = {}
+        for member in pointer.members:
+            snapshot = self.open(member.manifest_key)
+            if snapshot.snapshot_id != member.snapshot_id or snapshot.lsn != member.lsn:
+                raise SnapshotCorruptError(
+                    self._where(member.prefix),
+                    detail=f"generation.json names {member.snapshot_id} at LSN {member.lsn}, "
+                    f"its manifest {snapshot.snapshot_id} at LSN {snapshot.lsn}",
+                )
+            opened[member.partition] = snapshot
+        return opened
 
     def open_latest(self, stream: str, partition: int) -> OpenedSnapshot:
         """The lineage's latest snapshot found through its ``latest.json``, from the bucket
