@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -26,3 +27,36 @@ def test_demo_scenario_passes_every_check(tmp_path, capsys, spark):
     # a stream snapshot: requested, completed by both partitions, the stream restored to it
     assert "generation 1 COMPLETED by all 2 partitions" in out
     assert out.count("stream restore from generation 1") == 2
+
+
+def test_a_long_step_says_it_is_still_working(capsys):
+    report = demo.Report(heartbeat_seconds=0.05)
+    with report.step("3.1 a quiet step"):
+        time.sleep(0.3)
+    out = capsys.readouterr().out
+    assert "... still working on step 3 (" in out
+    assert out.count("still working") >= 2
+
+
+def test_the_gc_plan_names_each_partition_and_each_reason(capsys):
+    lineages = [
+        {
+            "stream": "orders",
+            "partition": 1,
+            "kept": [{"lsn": 20, "reasons": ["latest", "newest"]}],
+            "deleted": [{"lsn": 10, "causes": ["unprotected"]}],
+        }
+    ]
+    demo._print_plan({"report": {"lineages": lineages}})
+    out = capsys.readouterr().out
+    assert "orders/1:" in out and "None" not in out
+    assert "latest, newest" in out and "unprotected" in out
+
+
+def test_spark_logs_to_a_file_with_only_errors_on_the_console(tmp_path):
+    from snapledger.local.spark_runner import LOG4J2_TO_FILE
+
+    config = LOG4J2_TO_FILE.format(path=tmp_path / "spark.log")
+    assert f"appender.file.fileName = {tmp_path / 'spark.log'}" in config
+    assert "appender.console.filter.threshold.level = error" in config
+    assert "%d{yy/MM/dd HH:mm:ss}" in config  # the braces survive the format

@@ -26,6 +26,7 @@ import argparse
 import json
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -49,6 +50,7 @@ class Report:
     checks: list[tuple[str, bool, str]] = field(default_factory=list)
     timings: list[tuple[str, float]] = field(default_factory=list)
     rows: list[list[str]] = field(default_factory=list)
+    heartbeat_seconds: float = 15.0
 
     def check(self, name: str, ok: bool, detail: str = "") -> bool:
         self.checks.append((name, ok, detail))
@@ -57,9 +59,26 @@ class Report:
 
     @contextmanager
     def step(self, title: str) -> Iterator[None]:
+        """A titled step, timed; every ``heartbeat_seconds`` it runs, a line says it still
+        does (Spark jobs can be quiet for a minute)."""
         print(f"\n== {title}", flush=True)
         started = time.perf_counter()
-        yield
+        done = threading.Event()
+
+        number = title.split(".", maxsplit=1)[0]
+
+        def beat() -> None:
+            while not done.wait(self.heartbeat_seconds):
+                elapsed = time.perf_counter() - started
+                print(f"   ... still working on step {number} ({elapsed:.0f}s)", flush=True)
+
+        heartbeat = threading.Thread(target=beat, daemon=True, name="demo-heartbeat")
+        heartbeat.start()
+        try:
+            yield
+        finally:
+            done.set()
+            heartbeat.join()
         elapsed = time.perf_counter() - started
         self.timings.append((title, elapsed))
         print(f"   ({elapsed:.1f}s)", flush=True)
@@ -324,11 +343,11 @@ def bootstrap_from_the_bucket(demo: Demo) -> None:
 def _print_plan(plan: dict[str, Any]) -> None:
     report = plan.get("report", {})
     for lineage in report.get("lineages", []):
-        print(f"   {lineage.get('lineage')}:")
+        print(f"   {lineage.get('stream')}/{lineage.get('partition')}:")
         for kept in lineage.get("kept", []):
             print(f"     keep   LSN {kept.get('lsn'):>12}  {', '.join(kept.get('reasons', []))}")
-        for doomed in lineage.get("deleted", []) or lineage.get("delete", []):
-            print(f"     delete LSN {doomed.get('lsn'):>12}")
+        for doomed in lineage.get("deleted", []):
+            print(f"     delete LSN {doomed.get('lsn'):>12}  {', '.join(doomed.get('causes', []))}")
 
 
 def print_summary(demo: Demo) -> None:
@@ -355,11 +374,14 @@ def main(argv: list[str] | None = None, *, spark: Any = None) -> int:
     thresholds = CompactionConfig(
         default=CompactionThresholds(records=max(1, per_round_per_partition * 3 // 4), bytes=2**62)
     )
-    runner = LocalSparkRunner(spark=spark)
+    spark_log = args.root.resolve() / "spark.log"
+    runner = LocalSparkRunner(spark=spark, log_file=spark_log)
     local = LocalRuntime(
         home=args.root.resolve(), in_memory=True, thresholds=thresholds, runner=runner
     )
     print("starting DynamoDB Local and the local runtime...", flush=True)
+    if spark is None:
+        print(f"   Spark's own log goes to {spark_log} (errors only here)", flush=True)
     demo: Demo | None = None
     try:
         with local as runtime:

@@ -13,6 +13,7 @@ import hashlib
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from snapledger.errors import JobStartError
@@ -42,13 +43,42 @@ SPARK_CONF = {
 }
 
 
-def local_spark_session() -> Any:
-    """One local SparkSession (2 cores), created on first use."""
+#: Spark's own log (log4j2) when it goes to a file: everything there, only errors on the
+#: console. ``{path}`` is the log file.
+LOG4J2_TO_FILE = """status = error
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {path}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n
+appender.console.filter.threshold.type = ThresholdFilter
+appender.console.filter.threshold.level = error
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = file
+rootLogger.appenderRef.console.ref = console
+"""
+
+
+def local_spark_session(log_file: Path | None = None) -> Any:
+    """One local SparkSession (2 cores), created on first use. With ``log_file``, Spark's
+    own log goes there (INFO and up) and only its errors reach the console."""
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master("local[2]").appName("snapledger-local")
     for key, value in SPARK_CONF.items():
         builder = builder.config(key, value)
+    if log_file is not None:
+        config = log_file.with_suffix(".log4j2.properties")
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(LOG4J2_TO_FILE.format(path=log_file.resolve()))
+        builder = builder.config(
+            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={config.resolve()}"
+        )
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
@@ -57,10 +87,12 @@ def local_spark_session() -> Any:
 class LocalSparkRunner:
     """A JobRunner for one machine; ``bind`` a Router so its events reach the functions."""
 
-    def __init__(self, spark: Any = None) -> None:
-        """``spark``: a session to share (not stopped on close); else one is made on use."""
+    def __init__(self, spark: Any = None, *, log_file: Path | None = None) -> None:
+        """``spark``: a session to share (not stopped on close); else one is made on use,
+        logging to ``log_file`` when given (``local_spark_session``)."""
         self._owns_spark = spark is None
         self._spark: Any = spark
+        self._log_file = log_file
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-spark")
         self._lock = threading.Lock()
         self._runs: dict[str, JobRunStatus] = {}
@@ -71,7 +103,7 @@ class LocalSparkRunner:
         """The SparkSession jobs run in (made on first use)."""
         with self._lock:
             if self._spark is None:
-                self._spark = local_spark_session()
+                self._spark = local_spark_session(self._log_file)
             return self._spark
 
     def bind(self, router: Router) -> None:
