@@ -27,6 +27,11 @@ def test_demo_scenario_passes_every_check(tmp_path, capsys, spark):
     # a stream snapshot: requested, completed by both partitions, the stream restored to it
     assert "generation 1 COMPLETED by all 2 partitions" in out
     assert out.count("stream restore from generation 1") == 2
+    # the pictures, written where it says
+    timeline = tmp_path / "demo" / "timeline-orders-0.html"
+    assert f"timeline of orders/0 drawn - {timeline.resolve()}" in out or str(timeline) in out
+    assert timeline.read_text().count('class="snapshot') >= 2
+    assert 'class="plan-keep"' in (tmp_path / "demo" / "gc-plan.svg").read_text()
 
 
 def test_a_long_step_says_it_is_still_working(capsys):

@@ -14,7 +14,9 @@ through the in-process router as S3 and EMR Serverless events:
 6. ask for a stream snapshot: every partition's processor writes its snapshot with the
    generation, the generation completes, and the whole stream is restored to it in one
    job, each partition checked against a full replay;
-7. with DynamoDB Local and the functions stopped, bootstrap every partition from its
+7. draw a lineage's timeline and the GC plan (``demo-data/timeline-orders-0.html``,
+   ``demo-data/gc-plan.svg``);
+8. with DynamoDB Local and the functions stopped, bootstrap every partition from its
    ``latest.json`` alone.
 
 Every check is printed and counted; the exit status is non-zero if any fails.
@@ -98,6 +100,8 @@ class Demo:
     router: Router
     report: Report = field(default_factory=Report)
     changelog_end: dict[int, int] = field(default_factory=dict)
+    #: The GC dry run's report (step 4), drawn at the end.
+    gc_plan: dict[str, Any] = field(default_factory=dict)
     #: Each partition's restore of its latest (step 5): job id and target LSN.
     restored: dict[int, tuple[str, int]] = field(default_factory=dict)
     #: Each partition's latest snapshot id as the ledger had it when the runtime stopped.
@@ -201,6 +205,7 @@ def run_scenario(demo: Demo) -> None:
             "policy set", policy.get("ok") is True, json.dumps(policy.get("policy", policy))
         )
         plan = demo.call("gc", {"dry_run": True, "stream": STREAM})
+        demo.gc_plan = plan.get("report", {})
         _print_plan(plan)
         run = demo.call("gc", {"dry_run": False, "stream": STREAM})
         report.check("GC ran", run.get("ok") is True)
@@ -322,13 +327,32 @@ def stream_snapshot(demo: Demo) -> None:
             )
 
 
+def draw_pictures(demo: Demo) -> None:
+    """A lineage's timeline and the GC plan, drawn from the functions' answers."""
+    from snapledger import pictures
+
+    with demo.report.step("7. pictures: a lineage's timeline and the GC plan"):
+        lineage = {"stream": STREAM, "partition": 0}
+        snapshots = invoke("query", {"action": "list", **lineage}).get("snapshots", [])
+        jobs = invoke("query", {"action": "jobs", "limit": 100}).get("jobs", [])
+        svg = pictures.timeline(STREAM, 0, snapshots, demo.head(0), jobs)
+        timeline = pictures.write(svg, demo.root / f"timeline-{STREAM}-0.html", f"{STREAM}/0")
+        plan = pictures.write(pictures.gc_plan(demo.gc_plan), demo.root / "gc-plan.svg", "GC")
+        demo.report.check(
+            f"timeline of {STREAM}/0 drawn",
+            svg.count('class="snapshot') == len(snapshots) > 0,
+            str(timeline),
+        )
+        demo.report.check("GC plan drawn", plan.stat().st_size > 0, str(plan))
+
+
 def bootstrap_from_the_bucket(demo: Demo) -> None:
     """With the functions and the table stopped: each partition's latest, found through
     its ``latest.json`` (one GET) and read back with every file checked."""
     from snapledger.client import SnapshotReader
 
     reader = SnapshotReader(demo.root_uri)
-    with demo.report.step("7. functions and table stopped: bootstrap from latest.json"):
+    with demo.report.step("8. functions and table stopped: bootstrap from latest.json"):
         for p in range(demo.partitions):
             opened = reader.open_latest(STREAM, p)
             rows = opened.to_arrow().num_rows  # every file's size and checksum checked
@@ -390,6 +414,7 @@ def main(argv: list[str] | None = None, *, spark: Any = None) -> int:
             demo = Demo(args.root, args.partitions, args.rows, local, runner, router)
             run_scenario(demo)
             stream_snapshot(demo)
+            draw_pictures(demo)
             demo.latest_ids = {
                 p: str(demo.head(p).get("latest_snapshot_id")) for p in range(demo.partitions)
             }
