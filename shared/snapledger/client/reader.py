@@ -46,6 +46,8 @@ from snapledger.layout import (
 from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestFile, ManifestV1, SnapshotFormat
 from snapledger.models.pointer import GenerationPointer, LatestPointer
 
+PointerT = TypeVar("PointerT", LatestPointer, GenerationPointer)
+
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
@@ -107,26 +109,23 @@ class SnapshotReader:
         """The lineage's ``latest.json`` (one GET): the latest snapshot as snapledger last
         published it, readable while the registry's functions or table are not.
         NotFoundError if the lineage has none yet."""
-        key = latest_pointer_key(stream, partition)
-        raw = self._descriptor(key, self._where(key))
-        try:
-            return LatestPointer.model_validate_json(raw)
-        except ValidationError as exc:
-            raise SnapshotCorruptError(
-                self._where(key), detail=f"not a valid latest.json v1 ({_first_error(exc)})"
-            ) from exc
+        return self._pointer(LatestPointer, latest_pointer_key(stream, partition))
 
     def generation_pointer(self, stream: str) -> GenerationPointer:
         """The stream's ``generation.json`` (one GET): its newest completed stream snapshot,
         each member's snapshot and offsets, readable without the registry. NotFoundError if
         no stream snapshot has completed yet."""
-        key = generation_pointer_key(stream)
+        return self._pointer(GenerationPointer, generation_pointer_key(stream))
+
+    def _pointer(self, model: type[PointerT], key: str) -> PointerT:
+        """A pointer object (one GET), or SnapshotCorruptError naming it if it is not one."""
         raw = self._descriptor(key, self._where(key))
         try:
-            return GenerationPointer.model_validate_json(raw)
+            return model.model_validate_json(raw)
         except ValidationError as exc:
+            name = key.rsplit("/", 1)[-1]
             raise SnapshotCorruptError(
-                self._where(key), detail=f"not a valid generation.json v1 ({_first_error(exc)})"
+                self._where(key), detail=f"not a valid {name} v1 ({_first_error(exc)})"
             ) from exc
 
     def open_generation(self, stream: str) -> dict[int, OpenedSnapshot]:
