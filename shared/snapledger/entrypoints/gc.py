@@ -30,6 +30,7 @@ from snapledger.entrypoints.answers import (
     payload_error,
 )
 from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, SnapshotId
+from snapledger.entrypoints.stream_metrics import emit_gc_metrics
 from snapledger.errors import SnapledgerError
 from snapledger.layout import STREAM_PATTERN
 from snapledger.runtime import Runtime
@@ -164,6 +165,7 @@ def answer_shards(
             failures.append({"itemIdentifier": message_id})
             continue
         count(metrics, "Gc_shard")
+        emit_gc_metrics(report, rt.clock.now())
         reports.append({"message_id": message_id, "report": report.to_dict()})
         if not report.complete:
             failures.append({"itemIdentifier": message_id})
@@ -229,6 +231,7 @@ def _answer(
             remaining_seconds=remaining_seconds,
         )
         counts = report.counts()
+        emit_gc_metrics(report, rt.clock.now())
         metrics.add_metric(
             name=STUCK_JOBS_METRIC, unit="Count", value=counts.get("stuck_jobs_found", 0)
         )
