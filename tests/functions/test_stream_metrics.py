@@ -175,13 +175,19 @@ def test_gc_emits_each_lineages_staleness_and_each_streams_deletions(rt, handler
     assert emitted_metrics(out)[sm.SNAPSHOT_AGE_HOURS] == 29.0 + 149.0  # one value each
 
 
-def test_a_dry_run_reports_staleness_but_no_deletions(rt, handlers, context, capsys):
+def test_every_gc_run_reports_staleness_and_the_changelog_since_but_a_dry_run_no_deletions(
+    rt, handlers, context, capsys
+):
     snapshot_of(rt, "orders", 100)
+    key = segment_key("orders", 3, 200, 349)  # 150 records past the latest, once tracked
+    rt.store.put(key, b"segment")
+    handlers["track_changelog"](s3_put_event(key), context)
     rt.clock.advance(timedelta(hours=3))
     capsys.readouterr()
     handlers["gc"]({"dry_run": True}, context)
     assert emitted_stream_metrics(capsys.readouterr().out) == {
-        (sm.SNAPSHOT_AGE_HOURS, "orders"): [3.0]
+        (sm.SNAPSHOT_AGE_HOURS, "orders"): [3.0],
+        (sm.CHANGELOG_RECORDS_SINCE_SNAPSHOT, "orders"): [150.0],
     }
 
 

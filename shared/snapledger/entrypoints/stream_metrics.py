@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from snapledger.models.ledger import LineageId
     from snapledger.services.gc_report import GcReport
+
+#: The changelog records of a lineage past an LSN (its latest snapshot's).
+RecordsSince = Callable[["LineageId", int], int]
 
 COUNT = "Count"
 BYTES = "Bytes"
@@ -40,7 +45,8 @@ GC_BYTES_DELETED = "Gc_bytes_deleted"
 SNAPSHOT_AGE_HOURS = "Snapshot_age_hours"
 #: Jobs a GC run found stuck and failed (never started, or the runner says FAILED).
 SWEPT_FAILED_STATE = "FAILED"
-#: Changelog records past each lineage's latest snapshot (each counted segment's arrival).
+#: Changelog records past each lineage's latest snapshot (every GC run, per lineage; and
+#: each counted segment's arrival).
 CHANGELOG_RECORDS_SINCE_SNAPSHOT = "Changelog_records_since_snapshot"
 
 
@@ -63,11 +69,14 @@ def emit_for_stream(
     blob.flush_metrics()
 
 
-def emit_gc_metrics(report: GcReport, now: datetime) -> None:
+def emit_gc_metrics(
+    report: GcReport, now: datetime, records_since: RecordsSince | None = None
+) -> None:
     """What a GC run (or shard) did and saw, per stream.
 
     - ``Snapshot_age_hours`` for each lineage with a latest snapshot: hours since it was
-      registered (the plan keeps the latest, with reason ``latest``), dry run or not;
+      registered (the plan keeps the latest, with reason ``latest``), dry run or not, and
+      with ``records_since``, ``Changelog_records_since_snapshot`` (one read a lineage);
     - unless a dry run, ``Gc_snapshots_deleted`` and ``Gc_bytes_deleted`` once per stream
       (zeros included: the dashboard shows a run that deleted nothing), bytes from the
       deleted snapshots' records (``total_bytes``);
@@ -87,6 +96,9 @@ def emit_gc_metrics(report: GcReport, now: datetime) -> None:
         if latest:
             age = (now - latest[0].registered_at).total_seconds() / 3600
             emit_for_stream(SNAPSHOT_AGE_HOURS, stream, round(age, 3), NONE)
+            if records_since is not None:
+                backlog = records_since(lineage.lineage, latest[0].lsn)
+                emit_for_stream(CHANGELOG_RECORDS_SINCE_SNAPSHOT, stream, backlog, NONE)
     if not report.dry_run:
         for stream in sorted(snapshots):
             emit_for_stream(GC_SNAPSHOTS_DELETED, stream, snapshots[stream])
