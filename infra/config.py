@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import math
+import re
+from dataclasses import dataclass, field
 
 from constructs import Node
 
 from infra import names
+from snapledger.layout import STREAM_PATTERN
 from snapledger.settings import DEFAULT_LEDGER_TTL_DAYS
 
 
@@ -40,11 +44,18 @@ class StackConfig:
     # it commits, gc releases them once it deleted them. Object Lock is chosen when the
     # bucket is created: turning this on (or off) for a deployed stack replaces the bucket.
     protect_latest: bool = False
+    # Staleness alarms (docs/deploy.md, "Per-stream metrics and alarms"): one on every
+    # stream's lineages, whose latest snapshot is older than the default (0: no such alarm),
+    # and one per stream listed, with its own threshold (no looser than the default, which
+    # watches every stream too).
+    stale_after_hours_default: float = 48
+    stale_after_hours: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_context(cls, node: Node) -> StackConfig:
         """Build from CDK context (strings from ``-c``, or typed values from cdk.json)."""
         defaults = cls()
+        stale_default, stale_per_stream = _staleness(node, defaults.stale_after_hours_default)
         return cls(
             deletion_protection=_as_bool(
                 node.try_get_context(names.CTX_DELETION_PROTECTION), defaults.deletion_protection
@@ -74,6 +85,8 @@ class StackConfig:
             protect_latest=_as_bool(
                 node.try_get_context(names.CTX_PROTECT_LATEST), defaults.protect_latest
             ),
+            stale_after_hours_default=stale_default,
+            stale_after_hours=stale_per_stream,
         )
 
 
@@ -104,3 +117,48 @@ def _as_int(value: object, default: int) -> int:
         return int(str(value))
     except ValueError as exc:
         raise ValueError(f"expected an integer in CDK context, got {value!r}") from exc
+
+
+def _staleness(node: Node, default_hours: float) -> tuple[float, dict[str, float]]:
+    """``stale_after_hours_default`` and ``stale_after_hours`` from the context, checked."""
+    key = names.CTX_STALE_AFTER_HOURS_DEFAULT
+    default = _as_hours(node.try_get_context(key), default_hours, key, allow_zero=True)
+    raw = node.try_get_context(names.CTX_STALE_AFTER_HOURS)
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(
+                f"{names.CTX_STALE_AFTER_HOURS} must be a JSON object of stream to hours, "
+                f"e.g. '{{\"orders\": 6}}', got {raw!r}"
+            ) from exc
+    if raw is not None and not isinstance(raw, dict):
+        raise ValueError(
+            f"{names.CTX_STALE_AFTER_HOURS} must be an object of stream to hours, got {raw!r}"
+        )
+    per_stream: dict[str, float] = {}
+    for stream, value in (raw or {}).items():
+        where = f"{names.CTX_STALE_AFTER_HOURS}.{stream}"
+        if not re.fullmatch(STREAM_PATTERN, str(stream)):
+            raise ValueError(f"{where}: not a stream name (letters, digits, '.', '_', '-')")
+        hours = _as_hours(value, 0, where, allow_zero=False)
+        if default and hours > default:
+            raise ValueError(
+                f"{where} is {hours:g} hours, looser than {key} ({default:g}), whose alarm "
+                f"watches every stream: raise {key} to at least {hours:g}, or set it to 0"
+            )
+        per_stream[str(stream)] = hours
+    return default, per_stream
+
+
+def _as_hours(value: object, default: float, key: str, *, allow_zero: bool) -> float:
+    if value is None:
+        return default
+    try:
+        hours = float(str(value))
+    except ValueError as exc:
+        raise ValueError(f"{key}: expected a number of hours, got {value!r}") from exc
+    if not math.isfinite(hours) or hours < 0 or (hours == 0 and not allow_zero):
+        least = "0 or more (0: no alarm)" if allow_zero else "more than 0"
+        raise ValueError(f"{key}: expected a number of hours {least}, got {value!r}")
+    return hours

@@ -122,6 +122,8 @@ CTX_LOG_RETENTION_DAYS = "logRetentionDays"
 CTX_LEDGER_TTL_DAYS = "ledgerTtlDays"
 CTX_EVENT_ARCHIVE_RETENTION_DAYS = "eventArchiveRetentionDays"
 CTX_PROTECT_LATEST = "protectLatest"
+CTX_STALE_AFTER_HOURS = "staleAfterHours"
+CTX_STALE_AFTER_HOURS_DEFAULT = "staleAfterHoursDefault"
 
 
 def function_output_key(function_name: str) -> str:

@@ -28,6 +28,7 @@ from infra.constructs.guardrails import deny_history_rewrites
 from infra.constructs.ledger_table import LedgerTable
 from infra.constructs.observability import Observability
 from infra.constructs.storage import SnapshotStorage
+from infra.constructs.stream_alarms import StreamAlarms
 from infra.nag import acknowledge_cdk_providers
 
 
@@ -135,6 +136,13 @@ class SnapledgerStack(Stack):
             },
             table=self.ledger.table,
             alarm_topic_arn=config.alarm_topic_arn,
+        )
+        self.stream_alarms = StreamAlarms(
+            self,
+            "StreamAlarms",
+            stale_after_hours_default=config.stale_after_hours_default,
+            stale_after_hours=config.stale_after_hours,
+            add_action=self.observability.route,
         )
         self.console_events = ConsoleTestEvents(
             self, "ConsoleEvents", functions=fns, events_dir=sources.events_dir

@@ -118,8 +118,9 @@ if set(SPECS) != set(FUNCTION_NAMES):  # pragma: no cover - a programming error
 # a command, Query reads events, segments and pages. gc's DeleteItem removes its resume
 # checkpoint when a run completes, and a stream's POLICY item on policy_reset (inside the
 # stream log's transaction); its ConditionChecks (IAM: ConditionCheckItem) are the snapshots
-# an expiry or a mark read without writing (the witnesses, the trim point's snapshot).
-# tests/deployed runs every path.
+# an expiry or a mark read without writing (the witnesses, the trim point's snapshot); its
+# Query reads each lineage's tracked segments past its latest snapshot (the changelog
+# records since it, a per-stream metric). tests/deployed runs every path.
 _GET, _BATCH_GET, _QUERY = "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"
 _PUT, _DELETE, _CHECK = "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"
 # A job's UpdateItem sets its run-id pointer's TTL as the job finishes (inside the job's
@@ -132,7 +133,7 @@ LEDGER_ACTIONS: dict[str, tuple[str, ...]] = {
     "launch": (_GET, _BATCH_GET, _PUT),
     "job_state": (_GET, _BATCH_GET, _PUT, _UPDATE),
     "query": (_GET, _QUERY),
-    "gc": (_GET, _BATCH_GET, _PUT, _DELETE, _CHECK, _UPDATE),
+    "gc": (_GET, _BATCH_GET, _QUERY, _PUT, _DELETE, _CHECK, _UPDATE),
 }
 # The ledger's sparse indexes each function queries: by_kind lists all lineages or jobs
 # and finds a snapshot by id (query; launch's base snapshot; gc's holds); registered finds

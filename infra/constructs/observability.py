@@ -65,10 +65,14 @@ class Observability(Construct):
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             alarm_description=description,
         )
-        if self._action:
-            alarm.add_alarm_action(self._action)
+        self.route(alarm)
         self.alarms.append(alarm)
         return alarm
+
+    def route(self, alarm: cloudwatch.Alarm) -> None:
+        """Send ``alarm``'s changes to the alarm topic, if the stack has one."""
+        if self._action:
+            alarm.add_alarm_action(self._action)
 
     def _build_function_alarms(self, functions: dict[str, lambda_.Function]) -> None:
         for name, function in functions.items():

@@ -12,6 +12,9 @@ from urllib.parse import quote_plus
 
 from infra.constants import METRICS_NAMESPACE, SERVICE_NAME
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
+from snapledger.entrypoints.stream_metrics import STREAM_DIMENSION
+
+SERVICE_DIMENSION = "service"
 
 SAMPLE_EVENTS = Path(__file__).parent.parent / "events"
 POWERTOOLS_ENV = {
@@ -71,17 +74,40 @@ def item_count(ledger: DynamoLedger) -> int:
     return int(ledger.client.scan(TableName=ledger.table_name, Select="COUNT")["Count"])
 
 
-def emitted_metrics(stdout: str) -> dict[str, float]:
-    """The metric values in the EMF blobs a handler printed."""
+def emf_blobs(stdout: str) -> list[dict[str, Any]]:
+    """The EMF blobs a handler printed (one JSON object a line, with ``_aws``)."""
+    return [
+        json.loads(line) for line in stdout.splitlines() if line.startswith("{") and "_aws" in line
+    ]
+
+
+def _values(blob: dict[str, Any], dimensions: list[str]) -> dict[str, float]:
+    """The blob's metrics, if it publishes them under exactly ``dimensions`` (any order)."""
     values: dict[str, float] = {}
-    for line in stdout.splitlines():
-        if not line.startswith("{") or "_aws" not in line:
+    for directive in blob["_aws"]["CloudWatchMetrics"]:
+        if sorted(dimensions) not in [sorted(d) for d in directive["Dimensions"]]:
             continue
-        blob = json.loads(line)
-        for directive in blob["_aws"]["CloudWatchMetrics"]:
-            for metric in directive["Metrics"]:
-                value = blob[metric["Name"]]
-                values[metric["Name"]] = sum(value) if isinstance(value, list) else value
+        for metric in directive["Metrics"]:
+            value = blob[metric["Name"]]
+            values[metric["Name"]] = sum(value) if isinstance(value, list) else value
+    return values
+
+
+def emitted_metrics(stdout: str) -> dict[str, float]:
+    """The metric values the handler published under ``service`` alone, summed over blobs."""
+    values: dict[str, float] = {}
+    for blob in emf_blobs(stdout):
+        for name, value in _values(blob, [SERVICE_DIMENSION]).items():
+            values[name] = values.get(name, 0) + value
+    return values
+
+
+def emitted_stream_metrics(stdout: str) -> dict[tuple[str, str], list[float]]:
+    """``(metric, stream)`` → each value published under ``service`` and ``Stream``."""
+    values: dict[tuple[str, str], list[float]] = {}
+    for blob in emf_blobs(stdout):
+        for name, value in _values(blob, [SERVICE_DIMENSION, STREAM_DIMENSION]).items():
+            values.setdefault((name, blob[STREAM_DIMENSION]), []).append(value)
     return values
 
 

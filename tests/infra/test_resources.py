@@ -440,8 +440,9 @@ def test_alarms_on_errors_throttles_queue_depth_and_stuck_jobs(synth: Synthesize
     assert (METRICS_NAMESPACE, names.STUCK_JOBS_METRIC, json.dumps(SERVICE_NAME)) in alarms
 
 
-def test_dashboard_exists(synth: Synthesized) -> None:
-    synth.template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
+def test_dashboards_exist(synth: Synthesized) -> None:
+    # the stack's, and the per-stream one (test_stream_alarms.py)
+    synth.template.resource_count_is("AWS::CloudWatch::Dashboard", 2)
 
 
 # --- console test events ---------------------------------------------------------------------

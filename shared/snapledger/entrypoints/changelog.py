@@ -8,7 +8,12 @@ from collections.abc import Sequence
 from snapledger.entrypoints.answers import Answer, MetricSink, count, ok
 from snapledger.entrypoints.register import RecordsFailedError
 from snapledger.entrypoints.s3_events import Arrival, InvalidRecord, key_in_store
-from snapledger.layout import CHANGELOG
+from snapledger.entrypoints.stream_metrics import (
+    CHANGELOG_RECORDS_SINCE_SNAPSHOT,
+    NONE,
+    emit_for_stream,
+)
+from snapledger.layout import CHANGELOG, parse_changelog_lineage
 from snapledger.runtime import Runtime
 from snapledger.services.changelog_tracking import track_segment
 from snapledger.services.launch import LaunchDeps
@@ -44,9 +49,17 @@ def track_arrivals(arrivals: Sequence[Arrival], rt: Runtime, metrics: MetricSink
             failures.append((key, exc))
             continue
         count(metrics, f"Changelog_{result.outcome}")
+        _emit_backlog(key, result.backlog_records)
         if result.compaction_job_id:
             count(metrics, "Changelog_compaction_due")
         records.append(result.to_dict())
     if failures:
         raise RecordsFailedError(failures) from failures[0][1]
     return ok(records=records)
+
+
+def _emit_backlog(key: str, backlog_records: int | None) -> None:
+    """The changelog records past the lineage's latest snapshot, as this arrival found it."""
+    placed = parse_changelog_lineage(key)
+    if backlog_records is not None and placed is not None:
+        emit_for_stream(CHANGELOG_RECORDS_SINCE_SNAPSHOT, placed[0], backlog_records, NONE)

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, Field, ValidationError
 
+from snapledger.core.compaction_trigger import backlog_since
 from snapledger.entrypoints.answers import (
     Answer,
     MetricSink,
@@ -30,6 +31,7 @@ from snapledger.entrypoints.answers import (
     payload_error,
 )
 from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, SnapshotId
+from snapledger.entrypoints.stream_metrics import RecordsSince, emit_gc_metrics
 from snapledger.errors import SnapledgerError
 from snapledger.layout import STREAM_PATTERN
 from snapledger.runtime import Runtime
@@ -164,6 +166,7 @@ def answer_shards(
             failures.append({"itemIdentifier": message_id})
             continue
         count(metrics, "Gc_shard")
+        emit_gc_metrics(report, rt.clock.now(), _records_since(rt))
         reports.append({"message_id": message_id, "report": report.to_dict()})
         if not report.complete:
             failures.append({"itemIdentifier": message_id})
@@ -229,6 +232,7 @@ def _answer(
             remaining_seconds=remaining_seconds,
         )
         counts = report.counts()
+        emit_gc_metrics(report, rt.clock.now(), _records_since(rt))
         metrics.add_metric(
             name=STUCK_JOBS_METRIC, unit="Count", value=counts.get("stuck_jobs_found", 0)
         )
@@ -275,6 +279,11 @@ def _answer(
     )
     changed = set_policy(rt.streams, request.stream, fields, **change)
     return {"action": "policy_set", **changed.to_dict()}
+
+
+def _records_since(rt: Runtime) -> RecordsSince:
+    """The changelog records a lineage's tracked segments hold past ``lsn``."""
+    return lambda lineage, lsn: backlog_since(lsn, rt.segments.ending_after(lineage, lsn)).records
 
 
 def _gc_deps(rt: Runtime) -> GcDeps:

@@ -12,7 +12,9 @@ from pydantic import Field
 
 from snapledger.entrypoints.answers import Answer, MetricSink, count, ok
 from snapledger.entrypoints.payloads import AwsEvent
+from snapledger.entrypoints.stream_metrics import JOBS_FAILED, emit_for_stream
 from snapledger.errors import SnapledgerError
+from snapledger.models.jobs import JobState
 from snapledger.runtime import Runtime
 from snapledger.services.job_state import record_job_state
 
@@ -55,6 +57,8 @@ def answer_job_state(event: JobRunStateChange, rt: Runtime, metrics: MetricSink)
         clock=rt.clock,
     )
     count(metrics, f"JobState_{detail.state.lower()}")
+    if result.recorded and result.stream is not None and result.state == JobState.FAILED.value:
+        emit_for_stream(JOBS_FAILED, result.stream, 1)  # once: a repeated event is stale
     return ok(**result.to_dict())
 
 

@@ -26,7 +26,9 @@ from snapledger.entrypoints.answers import (
     ok,
     payload_error,
 )
+from snapledger.entrypoints.stream_metrics import JOBS_FAILED, emit_for_stream
 from snapledger.errors import SnapledgerError
+from snapledger.models.jobs import JobState
 from snapledger.models.requests import (
     DETAIL_TYPE_ACTIONS,
     SNAPSHOT_STREAM_ACTION,
@@ -117,8 +119,11 @@ def answer_launch(parsed: ParsedLaunch, rt: Runtime, metrics: MetricSink) -> Ans
         if answer is None:
             raise
         count(metrics, "Launch_refused")
+        emit_for_stream(JOBS_FAILED, parsed.request.stream, 1)
         return answer
     count(metrics, f"Launch_{result.job.job_kind.value}")
+    if result.created and result.job.state is JobState.FAILED:  # the runner refused it
+        emit_for_stream(JOBS_FAILED, result.job.stream, 1)
     return ok(**result.to_dict())
 
 
@@ -145,6 +150,7 @@ def _answer_stream_snapshot(
         if answer is None:
             raise
         count(metrics, "Launch_refused")
+        emit_for_stream(JOBS_FAILED, request.stream, 1)
         return answer
     count(metrics, "Launch_snapshot_stream")
     return ok(

@@ -24,11 +24,13 @@ from snapledger.entrypoints.registration_queue import (
     lineage_group,
 )
 from snapledger.entrypoints.s3_events import Arrival, InvalidRecord, ObjectArrival, key_in_store
+from snapledger.entrypoints.stream_metrics import emit_for_stream
 from snapledger.errors import SnapledgerError
 from snapledger.layout import MANIFEST_NAME, SNAPSHOTS
 from snapledger.ports import QueuedManifest, RegistrationQueue
 from snapledger.runtime import Runtime
 from snapledger.services.registration import (
+    Outcome,
     RegistrationFailed,
     RegistrationResult,
     register_manifests,
@@ -41,6 +43,8 @@ QUEUED = "queued"  # handed to the registration queue (AWS): registered by its c
 #: Counters are ``Registration_{outcome}``, e.g. ``Registration_became_latest``.
 METRIC_PREFIX = "Registration_"
 MALFORMED_EVENT_METRIC = "Registration_malformed_event"
+#: Also counted per stream (``Registration_rejected``, ``Registration_fenced``).
+PER_STREAM_OUTCOMES = (Outcome.REJECTED, Outcome.FENCED)
 
 _log = logging.getLogger(__name__)
 
@@ -230,6 +234,9 @@ def _answer(
         result.outcome.value,
         extra={"registration": result.to_dict(), "request_id": request_id},
     )
+    if result.stream is not None and result.outcome in PER_STREAM_OUTCOMES:
+        # Counted under service alone with the others (register_*): no total here.
+        emit_for_stream(METRIC_PREFIX + result.outcome.value, result.stream, 1, total=False)
     return RecordAnswer(key, result.outcome.value, result.reason, result.snapshot_id, result.lsn)
 
 

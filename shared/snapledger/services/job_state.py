@@ -32,6 +32,7 @@ class JobStateResult:
     state: str
     recorded: bool  # False: stale, repeated, or not one of ours
     note: str = ""
+    stream: str | None = None  # the job's (None: not one of ours); not in the answer
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -66,7 +67,8 @@ def record_job_state(
     record_on_lineages(
         ledger, job, job.partitions, state=state, run_id=run_id, reason=reason, clock=clock
     )
-    return JobStateResult(job.job_id, job.state.value, changed, "" if changed else "stale")
+    note = "" if changed else "stale"
+    return JobStateResult(job.job_id, job.state.value, changed, note, stream=job.stream)
 
 
 def base_keys(plan: PartitionPlan) -> tuple[str, ...]:
