@@ -265,6 +265,10 @@ REQUIRED_PARTITIONS = click.option(
 )
 
 
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
 def launches_a_job(f: Callable[..., int]) -> Callable[..., int]:
     """The options of a command that launches a job, and its client."""
     for option in (uses_registry, json_option, TIMEOUT, WAIT, REQUEST_ID):
@@ -283,7 +287,7 @@ def _launched(
     location or failure reason; exit 1 unless it succeeded."""
     answer = _call(request)
     if wait is None:
-        wait = sys.stdout.isatty()
+        wait = stdout_is_terminal()
     if not answer.get("ok", True) or not wait:
         return _show(answer, options)
     if not options.json:

@@ -133,7 +133,7 @@ def _nested(key: str, value: dict[str, Any] | list[Any]) -> RenderableType:
     if isinstance(value, dict):
         table = Table("field", "value", show_header=False, box=None, pad_edge=False)
         for k, v in value.items():
-            if v is not None:
+            if v is not None and v not in ([], {}):
                 table.add_row(k, _value(k, v))
         return table
     if all(isinstance(row, dict) for row in value):
