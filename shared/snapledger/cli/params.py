@@ -1,0 +1,86 @@
+"""The CLI's argument types: each refuses a bad value in one line that shows the accepted forms."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import click
+
+TIME_FORMS = "ISO-8601 with a timezone, e.g. 2026-05-01T12:00Z or 2026-05-01T12:00:00+02:00"
+BASE_FORMS = (
+    "the latest (no option), --snapshot-id ID, --as-of-lsn LSN or --as-of-time "
+    "ISO-8601-with-timezone"
+)
+
+
+class NonNegative(click.ParamType):
+    name = "N"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            number = value
+        else:
+            try:
+                number = int(value)
+            except ValueError:
+                self.fail(f"{value!r} is not a whole number", param, ctx)
+        if number < 0:
+            self.fail(f"{number} is negative: use 0 or more", param, ctx)
+        return number
+
+
+class PartitionList(click.ParamType):
+    name = "P,P,..."
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> list[int]:
+        if isinstance(value, list):
+            return value
+        try:
+            values = [int(part) for part in str(value).split(",") if part.strip()]
+        except ValueError:
+            self.fail(f"{value!r} is not a list of partitions: use e.g. 0,1,2", param, ctx)
+        if not values or any(v < 0 for v in values):
+            self.fail("partitions are numbers 0 or more, e.g. 0,1,2", param, ctx)
+        return values
+
+
+class PartitionLsn(click.ParamType):
+    name = "PARTITION=LSN"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[int, int]:
+        if isinstance(value, tuple):
+            return value
+        partition, sep, lsn = str(value).partition("=")
+        try:
+            pair = (int(partition), int(lsn))
+        except ValueError:
+            pair = (-1, -1)
+        if not sep or min(pair) < 0:
+            self.fail(f"{value!r} is not PARTITION=LSN, e.g. 3=18000", param, ctx)
+        return pair
+
+
+class Time(click.ParamType):
+    """An instant: ISO-8601 with a timezone (``Z`` or an offset); passed on as written."""
+
+    name = "TIME"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            parsed = datetime.fromisoformat(str(value))
+        except ValueError:
+            self.fail(f"{value!r} is not a time: use {TIME_FORMS}", param, ctx)
+        if parsed.tzinfo is None:
+            self.fail(f"{value!r} has no timezone: use {TIME_FORMS}", param, ctx)
+        return str(value)
+
+
+NON_NEGATIVE = NonNegative()
+PARTITIONS = PartitionList()
+PARTITION_LSN = PartitionLsn()
+TIME = Time()
