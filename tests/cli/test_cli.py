@@ -341,3 +341,24 @@ def test_every_command_and_option_has_help(path, command):
             assert param.help, (path, param.name)
     ran = run_cli(*path, "--help")
     assert ran.status == 0 and ("--json" in ran.out or path[0] == "local")
+
+
+def test_timeline_draws_the_lineage_to_the_file_it_names(seeded, tmp_path):
+    target = tmp_path / "orders-3.html"
+    status, out, _ = run("timeline", "orders", "3", "-o", str(target))
+    assert status == 0 and f"drew orders/3 to {target}" in out
+    page = target.read_text()
+    assert page.startswith("<!doctype html>") and page.count('class="snapshot') == len(seeded)
+    assert page.count(" latest") >= 1  # the latest is marked
+    status, _, err = run("timeline", "orders", "3", "-o", str(tmp_path / "t.png"))
+    assert status == 2 and "a picture is written as .svg or .html" in err
+
+
+def test_gc_dry_run_plots_the_plan(seeded, tmp_path):
+    target = tmp_path / "plan.svg"
+    status, out, err = run("gc", "--dry-run", "--plot", str(target))
+    assert status == 0 and f"drew the plan to {target}" in out + err
+    svg = target.read_text()
+    assert svg.count('class="plan-keep"') == len(seeded)  # all young: every one kept
+    status, _, err = run("gc", "--plot", str(target), "--yes")
+    assert status == 2 and "draws a plan: give it with --dry-run" in err

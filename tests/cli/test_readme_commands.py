@@ -20,6 +20,8 @@ ANSWERS = {
     "restore": {"job_id": "restore-1", "state": "SUBMITTED"},
     "bootstrap": {"job_id": "bootstrap-1", "state": "SUBMITTED"},
     "job": {"job": {"job_id": "restore-1", "state": "SUCCESS", "stream": "orders"}},
+    "latest": {"head": {"stream": "orders", "partition": 3, "latest_snapshot_id": None}},
+    "list": {"snapshots": []},
 }
 
 
@@ -43,7 +45,8 @@ def test_the_readme_shows_the_stream_snapshot_and_job_commands():
 
 
 @pytest.mark.parametrize("line", _commands())
-def test_each_readme_command_runs(line, monkeypatch):
+def test_each_readme_command_runs(line, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # where a picture a command draws goes
     recording = Recording(answers=ANSWERS)
     monkeypatch.setattr(cli, "_transport", lambda options: recording)
     monkeypatch.setattr(confirm, "interactive", lambda: True)

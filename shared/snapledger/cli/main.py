@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import click
 
+from snapledger import pictures
 from snapledger.cli import confirm
 from snapledger.cli.params import BASE_FORMS, NON_NEGATIVE, PARTITION_LSN, PARTITIONS, TIME
 from snapledger.cli.render import as_json, make_console, render
@@ -533,22 +534,94 @@ def generations(client: Snapledger, stream: str, limit: int | None, cursor: str 
 NOT_CONFIRMED = "not confirmed: nothing changed"
 
 
+PICTURE = click.option(
+    "--plot",
+    "-o",
+    "plot",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Also draw it to this file: .svg, or .html (an SVG in a page).",
+)
+
+
 @cli.command()
 @click.option("--dry-run", is_flag=True, help="Only show the plan: what would be kept and why.")
 @click.option("--stream", help="Only this stream (default: every stream).")
+@PICTURE
 @YES
 @json_option
-def gc(dry_run: bool, stream: str | None, yes: bool) -> int:
+def gc(dry_run: bool, stream: str | None, plot: str | None, yes: bool) -> int:
     """Run garbage collection: shows the plan and asks first (or only plan it, --dry-run)."""
+    if plot is not None and not dry_run:
+        raise click.BadParameter("draws a plan: give it with --dry-run", param_hint="--plot")
+    _check_picture(plot)
     if not dry_run:
         confirm.require_consent(yes, "gc")
-    return _gc(dry_run=dry_run, stream=stream, yes=yes)
+    return _gc(dry_run=dry_run, stream=stream, yes=yes, plot=plot)
+
+
+def _check_picture(path: str | None) -> None:
+    if path is not None and not path.lower().endswith(pictures.FORMATS):
+        raise click.BadParameter(
+            f"{path}: a picture is written as {' or '.join(pictures.FORMATS)}",
+            param_hint="--plot",
+        )
+
+
+@cli.command()
+@STREAM
+@PARTITION
+@click.option(
+    "--output",
+    "-o",
+    "output",
+    required=True,
+    type=click.Path(dir_okay=False, writable=True),
+    help="The picture: .svg, or .html (an SVG in a page).",
+)
+@json_option
+def timeline(stream: str, partition: int, output: str) -> int:
+    """Draw a partition's lineage: snapshots on an LSN axis over registry time, coloured by
+    status, the latest, holds, pins, the trim point, and jobs as spans."""
+    _check_picture(output)
+    return _timeline(stream=stream, partition=partition, output=output)
+
+
+@uses_registry
+def _timeline(
+    client: Snapledger, options: Options, *, stream: str, partition: int, output: str
+) -> int:
+    listed = _call(lambda: client.snapshots(stream, partition, limit=1000))
+    latest = _call(lambda: client.latest(stream, partition))
+    for answer in (listed, latest):
+        if not answer.get("ok", True):
+            return _show(answer, options)
+    jobs = _call(lambda: client.jobs(limit=1000)).get("jobs", [])
+    svg = pictures.timeline(stream, partition, listed.get("snapshots", []), latest["head"], jobs)
+    written = pictures.write(svg, output, f"{stream}/{partition}")
+    if options.json:
+        click.echo(as_json({"ok": True, "picture": str(written)}))
+    else:
+        click.echo(f"drew {stream}/{partition} to {written}")
+    return ANSWERED
 
 
 @uses_registry
 def _gc(
-    client: Snapledger, options: Options, *, dry_run: bool, stream: str | None, yes: bool
+    client: Snapledger,
+    options: Options,
+    *,
+    dry_run: bool,
+    stream: str | None,
+    yes: bool,
+    plot: str | None = None,
 ) -> int:
+    if plot is not None:
+        plan = _call(lambda: client.gc_plan(stream))
+        status = _show(plan, options)
+        if plan.get("ok", True):
+            written = pictures.write(pictures.gc_plan(plan["report"]), plot, "GC plan")
+            click.echo(f"drew the plan to {written}", err=options.json)
+        return status
     if dry_run or yes:
         request = client.gc_plan if dry_run else client.gc
         return _show(_call(lambda: request(stream)), options)
