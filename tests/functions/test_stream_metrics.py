@@ -204,3 +204,20 @@ def test_each_counted_segment_reports_the_records_since_the_latest_snapshot(
     assert emitted_stream_metrics(capsys.readouterr().out) == {
         (sm.CHANGELOG_RECORDS_SINCE_SNAPSHOT, "orders"): [150.0, 200.0]
     }
+
+
+def test_a_compaction_track_changelog_could_not_start_is_a_failed_job(
+    rt, handlers, context, capsys
+):
+    from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds
+
+    snapshot_of(rt, "orders", 100)
+    due = CompactionConfig(default=CompactionThresholds(records=10, bytes=2**62))
+    use_runtime(replace(rt, thresholds=due, runner=FakeRunner(refuse="quota exceeded")))
+    key = segment_key("orders", 3, 200, 299)
+    rt.store.put(key, b"segment")
+    capsys.readouterr()
+    answer = handlers["track_changelog"](s3_put_event(key), context)
+    [record] = answer["records"]
+    assert record["compaction_failed"] is True and "quota exceeded" in record["reason"]
+    assert emitted_stream_metrics(capsys.readouterr().out)[(sm.JOBS_FAILED, "orders")] == [1]

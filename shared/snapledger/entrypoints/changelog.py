@@ -10,6 +10,7 @@ from snapledger.entrypoints.register import RecordsFailedError
 from snapledger.entrypoints.s3_events import Arrival, InvalidRecord, key_in_store
 from snapledger.entrypoints.stream_metrics import (
     CHANGELOG_RECORDS_SINCE_SNAPSHOT,
+    JOBS_FAILED,
     NONE,
     emit_for_stream,
 )
@@ -52,6 +53,10 @@ def track_arrivals(arrivals: Sequence[Arrival], rt: Runtime, metrics: MetricSink
         _emit_backlog(key, result.backlog_records)
         if result.compaction_job_id:
             count(metrics, "Changelog_compaction_due")
+        if result.compaction_failed:
+            placed = parse_changelog_lineage(key)
+            if placed is not None:
+                emit_for_stream(JOBS_FAILED, placed[0], 1)
         records.append(result.to_dict())
     if failures:
         raise RecordsFailedError(failures) from failures[0][1]

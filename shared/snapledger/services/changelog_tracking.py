@@ -23,7 +23,7 @@ from snapledger.core.compaction_trigger import (
 from snapledger.errors import InvalidKeyError, InvalidRequestError
 from snapledger.layout import parse_changelog_lineage, parse_segment_key
 from snapledger.models.commands import RejectSegment
-from snapledger.models.jobs import JobKind
+from snapledger.models.jobs import JobKind, JobState
 from snapledger.models.ledger import LineageId
 from snapledger.models.requests import LaunchRequest
 from snapledger.ports import LedgerStore, SegmentStore
@@ -39,6 +39,9 @@ class TrackResult:
     backlog_records: int | None = None
     backlog_bytes: int | None = None
     compaction_job_id: str | None = None
+    #: The compaction (or bootstrap) it was due to start failed: refused, or the runner
+    #: refused the job (a failed job of the stream).
+    compaction_failed: bool | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -82,10 +85,19 @@ def track_segment(
     base = head.latest_snapshot_id if head and head.latest_snapshot_id else "empty"
     request_id = f"auto-{kind.value}:{lineage}:{base}"
     try:
-        job = launch(request, request_id=request_id, deps=deps).job
+        launched = launch(request, request_id=request_id, deps=deps)
     except InvalidRequestError as exc:  # e.g. a gap in the changelog: an answer, not a retry
-        return TrackResult(**{**result.__dict__, "reason": f"compaction not started: {exc}"})
-    return TrackResult(**{**result.__dict__, "compaction_job_id": job.job_id})
+        reason = f"compaction not started: {exc}"
+        return TrackResult(**{**result.__dict__, "reason": reason, "compaction_failed": True})
+    refused = launched.created and launched.job.state is JobState.FAILED  # by the runner
+    return TrackResult(
+        **{
+            **result.__dict__,
+            "compaction_job_id": launched.job.job_id,
+            "compaction_failed": refused or None,
+            "reason": launched.job.failure_reason if refused else None,
+        }
+    )
 
 
 def reject_file(
