@@ -12,13 +12,18 @@ The steps, in order; each partition's output is committed only by its descriptor
 4. check the base files' checksums; only then move each partition's files into its
    prefix, read back sizes, rows and checksums;
 5. write every descriptor, last.
+
+Steps 1 and 2 run at once (each waits on the store, not on Spark). The result carries
+each step's wall seconds (``JobResult.stage_seconds``): a job's fixed cost is in steps 1,
+2, 4 and 5, its work in 3.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -35,6 +40,7 @@ from jobs.coverage import plan_partition
 from jobs.descriptors import Provenance, manifest, restore_descriptor
 from jobs.layout import (
     restore_prefix,
+    snapshot_location,
     snapshot_prefix,
     staging_prefix,
 )
@@ -76,6 +82,9 @@ class JobResult:
     kind: str
     stream: str
     partitions: tuple[PartitionResult, ...]
+    # Wall seconds of each step, in order: bases_and_plans, inputs, compact_and_write
+    # (with validation), verify_checksums, publish, describe, commit.
+    stage_seconds: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -92,12 +101,20 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
     store = ObjectStore(spark, args.root)
     # Listings, renames and small writes wait on the store, and building a DataFrame on
     # py4j round trips and the JVM's analysis: each is done for several partitions at once.
+    stages = _Stages()
     with ThreadPoolExecutor(max_workers=_PARTITION_THREADS) as pool:
+        # A partition's plan needs its base's LSN, which the prefix names: the plans are
+        # made while the manifests and footers are read, and checked against them after.
+        planned = {
+            p: pool.submit(_plan, store, args, p, _prefix_lsn(args.bases.get(p)))
+            for p in args.partitions
+        }
         loaded = pool.map(lambda item: load_base(store, args.stream, *item), args.bases.items())
         bases = {base.partition: base for base in loaded}
         verification = ChecksumVerification(store, (f for b in bases.values() for f in b.files))
         try:
-            plans = list(pool.map(lambda p: _plan(store, args, p, bases.get(p)), args.partitions))
+            plans = [planned[p].result() for p in args.partitions]
+            stages.end("bases_and_plans")
             changes_in = sum(plan.records_at_most for plan in plans)
             state_rows = sum(base.row_count for base in bases.values())
             # A merge reads each partition's state and changes in one scan; a join, apart.
@@ -108,6 +125,7 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
             base_rows = {i.partition: i.base_rows for i in inputs if i.base_rows is not None}
             changes = {i.partition: i.changes for i in inputs if i.changes is not None}
             merge_inputs = {i.partition: i.merged for i in inputs if i.merged is not None}
+            stages.end("inputs")
             staging = staging_prefix(args.job_id, new_ulid())
 
             def compact_and_write() -> dict[int, list[StoredFile]]:
@@ -133,13 +151,17 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
                     # A changed base file can break the read itself: name it, if it is one.
                     verification.check()
                     raise
+                stages.end("compact_and_write")
                 verification.check()  # before the first file is published
+                stages.end("verify_checksums")
                 prefixes = {plan.partition: _output_prefix(store, args, plan) for plan in plans}
                 moved = pool.map(lambda p: publish_files(store, staged[p], prefixes[p]), prefixes)
                 published = dict(zip(prefixes.values(), moved, strict=True))
             finally:
                 store.delete(staging, recursive=True)
+            stages.end("publish")
             described = describe_files(store, published)
+            stages.end("describe")
             committed = [
                 _committed(
                     args,
@@ -154,9 +176,32 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
             # The descriptors come last: each one commits its partition.
             for _ in pool.map(lambda c: write_descriptor(store, *c[1]), committed):
                 pass
+            stages.end("commit")
         finally:
             verification.cancel()  # when the job stops early: no reads left behind
-    return JobResult(args.job_id, args.kind, args.stream, tuple(c[0] for c in committed))
+    return JobResult(
+        args.job_id, args.kind, args.stream, tuple(c[0] for c in committed), stages.seconds
+    )
+
+
+class _Stages:
+    """Wall seconds of a job's steps, each from the end of the one before."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def end(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.seconds[stage] = round(now - self._last, 4)
+        self._last = now
+
+
+def _prefix_lsn(prefix: str | None) -> int | None:
+    """The LSN a base snapshot's prefix names (None: no base, or not a snapshot prefix;
+    ``load_base`` refuses the latter, naming it)."""
+    location = snapshot_location(prefix) if prefix is not None else None
+    return location.lsn if location is not None else None
 
 
 def _committed(
@@ -245,11 +290,9 @@ def _inputs(
 
 
 def _plan(
-    store: ObjectStore, args: JobArgs, partition: int, base: BaseSnapshot | None
+    store: ObjectStore, args: JobArgs, partition: int, base_lsn: int | None
 ) -> ChangelogRange:
-    return plan_partition(
-        store, args.stream, partition, base.lsn if base else None, args.target_for(partition)
-    )
+    return plan_partition(store, args.stream, partition, base_lsn, args.target_for(partition))
 
 
 def _output_prefix(store: ObjectStore, args: JobArgs, plan: ChangelogRange) -> str:
