@@ -15,6 +15,7 @@ from snapledger.core.job_sizing import (
     PartitionInput,
     Worker,
     size_job,
+    valid_memory_gb,
 )
 
 DEFAULT = Capacity(vcpu=16, memory_gb=64, disk_gb=200)  # infra/config.py, constructs/emr.py
@@ -180,6 +181,15 @@ def test_an_application_too_small_for_a_driver_and_an_executor_is_refused(vcpu, 
 def test_a_worker_outside_aws_table_is_refused(vcpu, memory, disk):
     with pytest.raises(ValueError, match=r"a .*worker has"):
         Worker(vcpu, memory, disk)
+
+
+@pytest.mark.parametrize(
+    ("vcpu", "wanted", "valid"),
+    [(1, 1, 2), (1, 9, 8), (4, 17, 17), (8, 18, 16), (8, 59, 56), (16, 50, 48), (16, 999, 120)],
+)
+def test_memory_is_rounded_down_to_a_step_of_aws_table(vcpu, wanted, valid):
+    assert valid_memory_gb(vcpu, wanted) == valid
+    Worker(vcpu, valid, 20)
 
 
 partition_bytes = st.integers(min_value=0, max_value=2 * 1024 * GIB)

@@ -212,7 +212,7 @@ def size_job(kind: str, inputs: Sequence[PartitionInput], capacity: Capacity) ->
     vcpu, count = _executor_count(cores, left_vcpu, left_memory, left_disk)
     memory_per_core = biggest * MEMORY_PER_INPUT_BYTE / SPARK_MEMORY_FRACTION
     wanted_memory = math.ceil(vcpu * memory_per_core * (1 + OVERHEAD_FRACTION) / GIB)
-    memory = _memory_gb(vcpu, min(wanted_memory, left_memory // count))
+    memory = valid_memory_gb(vcpu, min(wanted_memory, left_memory // count))
     wanted_disk = math.ceil(max(biggest, total / count) * DISK_PER_INPUT_BYTE / GIB)
     disk = max(MIN_DISK_GB, min(wanted_disk, MAX_DISK_GB, left_disk // count))
     shuffle = count * vcpu
@@ -264,13 +264,13 @@ def _driver(total: int, partitions: int, capacity: Capacity) -> Worker:
         for v in DRIVER_VCPUS
         if v <= min(wanted, capacity.vcpu - SMALLEST_VCPU) and WORKER_MEMORY_GB[v][0] <= memory_left
     )
-    memory = _memory_gb(vcpu, min(DRIVER_GB_PER_VCPU * vcpu, memory_left))
+    memory = valid_memory_gb(vcpu, min(DRIVER_GB_PER_VCPU * vcpu, memory_left))
     return Worker(vcpu, memory, MIN_DISK_GB)
 
 
-def _memory_gb(vcpu: int, wanted: int) -> int:
-    """The valid memory of a ``vcpu`` worker nearest ``wanted`` from below (its least if
-    ``wanted`` is below that; callers never offer less than the least)."""
+def valid_memory_gb(vcpu: int, wanted: int) -> int:
+    """The memory of a valid ``vcpu`` worker nearest ``wanted`` from below (its least if
+    ``wanted`` is below that)."""
     least, most, step = WORKER_MEMORY_GB[vcpu]
     capped = min(max(wanted, least), most)
     return least + (capped - least) // step * step
