@@ -67,6 +67,8 @@ class SparkJobs(Construct):
         max_memory_gb: int,
     ) -> None:
         super().__init__(scope, construct_id)
+        # The maximum capacity, which launch sizes each job within (snapledger.core.job_sizing).
+        self.max_vcpu, self.max_memory_gb, self.max_disk_gb = max_vcpu, max_memory_gb, MAX_DISK_GB
         self.code = JobCode(self, "Code", jobs_dir=jobs_dir, shared_package_dir=shared_package_dir)
         self.application = self._build_application(bucket, max_vcpu, max_memory_gb)
         self.job_role = self._build_job_role()

@@ -232,6 +232,12 @@ class LedgerFunctions(Construct):
                 settings.ENV_JOB_ENTRYPOINT: inputs.spark.code.entrypoint_uri,
                 settings.ENV_JOB_PY_FILES: inputs.spark.code.py_files_uri,
             }
+        if name in names.JOB_STARTING_FUNCTIONS:  # each job sized within the application's
+            env |= {  # maximum capacity (snapledger.core.job_sizing)
+                settings.ENV_EMR_MAX_VCPU: str(inputs.spark.max_vcpu),
+                settings.ENV_EMR_MAX_MEMORY_GB: str(inputs.spark.max_memory_gb),
+                settings.ENV_EMR_MAX_DISK_GB: str(inputs.spark.max_disk_gb),
+            }
         return env
 
     def _build_dead_letter_queue(self, construct_id: str) -> sqs.Queue:

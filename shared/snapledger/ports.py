@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from snapledger.core.job_sizing import PartitionInput
     from snapledger.core.lineage import LineageState
     from snapledger.core.stream import StreamState
     from snapledger.layout import SegmentLocation
@@ -302,13 +303,16 @@ class StreamLogStore(Protocol):
 
 @dataclass(frozen=True)
 class JobRunSpec:
-    """What the runner needs to start a job: its id (the client token) and arguments."""
+    """What the runner needs to start a job: its id (the client token) and arguments,
+    and what it reads, by partition (its base's and its changelog's bytes, which size it
+    on EMR Serverless); empty when unknown: the application's default sizes."""
 
     job_id: str
     kind: str
     stream: str
     root: str
     partitions: builtins.list[PartitionPlan]
+    inputs: dict[int, PartitionInput] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from snapledger.adapters.sqs_gc_shards import SqsShardQueue
 from snapledger.adapters.sqs_registration_queue import SqsRegistrationQueue
 from snapledger.clock import Clock, SystemClock
 from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds
+from snapledger.core.job_sizing import Capacity
 from snapledger.errors import JobStartError
 from snapledger.gc_settings import GcConfig
 from snapledger.ports import (
@@ -136,6 +137,14 @@ def compaction_config(settings: LedgerSettings) -> CompactionConfig:
     )
 
 
+def emr_capacity(settings: JobSettings) -> Capacity | None:
+    """The EMR Serverless application's maximum capacity, when the settings give it."""
+    vcpu, memory, disk = settings.emr_max_vcpu, settings.emr_max_memory_gb, settings.emr_max_disk_gb
+    if vcpu is None or memory is None or disk is None:
+        return None
+    return Capacity(vcpu, memory, disk)  # checked when the settings were read
+
+
 def build_runtime(settings: LedgerSettings) -> Runtime:
     """The AWS (or DynamoDB Local) runtime the settings describe."""
     s3_client = _s3_client() if settings.root.startswith("s3://") else None
@@ -148,6 +157,7 @@ def build_runtime(settings: LedgerSettings) -> Runtime:
             settings.job_entrypoint,
             settings.job_py_files,
             client=report_access_denied(boto3.client("emr-serverless", config=CLIENT_CONFIG)),
+            capacity=emr_capacity(settings),
         )
     window = ttl_window(settings)
     gc = settings_from_env(GcConfig)

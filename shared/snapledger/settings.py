@@ -12,8 +12,9 @@ from datetime import timedelta
 from functools import lru_cache
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError, model_validator
 
+from snapledger.core.job_sizing import Capacity
 from snapledger.errors import InvalidRequestError
 
 ENV_PREFIX = "SNAPLEDGER_"
@@ -25,6 +26,10 @@ ENV_EMR_APPLICATION_ID = "SNAPLEDGER_EMR_APPLICATION_ID"
 ENV_EMR_JOB_ROLE_ARN = "SNAPLEDGER_EMR_JOB_ROLE_ARN"
 ENV_JOB_ENTRYPOINT = "SNAPLEDGER_JOB_ENTRYPOINT"
 ENV_JOB_PY_FILES = "SNAPLEDGER_JOB_PY_FILES"
+#: The EMR Serverless application's maximum capacity: jobs are sized within it.
+ENV_EMR_MAX_VCPU = "SNAPLEDGER_EMR_MAX_VCPU"
+ENV_EMR_MAX_MEMORY_GB = "SNAPLEDGER_EMR_MAX_MEMORY_GB"
+ENV_EMR_MAX_DISK_GB = "SNAPLEDGER_EMR_MAX_DISK_GB"
 ENV_EVENT_BUS = "SNAPLEDGER_EVENT_BUS"
 ENV_REGISTRATION_QUEUE_URL = "SNAPLEDGER_REGISTRATION_QUEUE_URL"
 ENV_EVENT_BUS_ARN = "SNAPLEDGER_EVENT_BUS_ARN"
@@ -89,6 +94,23 @@ class JobSettings(LedgerSettings):
     emr_job_role_arn: str = Field(min_length=1)
     job_entrypoint: str = Field(min_length=1, description="s3:// URI of jobs/entrypoint.py")
     job_py_files: str = Field(default="", description="s3:// URI of the jobs zip")
+    emr_max_vcpu: int | None = Field(default=None, ge=1, description="the application's")
+    emr_max_memory_gb: int | None = Field(default=None, ge=1, description="maximum capacity;")
+    emr_max_disk_gb: int | None = Field(
+        default=None, ge=1, description="all three, or none: the default worker sizes"
+    )
+
+    @model_validator(mode="after")
+    def _capacity_whole(self) -> JobSettings:
+        given = [self.emr_max_vcpu, self.emr_max_memory_gb, self.emr_max_disk_gb]
+        if any(v is None for v in given) and any(v is not None for v in given):
+            raise ValueError(
+                "set all of EMR_MAX_VCPU, EMR_MAX_MEMORY_GB and EMR_MAX_DISK_GB (the EMR "
+                "Serverless application's maximum capacity, to size jobs within), or none"
+            )
+        if self.emr_max_vcpu and self.emr_max_memory_gb and self.emr_max_disk_gb:
+            Capacity(self.emr_max_vcpu, self.emr_max_memory_gb, self.emr_max_disk_gb)
+        return self
 
 
 SettingsT = TypeVar("SettingsT", bound=BaseModel)

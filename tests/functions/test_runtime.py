@@ -7,9 +7,11 @@ import dataclasses
 import pytest
 
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
+from snapledger.adapters.emr_serverless import EmrServerlessRunner
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.adapters.object_store_s3 import S3ObjectStore
 from snapledger.clock import ManualClock, SystemClock
+from snapledger.core.job_sizing import Capacity
 from snapledger.errors import InvalidRequestError
 from snapledger.local.clients import local_dynamodb_client
 from snapledger.runtime import (
@@ -19,7 +21,13 @@ from snapledger.runtime import (
     runtime_override,
     use_runtime,
 )
-from snapledger.settings import ENV_DYNAMODB_ENDPOINT, ENV_ROOT, ENV_TABLE, LedgerSettings
+from snapledger.settings import (
+    ENV_DYNAMODB_ENDPOINT,
+    ENV_ROOT,
+    ENV_TABLE,
+    JobSettings,
+    LedgerSettings,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -108,3 +116,19 @@ def test_an_injected_runtime_wins_until_reset(monkeypatch, tmp_path):
         assert runtime() is injected
     with pytest.raises(InvalidRequestError):
         runtime()
+
+
+@pytest.mark.parametrize("capacity", [{"vcpu": 32, "memory_gb": 128, "disk_gb": 400}, None])
+def test_a_job_starting_function_sizes_jobs_within_the_capacity_it_is_given(tmp_path, capacity):
+    given = {f"emr_max_{k}": v for k, v in (capacity or {}).items()}
+    settings = JobSettings(
+        table="ledger",
+        root=tmp_path.as_uri(),
+        emr_application_id="app",
+        emr_job_role_arn="arn:aws:iam::123456789012:role/job",
+        job_entrypoint="s3://b/e.py",
+        **given,
+    )
+    runner = build_runtime(settings).runner
+    assert isinstance(runner, EmrServerlessRunner)
+    assert runner.capacity == (Capacity(**capacity) if capacity else None)

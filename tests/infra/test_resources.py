@@ -398,6 +398,30 @@ def test_emr_application_release_capacity_and_auto_stop(synth: Synthesized) -> N
     )
 
 
+def test_functions_that_start_jobs_size_them_within_the_application_capacity(
+    synth: Synthesized,
+) -> None:
+    # The env vars the launching functions read are the application's MaximumCapacity
+    [app] = synth.resources("AWS::EMRServerless::Application").values()
+    capacity = app["Properties"]["MaximumCapacity"]
+    expected = {
+        settings.ENV_EMR_MAX_VCPU: capacity["Cpu"].removesuffix(" vCPU"),
+        settings.ENV_EMR_MAX_MEMORY_GB: capacity["Memory"].removesuffix(" GB"),
+        settings.ENV_EMR_MAX_DISK_GB: capacity["Disk"].removesuffix(" GB"),
+    }
+    assert expected == {
+        settings.ENV_EMR_MAX_VCPU: "16",
+        settings.ENV_EMR_MAX_MEMORY_GB: "64",
+        settings.ENV_EMR_MAX_DISK_GB: "200",
+    }
+    for name, function in synth.stack.functions.functions.items():
+        env = synth.template_json["Resources"][synth.logical_id(function)]["Properties"][
+            "Environment"
+        ]["Variables"]
+        sized = {key: env[key] for key in expected if key in env}
+        assert sized == (expected if name in names.JOB_STARTING_FUNCTIONS else {}), name
+
+
 def test_job_role_is_assumable_only_by_this_application(synth: Synthesized) -> None:
     role = synth.template_json["Resources"][synth.logical_id(synth.stack.spark.job_role)]
     (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]

@@ -8,10 +8,13 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from snapledger.adapters.emr_serverless import EmrServerlessRunner, spark_submit_parameters
+from snapledger.core.job_sizing import GIB, MIB, Capacity, PartitionInput, size_job
 from snapledger.emr_release import JOB_PYTHON
-from snapledger.errors import JobStartError, StoreUnavailableError
+from snapledger.errors import InvalidRequestError, JobStartError, StoreUnavailableError
 from snapledger.models.jobs import PartitionPlan
 from snapledger.ports import JobRunSpec
+from snapledger.runtime import emr_capacity
+from snapledger.settings import JobSettings, settings_from_env
 
 SPEC = JobRunSpec(
     job_id="restore-abc",
@@ -85,3 +88,86 @@ def test_errors_are_translated(code, error):
         stub.add_client_error("start_job_run", service_error_code=code, service_message="nope")
         with pytest.raises(error, match=r"nope|busy"):
             runner.start(SPEC)
+
+
+RUN_ARN = "arn:aws:emr-serverless:us-east-1:123456789012:/applications/app/jobruns/run-1"
+
+
+def sent_parameters(runner: EmrServerlessRunner, spec: JobRunSpec) -> str:
+    sent = []
+    runner.client.meta.events.register(
+        "provide-client-params.emr-serverless.StartJobRun",
+        lambda params, **_: sent.append(params),
+    )
+    with Stubber(runner.client) as stub:
+        stub.add_response(
+            "start_job_run", {"applicationId": "app", "jobRunId": "r", "arn": RUN_ARN}
+        )
+        runner.start(spec)
+    return sent[0]["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
+
+
+def sized_runner(capacity: Capacity | None) -> EmrServerlessRunner:
+    client = boto3.client("emr-serverless", region_name="us-east-1")
+    role = "arn:aws:iam::123456789012:role/job"
+    return EmrServerlessRunner("app", role, "s3://b/e.py", "", client, capacity=capacity)
+
+
+TWO = JobRunSpec(
+    job_id="restore-two",
+    kind="restore",
+    stream="orders",
+    root="s3://bucket",
+    partitions=[PartitionPlan(partition=p, target_lsn=99) for p in (1, 0)],
+    inputs={0: PartitionInput(GIB, 0), 1: PartitionInput(9 * GIB, GIB)},
+)
+
+
+def test_start_job_run_carries_the_size_of_what_the_job_reads():
+    capacity = Capacity(vcpu=16, memory_gb=64, disk_gb=200)
+    parameters = sent_parameters(sized_runner(capacity), TWO)
+    size = size_job("restore", [TWO.inputs[1], TWO.inputs[0]], capacity)
+    assert parameters == spark_submit_parameters("", size)
+    assert parameters.startswith(spark_submit_parameters("") + " --conf spark.driver.cores=1 ")
+    # 11 GiB over 2 partitions: the merge's 2 cores; the 10 GiB partition wants the most
+    # memory a 2 vCPU worker has (16 GB); its 11 GiB share of disk is under the least
+    assert parameters.endswith(
+        " --conf spark.executor.cores=2 --conf spark.executor.memory=14894m"
+        " --conf spark.executor.memoryOverhead=1490m"
+        " --conf spark.emr-serverless.executor.disk=20G --conf spark.executor.instances=1"
+        " --conf spark.dynamicAllocation.initialExecutors=1"
+        " --conf spark.dynamicAllocation.maxExecutors=1 --conf spark.sql.shuffle.partitions=2"
+    )
+
+
+def test_without_the_capacity_or_an_input_the_application_defaults_stay():
+    unsized = spark_submit_parameters("")
+    assert sent_parameters(sized_runner(None), TWO) == unsized
+    partial = JobRunSpec(**{**TWO.__dict__, "inputs": {0: PartitionInput(40 * MIB, 0)}})
+    assert sent_parameters(sized_runner(Capacity(16, 64, 200)), partial) == unsized
+
+
+JOB_ENV = {
+    "SNAPLEDGER_TABLE": "ledger",
+    "SNAPLEDGER_ROOT": "s3://bucket",
+    "SNAPLEDGER_EMR_APPLICATION_ID": "app",
+    "SNAPLEDGER_EMR_JOB_ROLE_ARN": "arn:aws:iam::123456789012:role/job",
+    "SNAPLEDGER_JOB_ENTRYPOINT": "s3://b/e.py",
+}
+CAPACITY_ENV = {
+    "SNAPLEDGER_EMR_MAX_VCPU": "16",
+    "SNAPLEDGER_EMR_MAX_MEMORY_GB": "64",
+    "SNAPLEDGER_EMR_MAX_DISK_GB": "200",
+}
+
+
+def test_the_capacity_comes_from_the_environment_whole_or_not_at_all():
+    settings = settings_from_env(JobSettings, JOB_ENV | CAPACITY_ENV)
+    assert emr_capacity(settings) == Capacity(16, 64, 200)
+    assert emr_capacity(settings_from_env(JobSettings, JOB_ENV)) is None
+    partial = JOB_ENV | {"SNAPLEDGER_EMR_MAX_VCPU": "16"}
+    with pytest.raises(InvalidRequestError, match="set all of EMR_MAX_VCPU"):
+        settings_from_env(JobSettings, partial)
+    tiny = JOB_ENV | CAPACITY_ENV | {"SNAPLEDGER_EMR_MAX_DISK_GB": "30"}
+    with pytest.raises(InvalidRequestError, match="needs at least 2 vCPU, 4 GB memory and 40"):
+        settings_from_env(JobSettings, tiny)

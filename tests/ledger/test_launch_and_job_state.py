@@ -6,7 +6,9 @@ import pytest
 
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.core.coverage import CoverageError
+from snapledger.core.job_sizing import PartitionInput
 from snapledger.errors import NotFoundError
+from snapledger.layout import segment_key
 from snapledger.models.jobs import JobState
 from snapledger.models.ledger import LineageId, snapshot_sort_key
 from snapledger.models.requests import LaunchRequest
@@ -132,6 +134,56 @@ def test_bootstrap_needs_no_snapshot(deps, store):
     )
     job = launch(request, request_id="boot", deps=deps).job
     assert [(p.partition, p.base_lsn, p.target_lsn) for p in job.partitions] == [(5, None, 99)]
+
+
+def sized_segments(store) -> None:
+    """The fixture's segments again, each of its own size: 0-99 below the base."""
+    for (first, last), size in {(0, 99): 1000, (100, 199): 30, (200, 299): 500}.items():
+        store.put(segment_key("orders", 3, first, last), b"s" * size)
+
+
+def base_bytes(ledger, latest) -> int:
+    record = ledger.get_snapshot(ORDERS_3, snapshot_sort_key(99, latest.snapshot_id))
+    assert record.total_bytes > 0
+    return record.total_bytes
+
+
+@pytest.mark.parametrize(("target", "changes"), [(None, 30 + 500), (199, 30), (250, 30 + 500)])
+def test_the_runner_is_told_the_bases_bytes_and_the_in_range_segments_bytes(
+    deps, ledger, store, latest, runner, target, changes
+):
+    sized_segments(store)
+    job = launch(restore(target_lsn=target), request_id=f"req-{target}", deps=deps).job
+    expected = PartitionInput(base_bytes=base_bytes(ledger, latest), changes_bytes=changes)
+    assert runner.started[job.job_id].inputs == {3: expected}
+
+
+def test_a_bootstrap_reads_every_segment_and_no_base(deps, store, runner):
+    write_segments(store, "orders", 5, (0, 49), (50, 99))
+    request = LaunchRequest.model_validate(
+        {"action": "bootstrap", "stream": "orders", "partitions": [5]}
+    )
+    job = launch(request, request_id="boot", deps=deps).job
+    assert runner.started[job.job_id].inputs == {5: PartitionInput(0, 2 * len(b"segment"))}
+
+
+class CrashingRunner(FakeRunner):
+    def start(self, spec):
+        raise RuntimeError("the function timed out before the run started")
+
+
+def test_a_resumed_launch_measures_the_input_again_from_the_recorded_plan(
+    deps, ledger, store, latest, runner
+):
+    sized_segments(store)
+    crashing = LaunchDeps(**{**deps.__dict__, "runner": CrashingRunner()})
+    with pytest.raises(RuntimeError):
+        launch(restore(), request_id="req-crash", deps=crashing)  # planned: LSNs 100..299
+    write_segments(store, "orders", 3, (300, 399))  # arrived since: not in the plan
+    job = launch(restore(), request_id="req-crash", deps=deps).job
+    assert job.partitions[0].target_lsn == 299
+    expected = PartitionInput(base_bytes(ledger, latest), 30 + 500)
+    assert runner.started[job.job_id].inputs == {3: expected}
 
 
 def test_a_refused_start_is_recorded_failed_with_its_cause_and_unpins(deps, ledger, latest):

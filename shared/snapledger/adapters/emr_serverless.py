@@ -1,4 +1,6 @@
-"""The job runner on EMR Serverless: ``StartJobRun`` with the job id as client token."""
+"""The job runner on EMR Serverless: ``StartJobRun`` with the job id as client token, its
+workers sized from what it reads within the application's maximum capacity
+(snapledger.core.job_sizing)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.exceptions import ClientError
 
+from snapledger.core.job_sizing import Capacity, JobSize, size_job
 from snapledger.emr_release import JOB_PYTHON
 from snapledger.errors import AccessDeniedError, JobStartError, StoreUnavailableError
 from snapledger.job_arguments import job_arguments
@@ -30,10 +33,12 @@ PYTHON_SETTINGS = (
 )
 
 
-def spark_submit_parameters(py_files: str) -> str:
-    """``sparkSubmitParameters``: the job's package (when there is one) and its Python."""
+def spark_submit_parameters(py_files: str, size: JobSize | None = None) -> str:
+    """``sparkSubmitParameters``: the job's package (when there is one), its Python and
+    its size (when known; else the application's default sizes)."""
     parameters = [f"--py-files {py_files}"] if py_files else []
     parameters += [f"--conf {setting}={JOB_PYTHON}" for setting in PYTHON_SETTINGS]
+    parameters += size.submit_parameters() if size is not None else []
     return " ".join(parameters)
 
 
@@ -47,18 +52,21 @@ class EmrServerlessRunner:
         entrypoint: str,
         py_files: str = "",
         client: EMRServerlessClient | None = None,
+        *,
+        capacity: Capacity | None = None,
     ) -> None:
         self.application_id = application_id
         self.execution_role_arn = execution_role_arn
         self.entrypoint = entrypoint
         self.py_files = py_files
+        self.capacity = capacity  # the application's maximum; None: default sizes
         self.client: EMRServerlessClient = client or boto3.client("emr-serverless")
 
     def start(self, spec: JobRunSpec) -> str:
         driver: dict[str, Any] = {
             "entryPoint": self.entrypoint,
             "entryPointArguments": job_arguments(spec),
-            "sparkSubmitParameters": spark_submit_parameters(self.py_files),
+            "sparkSubmitParameters": spark_submit_parameters(self.py_files, self.size(spec)),
         }
         try:
             response = self.client.start_job_run(
@@ -76,6 +84,13 @@ class EmrServerlessRunner:
             # this reason (naming the action and resource) and releases its pins.
             raise JobStartError(f"EMR Serverless could not start job {spec.job_id}: {exc}") from exc
         return response["jobRunId"]
+
+    def size(self, spec: JobRunSpec) -> JobSize | None:
+        """The job's size, if the capacity and every partition's input are known."""
+        if self.capacity is None or any(p.partition not in spec.inputs for p in spec.partitions):
+            return None
+        inputs = [spec.inputs[p.partition] for p in spec.partitions]
+        return size_job(spec.kind, inputs, self.capacity)
 
     def status(self, run_id: str) -> JobRunStatus:
         try:

@@ -16,7 +16,8 @@ import hashlib
 from dataclasses import dataclass
 
 from snapledger.clock import Clock
-from snapledger.core.coverage import changelog_range, segments_named
+from snapledger.core.coverage import CoverageError, changelog_range, segments_named
+from snapledger.core.job_sizing import PartitionInput
 from snapledger.errors import InvalidRequestError, JobStartError, NotFoundError
 from snapledger.job_kinds import Base, job_kind
 from snapledger.layout import lineage_changelog_prefix, snapshot_prefix
@@ -91,7 +92,9 @@ def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> Laun
             if request.names_partitions or generation is None
             else list(generation.partitions)
         )
-        plans = [plan_partition(request, p, deps, generation=generation) for p in partitions]
+        planned = [plan_partition(request, p, deps, generation=generation) for p in partitions]
+        plans = [plan for plan, _ in planned]
+        inputs = {plan.partition: read for plan, read in planned}
         if request.action is not JobKind.RESTORE and len({p.epoch for p in plans}) > 1:
             epochs = ", ".join(f"{p.partition}: {p.epoch}" for p in plans)
             raise InvalidRequestError(
@@ -113,6 +116,7 @@ def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> Laun
         )
     else:
         job = existing  # an earlier launch of this request stopped before the start
+        inputs = _measured_inputs(job, deps)
     pinned: list[PartitionPlan] = []
     try:
         for plan in job.partitions:
@@ -129,6 +133,7 @@ def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> Laun
                 stream=job.stream,
                 root=deps.store.uri,
                 partitions=list(job.partitions),
+                inputs=inputs,
             )
         )
     except JobStartError as exc:
@@ -152,8 +157,9 @@ def plan_partition(
     deps: LaunchDeps,
     *,
     generation: StreamGeneration | None = None,
-) -> PartitionPlan:
-    """Resolve the base snapshot and the target LSN of one partition, or raise why not."""
+) -> tuple[PartitionPlan, PartitionInput]:
+    """Resolve the base snapshot and the target LSN of one partition, or raise why not;
+    and what the job reads for it (the base's bytes, the bytes of the segments in range)."""
     lineage = LineageId(stream=request.stream, partition=partition)
     needs_base = job_kind(request.action).base is not Base.NONE
     if generation is not None:
@@ -167,17 +173,15 @@ def plan_partition(
             'Start from a kv-parquet snapshot (from {"snapshot_id": ...} or {"lsn": ...}) '
             "or bootstrap the partition from its changelog"
         )
-    folder = lineage_changelog_prefix(request.stream, partition)
-    names = (info.key.removeprefix(folder) for info in deps.store.list(folder))
-    segments = segments_named(request.stream, partition, names)
     base_lsn = None if base is None else base.lsn
     target_lsn = request.target_for(partition)
-    target = changelog_range(request.stream, partition, segments, base_lsn, target_lsn).target_lsn
+    target, changes = _changelog_span(request.stream, partition, deps, base_lsn, target_lsn)
     head = deps.ledger.get_head(lineage)
     epoch = head.max_epoch if head is not None and head.max_epoch is not None else 0
     if base is None:
-        return PartitionPlan(partition=partition, target_lsn=target, epoch=epoch)
-    return PartitionPlan(
+        plan = PartitionPlan(partition=partition, target_lsn=target, epoch=epoch)
+        return plan, PartitionInput(base_bytes=0, changes_bytes=changes)
+    plan = PartitionPlan(
         epoch=epoch,
         partition=partition,
         base_snapshot_id=base.snapshot_id,
@@ -185,6 +189,43 @@ def plan_partition(
         base_prefix=snapshot_prefix(base.stream, base.partition, base.lsn, base.snapshot_id),
         target_lsn=target,
     )
+    return plan, PartitionInput(base_bytes=base.total_bytes, changes_bytes=changes)
+
+
+def _changelog_span(
+    stream: str, partition: int, deps: LaunchDeps, base_lsn: int | None, target_lsn: int | None
+) -> tuple[int, int]:
+    """The target LSN of (base_lsn, target_lsn] (core.coverage's rule) and the bytes of
+    the segments that replay it, from one listing of the partition's changelog."""
+    folder = lineage_changelog_prefix(stream, partition)
+    sizes = {info.key.removeprefix(folder): info.size for info in deps.store.list(folder)}
+    segments = segments_named(stream, partition, sizes)
+    span = changelog_range(stream, partition, segments, base_lsn, target_lsn)
+    return span.target_lsn, sum(sizes[segment.name] for segment in span.segments)
+
+
+def _measured_inputs(job: JobRecord, deps: LaunchDeps) -> dict[int, PartitionInput]:
+    """What a job whose launch stopped before the start reads, measured again from its
+    plans; empty (the application's default sizes) if a base record is gone or the range
+    no longer resolves: the job itself then says why."""
+    inputs = {}
+    for plan in job.partitions:
+        base = 0
+        if plan.base_snapshot_id is not None and plan.base_lsn is not None:
+            lineage = LineageId(stream=job.stream, partition=plan.partition)
+            key = snapshot_sort_key(plan.base_lsn, plan.base_snapshot_id)
+            record = deps.ledger.get_snapshot(lineage, key)
+            if record is None:
+                return {}
+            base = record.total_bytes
+        try:
+            _, changes = _changelog_span(
+                job.stream, plan.partition, deps, plan.base_lsn, plan.target_lsn
+            )
+        except CoverageError:
+            return {}
+        inputs[plan.partition] = PartitionInput(base_bytes=base, changes_bytes=changes)
+    return inputs
 
 
 def _generation_of(request: LaunchRequest, deps: LaunchDeps) -> StreamGeneration | None:
