@@ -1,4 +1,5 @@
-"""Run the benchmarks: ``python -m bench [--only NAME ...] [--rows N]``."""
+"""Run the benchmarks: ``python -m bench [--only NAME ...] [--rows N] [--dataplane-cases
+none|default|all]``."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ class BenchConfig:
 
     rows: int
     workdir: Path
+    dataplane_cases: str = "default"
 
 
 def _modules(only: list[str]) -> list[str]:
@@ -40,10 +42,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rows", type=int, default=5_000_000, help="changelog rows for data-plane runs"
     )
+    parser.add_argument(
+        "--dataplane-cases",
+        choices=("none", "default", "all"),
+        default="default",
+        help="data-plane scaling cases: default 4x rows, 64 partitions, 90%% skew; "
+        "all adds 10x rows and the memory-bound case",
+    )
     args = parser.parse_args(argv)
     workdir = Path(".bench/work")
     workdir.mkdir(parents=True, exist_ok=True)
-    config = BenchConfig(rows=args.rows, workdir=workdir)
+    config = BenchConfig(rows=args.rows, workdir=workdir, dataplane_cases=args.dataplane_cases)
     results: dict[str, object] = {}
     if RESULTS.exists():
         results = json.loads(RESULTS.read_text())

@@ -19,21 +19,33 @@ Every output is checked equal (row count and an order-independent hash of partit
 value, lsn) before any time is reported. Beside wall seconds it reports CPU seconds (the
 JVM's for Spark, this process's for DuckDB, from /proc on Linux): on a shared machine the
 wall clock swings by half from run to run, CPU time much less.
+
+Then, in the same session (``dataplane_cases.py``): a job's fixed cost (a restore of a few
+thousand rows ÷ an empty Spark job) and a scaling table of full replay against restore
+at production shapes, each output checked equal first: 20M rows, 64 partitions, one
+partition holding 90% of the rows (``--dataplane-cases default``); ``all`` adds 50M rows
+and the memory-bound case (``dataplane_memory.py``: a new process with a 512 MiB heap);
+``none`` runs the comparison above only. ``restore_speedup_vs_ideal_20m`` is the 20M
+case's, best of three interleaved rounds like the figures above.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.dataplane_cases import SEGMENTS_PER_PARTITION, Case, fingerprint, fixed_cost, run_case
+
 PARTITIONS = (0, 1, 2, 3)
-SEGMENTS_PER_PARTITION = 10  # so that 90% of the log is exactly 9 segments
 ROUNDS = 3
 WARM_UP_ROUNDS = 1  # run, not timed
 
@@ -58,10 +70,94 @@ def run(config: Any) -> dict[str, object]:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    cases = getattr(config, "dataplane_cases", "default")
     try:
-        return _run(spark, workdir, int(config.rows))
+        figures = _run(spark, workdir, int(config.rows))
+        if cases == "none":
+            return figures
+        figures.update(fixed_cost(spark, workdir.parent / "dataplane-tiny"))
+        scaling = [_main_case_row(figures)]
+        rows = int(config.rows)
+        for case, rounds in _cases(cases, rows):
+            print(f"   case {case.name} ...", flush=True)
+            scaling.append(run_case(spark, workdir.parent / "dataplane-case", case, rounds=rounds))
+            if case == Case(rows=4 * rows):  # 20M at the default 5M
+                label = f"{4 * rows / 1e6:g}m".replace(".", "_")
+                figures[f"restore_speedup_vs_ideal_{label}"] = scaling[-1][
+                    "restore_speedup_vs_ideal"
+                ]
     finally:
         spark.stop()
+    if cases == "all":
+        figures["memory_bound"] = _memory_bound(workdir.parent / "dataplane-memory")
+    figures["scaling"] = scaling
+    print(scaling_table(scaling), flush=True)
+    return figures
+
+
+def _cases(which: str, rows: int) -> list[tuple[Case, int]]:
+    """The scaling cases beyond the main comparison of ``rows`` (5M: 20M, 5M over 64
+    partitions, 5M with 90% in one; and with ``all``, 50M), each with its timed rounds."""
+    cases = [
+        (Case(rows=4 * rows), ROUNDS),
+        (Case(rows=rows, partitions=64), ROUNDS),
+        (Case(rows=rows, skew=0.9), ROUNDS),
+    ]
+    if which == "all":
+        cases.append((Case(rows=10 * rows), 1))
+    return cases
+
+
+def _main_case_row(figures: dict[str, object]) -> dict[str, object]:
+    """The main comparison's row of the scaling table."""
+    rows = int(figures["rows"])  # type: ignore[call-overload]
+    return {
+        "case": Case(rows=rows).name,
+        "rows": rows,
+        "partitions": len(PARTITIONS),
+        "skew": None,
+        **{
+            name: figures[name]
+            for name in (
+                "state_rows",
+                "full_replay_s",
+                "restore_s",
+                "restore_speedup",
+                "restore_speedup_ideal",
+                "restore_speedup_vs_ideal",
+            )
+        },
+    }
+
+
+def scaling_table(rows: list[dict[str, object]]) -> str:
+    """The scaling cases as a text table, one line each."""
+    header = ("case", "state rows", "full replay s", "restore s", "speedup", "ideal", "vs ideal")
+    keys = (
+        "case",
+        "state_rows",
+        "full_replay_s",
+        "restore_s",
+        "restore_speedup",
+        "restore_speedup_ideal",
+        "restore_speedup_vs_ideal",
+    )
+    lines = [header, *(tuple(str(row[k]) for k in keys) for row in rows)]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join(
+        "   " + "  ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) for line in lines
+    )
+
+
+def _memory_bound(workdir: Path) -> dict[str, object]:
+    """The memory-bound case, run in a new process (its heap is fixed at JVM start)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.dataplane_memory", "--workdir", str(workdir)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _run(spark: Any, workdir: Path, rows: int) -> dict[str, object]:
@@ -130,9 +226,9 @@ def _run(spark: Any, workdir: Path, rows: int) -> dict[str, object]:
     duckdb_t, duckdb_out = rounds["duckdb"]
 
     # Outputs must agree before any time means anything.
-    expected = _fingerprint(workdir, {p.partition: p.prefix for p in full.partitions})
+    expected = fingerprint(workdir, full)
     for name, result in (("restore", restored), ("unverified", unverified), ("bootstrap", boot)):
-        got = _fingerprint(workdir, {p.partition: p.prefix for p in result.partitions})
+        got = fingerprint(workdir, result)
         assert got == expected, f"{name} differs from the full replay: {got} != {expected}"
     assert duckdb_out == expected, (
         f"DuckDB differs from the full replay: {duckdb_out} != {expected}"
@@ -155,6 +251,7 @@ def _run(spark: Any, workdir: Path, rows: int) -> dict[str, object]:
         "rows_read_restore": rows_restore,
         "restore_speedup_ideal": round(ideal, 2),
         "restore_speedup_vs_ideal": round(speedup / ideal, 2),
+        "restore_stage_seconds": restored.stage_seconds,
         "restore_unverified_s": round(unverified_t.wall_s, 2),
         "restore_verify_overhead": round(restore_t.wall_s / unverified_t.wall_s, 3),
         "bootstrap_s": round(bootstrap_t.wall_s, 2),
@@ -280,21 +377,5 @@ def _duckdb_compaction(workdir: Path, target: int) -> tuple[int, int]:
         row = con.execute(
             f"SELECT count(*), sum(hash(partition, key, value, lsn)) "
             f"FROM read_parquet('{out}/*/*.parquet', hive_partitioning = true)"
-        ).fetchone()
-    return int(row[0]), int(row[1])
-
-
-def _fingerprint(workdir: Path, prefixes: dict[int, str]) -> tuple[int, int]:
-    """Row count and an order-independent hash of (partition, key, value, lsn)."""
-    import duckdb
-
-    sources = " UNION ALL ".join(
-        f"SELECT {p}::BIGINT AS partition, key, value, lsn "
-        f"FROM read_parquet('{workdir}/{prefix}part-*.parquet')"
-        for p, prefix in sorted(prefixes.items())
-    )
-    with duckdb.connect() as con:
-        row = con.execute(
-            f"SELECT count(*), sum(hash(partition, key, value, lsn)) FROM ({sources})"
         ).fetchone()
     return int(row[0]), int(row[1])
