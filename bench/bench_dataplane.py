@@ -53,7 +53,7 @@ WARM_UP_ROUNDS = 1  # run, not timed
 def run(config: Any) -> dict[str, object]:
     from pyspark.sql import SparkSession
 
-    from snapledger.local.spark_runner import LONG_LIVED_SESSION_CONF
+    from snapledger.local.spark_runner import LOCAL_SESSION_CONF
 
     workdir = Path(config.workdir).resolve() / "dataplane"
     shutil.rmtree(workdir, ignore_errors=True)
@@ -66,7 +66,7 @@ def run(config: Any) -> dict[str, object]:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
     )
-    for key, value in LONG_LIVED_SESSION_CONF.items():  # as the local runner's session
+    for key, value in LOCAL_SESSION_CONF.items():  # as the local runner's session
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -42,15 +42,19 @@ def measure(rows: int, heap: str, workdir: Path) -> dict[str, object]:
     from jobs.args import JobArgs
     from jobs.job import run_job
 
-    spark = (
+    from snapledger.local.spark_runner import LOCAL_SESSION_CONF
+
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("snapledger-bench-memory-bound")
         .config("spark.driver.memory", heap)
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
     )
+    for key, value in LOCAL_SESSION_CONF.items():  # as the local runner's session
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:
         shutil.rmtree(workdir, ignore_errors=True)

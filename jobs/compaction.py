@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -64,6 +65,18 @@ _BRANCH_THREADS = 4
 MERGE_MAX_CHANGES_PER_STATE_ROW = 1.0
 
 
+@dataclass(frozen=True)
+class CompactedState:
+    """The compacted rows, ``partition, key, value, lsn``, one Spark partition per lineage
+    partition, its rows in key order; and, where it is known which Spark partition holds
+    which lineage partition, that map: Spark partition i holds ``task_partitions[i]``
+    (the merge's union keeps its branches' order), so the writer needs no partitioned
+    write. None for the join, whose shuffle decides."""
+
+    frame: DataFrame
+    task_partitions: tuple[int, ...] | None
+
+
 @contextmanager
 def compacted(
     spark: SparkSession,
@@ -76,7 +89,7 @@ def compacted(
     broadcast_max_rows: int | None = None,
     merge_max_changes_per_state_row: float = MERGE_MAX_CHANGES_PER_STATE_ROW,
     merge_inputs: Mapping[int, DataFrame] | None = None,
-) -> Iterator[DataFrame]:
+) -> Iterator[CompactedState]:
     """``partition, key, value, lsn``: per partition and key, the last put, if no delete
     came after it; one Spark partition per lineage partition of ``partitions``, its rows
     in key order (the writer relies on both and sorts nothing). Use it
@@ -105,14 +118,18 @@ def compacted(
     winners = all_changes.groupBy("partition", "key").agg(F.expr("max(lsn) AS winning_lsn"))
     tasks = shuffle_partitions_for(partitions)
     if changes_in <= budget:  # there are no more winners than changes
-        yield _join_broadcast_winners(states, all_changes, winners, partitions, tasks)
+        yield CompactedState(
+            _join_broadcast_winners(states, all_changes, winners, partitions, tasks), None
+        )
         return
     # The records alone cannot tell: count the winners (keys are usually written many
     # times), keeping them for the join if they are few enough to broadcast.
     winners = winners.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         if winners.count() <= budget:
-            yield _join_broadcast_winners(states, all_changes, winners, partitions, tasks)
+            yield CompactedState(
+                _join_broadcast_winners(states, all_changes, winners, partitions, tasks), None
+            )
         else:
             winners.unpersist()  # not needed by the merge: free its memory for the sort
             yield _merge_into_state(spark, states, changes, merged, partitions)
@@ -144,7 +161,7 @@ def _merge_into_state(
     changes: Mapping[int, DataFrame],
     merge_inputs: Mapping[int, DataFrame],
     partitions: Sequence[int],
-) -> DataFrame:
+) -> CompactedState:
     def branch(partition: int) -> DataFrame | None:
         if partition in merge_inputs:  # the state's rows come as puts among the changes,
             # all older than every change: the window treats them alike
@@ -153,8 +170,14 @@ def _merge_into_state(
 
     # Each branch costs py4j round trips and an analysis in the JVM: built several at once.
     with ThreadPoolExecutor(max_workers=_BRANCH_THREADS) as pool:
-        merged = [frame for frame in pool.map(branch, partitions) if frame is not None]
-    return union_all(merged) or spark.createDataFrame([], STATE_OUTPUT_TYPE)
+        branches = [
+            (p, frame) for p, frame in zip(partitions, pool.map(branch, partitions), strict=True)
+        ]
+    merged = [(p, frame) for p, frame in branches if frame is not None]
+    union = union_all([frame for _, frame in merged])
+    if union is None:
+        return CompactedState(spark.createDataFrame([], STATE_OUTPUT_TYPE), None)
+    return CompactedState(union, tuple(p for p, _ in merged))
 
 
 def _merged_partition(

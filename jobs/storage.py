@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
 from jobs.layout import join
@@ -49,7 +50,9 @@ class ObjectStore:
         self._is_local = fs.getUri().getScheme() == "file"
         # Hadoop's local FS is a ChecksumFileSystem that leaves a ".name.crc" beside every
         # file it writes or renames; the raw FS underneath writes only the file itself.
-        self._fs = fs.getRawFileSystem() if self._is_local else fs
+        # (A session may already use the raw one: the local runner's does, so that Spark's
+        # own writes skip the .crc too.)
+        self._fs = _raw_local(fs) if self._is_local else fs
         # Hadoop may render "file:///x" as "file:/x": keys are cut at the root's path.
         self._root_path = fs.makeQualified(self._path("")).toUri().getPath().rstrip("/")
 
@@ -160,3 +163,12 @@ class ObjectStore:
             stream.write(bytearray(data))
         finally:
             stream.close()
+
+
+def _raw_local(fs: Any) -> Any:
+    """The raw FS under a local ChecksumFileSystem (Hadoop's LocalFileSystem, or a subclass
+    such as Hive's ProxyLocalFileSystem); ``fs`` itself when it is raw already."""
+    try:
+        return fs.getRawFileSystem()
+    except Py4JError:  # not a ChecksumFileSystem: no such method
+        return fs

@@ -89,10 +89,13 @@ def test_every_formulation_gives_the_last_put_per_key(spark, history, use_state)
             state_rows=len(state_rows),
             broadcast_max_rows=broadcast_max,
             merge_max_changes_per_state_row=merge_max,
-        ) as result:
+        ) as compacted_state:
+            result = compacted_state.frame
             rows = result.collect()
             placed = result.select("partition", F.spark_partition_id().alias("task")).distinct()
-            tasks = [row["task"] for row in placed.collect()]
+            pairs = [(row["partition"], row["task"]) for row in placed.collect()]
+            tasks = [task for _, task in pairs]
+            task_partitions = compacted_state.task_partitions
             plan = io.StringIO()
             with redirect_stdout(plan):
                 result.explain()
@@ -106,6 +109,9 @@ def test_every_formulation_gives_the_last_put_per_key(spark, history, use_state)
         assert got == expected, name
         # One lineage partition per Spark partition, so one task writes each one.
         assert len(tasks) == len(set(tasks)), f"{name}: a task holds two lineage partitions"
+        if operator == "Window" and pairs:  # the merge says which task holds which
+            assert task_partitions is not None, name
+            assert all(task_partitions[task] == p for p, task in pairs), f"{name}: {pairs}"
 
 
 def by_partition(spark, rows: list[tuple], schema: str) -> dict:

@@ -31,8 +31,13 @@ _log = logging.getLogger(__name__)
 # at 10M rows: 39-47 compilations per restore and 1.8-2.4 CPU s in the JIT's C2 thread,
 # against none and 0.7-1.3 s with room for 1000.
 LONG_LIVED_SESSION_CONF = {"spark.sql.codegen.cache.maxEntries": "1000"}
+# file:// through Hadoop's raw local FS: its default local FS is a ChecksumFileSystem,
+# which computes a CRC of every byte Spark writes into a ".name.crc" beside it (S3, the
+# store this stands in for, has no such files), and opens and checks them on reads.
+RAW_LOCAL_FS_CONF = {"spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem"}
+LOCAL_SESSION_CONF = {**LONG_LIVED_SESSION_CONF, **RAW_LOCAL_FS_CONF}
 SPARK_CONF = {
-    **LONG_LIVED_SESSION_CONF,
+    **LOCAL_SESSION_CONF,
     "spark.sql.shuffle.partitions": "4",
     "spark.default.parallelism": "4",
     "spark.sql.adaptive.enabled": "true",
