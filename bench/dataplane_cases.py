@@ -7,7 +7,9 @@ of the log) and a restore from that snapshot to the same end. Both outputs are c
 equal (row count and an order-independent hash) before any time is kept.
 
 ``fixed_cost`` times a restore of a few thousand rows against an empty Spark job in the
-same session: what a job costs when it has nearly nothing to do, and in which steps.
+same session: what a job costs when it has nearly nothing to do, and in which steps;
+and against the least a Spark job that reads those inputs and writes them costs (one
+read of every input file, one plain Parquet write).
 """
 
 from __future__ import annotations
@@ -173,21 +175,34 @@ def fixed_cost(spark: Any, workdir: Path, *, rounds: int = 5) -> dict[str, objec
 
     snapshot = job("snap90", "bootstrap", targets=at_90)
     bases = {p.partition: p.prefix for p in snapshot.partitions}
+    inputs = [
+        str(path) for prefix in bases.values() for path in (workdir / prefix).glob("part-*.parquet")
+    ] + [str(path) for path in (workdir / "changelog").rglob("*.parquet")]
+
+    def copy_inputs() -> None:  # the least a job that reads and writes them costs
+        out = workdir / "write-floor"
+        shutil.rmtree(out, ignore_errors=True)
+        spark.read.parquet(*inputs).selectExpr("key", "value", "lsn").write.parquet(str(out))
+
     best = interleaved(
         {
             "restore": lambda: job("tiny-restore", bases=bases),
             "empty": lambda: spark.range(1).count(),
+            "write_floor": copy_inputs,
         },
         rounds=rounds,
         warm_up=1,
     )
     (restore_s, restored), (empty_s, _) = best["restore"], best["empty"]
+    floor_s = best["write_floor"][0]
     return {
         "job_fixed_cost_rows_read": sum(p.rows_read for p in restored.partitions),
         "job_fixed_cost_s": round(restore_s, 3),
         "empty_job_s": round(empty_s, 3),
         "job_fixed_cost_vs_empty_job": round(restore_s / empty_s, 2),
         "job_fixed_cost_stage_seconds": restored.stage_seconds,
+        "tiny_write_floor_s": round(floor_s, 3),
+        "job_fixed_cost_vs_tiny_write_floor": round(restore_s / floor_s, 2),
     }
 
 

@@ -41,7 +41,6 @@ def measure(rows: int, heap: str, workdir: Path) -> dict[str, object]:
 
     from jobs.args import JobArgs
     from jobs.job import run_job
-
     from snapledger.local.spark_runner import LOCAL_SESSION_CONF
 
     builder = (

@@ -13,9 +13,10 @@ The steps, in order; each partition's output is committed only by its descriptor
    prefix, read back sizes, rows and checksums;
 5. write every descriptor, last.
 
-Steps 1 and 2 run at once (each waits on the store, not on Spark). The result carries
-each step's wall seconds (``JobResult.stage_seconds``): a job's fixed cost is in steps 1,
-2, 4 and 5, its work in 3.
+Steps 1 and 2 run at once (each waits on the store, not on Spark), and step 3 builds
+its input frames while validation plans and starts its scan. The result carries each
+step's wall seconds (``JobResult.stage_seconds``): a job's fixed cost is in steps 1, 2,
+4 and 5, its work in 3.
 """
 
 from __future__ import annotations
@@ -82,8 +83,8 @@ class JobResult:
     kind: str
     stream: str
     partitions: tuple[PartitionResult, ...]
-    # Wall seconds of each step, in order: bases_and_plans, inputs, compact_and_write
-    # (with validation), verify_checksums, publish, describe, commit.
+    # Wall seconds of each step, in order: bases_and_plans, compact_and_write (building
+    # the inputs, and validation), verify_checksums, publish, describe, commit.
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -119,16 +120,19 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
             state_rows = sum(base.row_count for base in bases.values())
             # A merge reads each partition's state and changes in one scan; a join, apart.
             one_scan = merges_into_state(changes_in, state_rows)
-            inputs = list(
-                pool.map(lambda plan: _inputs(spark, store, plan, bases, one_scan=one_scan), plans)
-            )
-            base_rows = {i.partition: i.base_rows for i in inputs if i.base_rows is not None}
-            changes = {i.partition: i.changes for i in inputs if i.changes is not None}
-            merge_inputs = {i.partition: i.merged for i in inputs if i.merged is not None}
-            stages.end("inputs")
             staging = staging_prefix(args.job_id, new_ulid())
 
             def compact_and_write() -> dict[int, list[StoredFile]]:
+                # The input frames are built here, beside validation's own planning and
+                # first tasks, rather than before both.
+                inputs = list(
+                    pool.map(
+                        lambda plan: _inputs(spark, store, plan, bases, one_scan=one_scan), plans
+                    )
+                )
+                base_rows = {i.partition: i.base_rows for i in inputs if i.base_rows is not None}
+                changes = {i.partition: i.changes for i in inputs if i.changes is not None}
+                merge_inputs = {i.partition: i.merged for i in inputs if i.merged is not None}
                 with compacted(
                     spark,
                     base_rows,
