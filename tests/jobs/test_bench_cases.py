@@ -1,0 +1,50 @@
+"""The data-plane benchmark's cases build the shapes they name, and its fixed-cost and
+scaling measurements run end to end at a tiny size (their figures are not asserted:
+speed is measured in benchmarks only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from bench.bench_dataplane import scaling_table
+from bench.dataplane_cases import SEGMENTS_PER_PARTITION, Case, fixed_cost, generate, run_case
+
+pytestmark = pytest.mark.spark
+
+
+def test_a_skewed_case_puts_its_share_in_partition_0_with_dense_lsns(spark, tmp_path) -> None:
+    case = Case(rows=4000, partitions=4, skew=0.9)
+    assert case.rows_of() == [3600, 133, 133, 133]
+    generated = generate(spark, tmp_path, case)
+    assert generated.partitions == (0, 1, 2, 3)
+    for partition, rows in enumerate(case.rows_of()):
+        folder = tmp_path / "changelog" / "bench" / str(partition)
+        lsns = [
+            lsn
+            for path in sorted(folder.glob("*.parquet"))
+            for lsn in pq.read_table(path, columns=["lsn"]).column("lsn").to_pylist()
+        ]
+        assert lsns == list(range(rows)), f"partition {partition}"
+        assert len(generated.segments[partition]) == SEGMENTS_PER_PARTITION
+    assert not (tmp_path / "changelog" / "bench-hot").exists() or not any(
+        (tmp_path / "changelog" / "bench-hot").iterdir()
+    )
+
+
+def test_a_case_checks_restore_against_full_replay_and_reports_its_row(spark, tmp_path) -> None:
+    row = run_case(spark, tmp_path / "case", Case(rows=2000, partitions=3), rounds=1, warm_up=0)
+    assert row["case"] == "2,000 x 3"
+    assert row["restore_speedup_ideal"] > 1  # the restore reads fewer rows than the replay
+    assert 0 < int(row["state_rows"]) <= 2000  # type: ignore[call-overload]
+    assert set(row["restore_stage_seconds"]) >= {"bases_and_plans", "compact_and_write"}  # type: ignore[arg-type]
+    table = scaling_table([row])
+    assert "2,000 x 3" in table and "vs ideal" in table
+
+
+def test_fixed_cost_reports_a_tiny_restore_against_an_empty_job(spark, tmp_path: Path) -> None:
+    figures = fixed_cost(spark, tmp_path / "tiny", rounds=1)
+    assert 0 < int(figures["job_fixed_cost_rows_read"]) < 8000  # type: ignore[call-overload]
+    assert float(figures["job_fixed_cost_vs_empty_job"]) > 0  # type: ignore[arg-type]
