@@ -1,7 +1,8 @@
 """Reading the changelog a job needs, and checking it.
 
 Validation reads the ``lsn``, ``key`` and ``op`` columns of every segment the job needs,
-in one scan, and groups by file with hash aggregates only: row counts, LSN min/max, null
+in one scan, and groups by file (by its size when no two of the job's segments have the
+same size, a cheaper key than its path) with hash aggregates only: row counts, LSN min/max, null
 keys, unknown ops, and the spread of ``lsn - row index``. Where that spread is zero, the
 file's LSNs are consecutive in file order, hence distinct, and the records applied are
 the run's overlap with the plan's range: true of every segment a producer writes in log
@@ -16,7 +17,7 @@ file, every bad file in one message.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -87,22 +88,29 @@ def read_state_and_changes(
 
 
 def validate_changelog(
-    spark: SparkSession, store: ObjectStore, plans: Sequence[ChangelogRange]
+    spark: SparkSession,
+    store: ObjectStore,
+    plans: Sequence[ChangelogRange],
+    segment_bytes: Mapping[str, int] | None = None,
 ) -> dict[int, int]:
-    """Check every segment the plans read; returns the records applied per partition."""
+    """Check every segment the plans read; returns the records applied per partition.
+    ``segment_bytes`` (a segment's key: its size as listed) lets the scan group by size."""
     applied = {plan.partition: 0 for plan in plans}
     segments = {(plan.partition, s.name): (plan, s) for plan in plans for s in plan.segments}
     if not segments:
         return applied
-    # One scan of every file, grouped by path, rather than one scan per partition: the
+    # One scan of every file, grouped by file, rather than one scan per partition: the
     # last 10% of a 10M-row log over 4 partitions, validated in 0.79 s by 4 scans and in
     # 0.44 s by one (best of 5); fewer tasks, fewer plans to build and run.
     paths = [store.uri(segment.key) for _, segment in segments.values()]
+    by_size = _segments_by_size(segments, segment_bytes or {})
     aggregates = (
         spark.read.schema(CHANGELOG_SCHEMA)
         .parquet(*paths)
         .selectExpr(
-            "_metadata.file_path AS file",
+            # A fixed-width grouping key is cheaper to hash than a path, per row: 5M rows
+            # in 40 files, 2 cores, best of 4: 0.96-1.15 s by path, 0.63-0.71 s by size.
+            f"_metadata.{'file_size' if by_size else 'file_path'} AS file",
             "_metadata.row_index AS row_index",
             "lsn",
             "key IS NULL AS null_key",
@@ -113,7 +121,12 @@ def validate_changelog(
     )
     stats: dict[tuple[int, str], _FileStats] = {}
     for row in _collect(aggregates):
-        key = _partition_and_name(row["file"])
+        key = by_size.get(row["file"]) if by_size else _partition_and_name(row["file"])
+        if key is None:
+            raise ChangelogError(
+                f"a segment of {row['file']} bytes was read, which no segment listed had: "
+                "the changelog changed while the job ran; run the job again"
+            )
         if key not in segments:
             raise RuntimeError(f"validation read {row['file']}, which no plan names")
         plan, _ = segments[key]
@@ -146,6 +159,17 @@ def validate_changelog(
     for (partition, _), file_stats in stats.items():
         applied[partition] += file_stats.applied
     return applied
+
+
+def _segments_by_size(
+    segments: Mapping[tuple[int, str], tuple[ChangelogRange, SegmentLocation]],
+    segment_bytes: Mapping[str, int],
+) -> dict[int, tuple[int, str]]:
+    """Each segment's (partition, name) by its size, when every size is known and no two
+    are equal; else empty (validation then groups by path)."""
+    sizes = {key: segment_bytes.get(segment.key) for key, (_, segment) in segments.items()}
+    by_size = {size: key for key, size in sizes.items() if size is not None}
+    return by_size if len(by_size) == len(sizes) else {}
 
 
 def _partition_and_name(path: str) -> tuple[int, str]:

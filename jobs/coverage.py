@@ -11,6 +11,7 @@ can be started without one. All of it before Spark reads a byte.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from jobs.errors import ChangelogError
 from jobs.layout import changelog_dir
@@ -34,16 +35,24 @@ def _warn_skipped(key: str) -> None:
     )
 
 
+@dataclass(frozen=True)
+class PartitionPlan:
+    """A partition's changelog range, and the bytes of each of its segments as listed."""
+
+    range: ChangelogRange
+    segment_bytes: dict[str, int]  # by segment key
+
+
 def plan_partition(
     store: ObjectStore, stream: str, partition: int, base_lsn: int | None, target_lsn: int | None
-) -> ChangelogRange:
+) -> PartitionPlan:
     """The segments covering (base_lsn, target]: base None = empty state, target None =
     the end of the contiguous run after the base. Raises ChangelogError naming the file."""
-    listed = store.list_files(changelog_dir(stream, partition))
+    listing = store.list_files(changelog_dir(stream, partition))
+    listed = {stored.name: stored.size for stored in listing}
     try:
-        segments = segments_named(
-            stream, partition, (stored.name for stored in listed), skipped=_warn_skipped
-        )
-        return changelog_range(stream, partition, segments, base_lsn, target_lsn)
+        segments = segments_named(stream, partition, listed, skipped=_warn_skipped)
+        planned = changelog_range(stream, partition, segments, base_lsn, target_lsn)
     except CoverageError as exc:
         raise ChangelogError(str(exc)) from None
+    return PartitionPlan(planned, {s.key: listed[s.name] for s in planned.segments})

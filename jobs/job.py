@@ -37,7 +37,7 @@ from jobs.changelog import (
 )
 from jobs.compaction import compacted, merges_into_state
 from jobs.concurrency import validate_while_writing
-from jobs.coverage import plan_partition
+from jobs.coverage import PartitionPlan, plan_partition
 from jobs.descriptors import Provenance, manifest, restore_descriptor
 from jobs.layout import (
     restore_prefix,
@@ -114,7 +114,9 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
         bases = {base.partition: base for base in loaded}
         verification = ChecksumVerification(store, (f for b in bases.values() for f in b.files))
         try:
-            plans = [planned[p].result() for p in args.partitions]
+            partition_plans = [planned[p].result() for p in args.partitions]
+            plans = [plan.range for plan in partition_plans]
+            segment_bytes = {k: n for p in partition_plans for k, n in p.segment_bytes.items()}
             stages.end("bases_and_plans")
             changes_in = sum(plan.records_at_most for plan in plans)
             state_rows = sum(base.row_count for base in bases.values())
@@ -149,7 +151,9 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
             try:
                 try:
                     applied, staged = validate_while_writing(
-                        spark, lambda: validate_changelog(spark, store, plans), compact_and_write
+                        spark,
+                        lambda: validate_changelog(spark, store, plans, segment_bytes),
+                        compact_and_write,
                     )
                 except Exception:
                     # A changed base file can break the read itself: name it, if it is one.
@@ -293,9 +297,7 @@ def _inputs(
     return _PartitionInputs(plan.partition, base_rows, changes, None)
 
 
-def _plan(
-    store: ObjectStore, args: JobArgs, partition: int, base_lsn: int | None
-) -> ChangelogRange:
+def _plan(store: ObjectStore, args: JobArgs, partition: int, base_lsn: int | None) -> PartitionPlan:
     return plan_partition(store, args.stream, partition, base_lsn, args.target_for(partition))
 
 
