@@ -132,6 +132,9 @@ class FakeRunner:
         self.started.setdefault(spec.job_id, spec)
         return f"run-{spec.job_id}"
 
+    def resources(self, spec: Any) -> Any:
+        return None
+
     def status(self, run_id: str) -> Any:
         from snapledger.ports import JobRunStatus
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from snapledger.models.events import LedgerEvent, StreamEvent
     from snapledger.models.gc import GcCheckpoint, HeadPage
     from snapledger.models.generations import StreamGeneration
-    from snapledger.models.jobs import JobRecord, PartitionPlan
+    from snapledger.models.jobs import JobRecord, JobResources, PartitionPlan
     from snapledger.models.ledger import Head, LineageId, SnapshotRecord, StreamHead
     from snapledger.models.policy import StoredPolicy
 
@@ -326,6 +326,11 @@ class JobRunner(Protocol):
 
     def start(self, spec: JobRunSpec) -> str:
         """Start the job and return its run id; the same ``job_id`` starts it only once."""
+        ...
+
+    def resources(self, spec: JobRunSpec) -> JobResources | None:
+        """The workers ``start`` gives this job, when the runner sizes it from its input;
+        None when it runs on defaults."""
         ...
 
     def status(self, run_id: str) -> JobRunStatus:

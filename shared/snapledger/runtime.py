@@ -65,6 +65,8 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
 
+    from snapledger.models.jobs import JobResources
+
 # Retries: botocore's standard mode (jittered backoff, throttles included); the ledger
 # adds its own bounded retries on top for lost races. Timeouts well inside a function's.
 CLIENT_CONFIG = Config(retries={"mode": "standard"}, connect_timeout=5, read_timeout=20)
@@ -116,6 +118,9 @@ class NoJobRunner:
             "this function is not configured to start jobs: set SNAPLEDGER_EMR_APPLICATION_ID, "
             "SNAPLEDGER_EMR_JOB_ROLE_ARN and SNAPLEDGER_JOB_ENTRYPOINT"
         )
+
+    def resources(self, spec: JobRunSpec) -> JobResources | None:
+        return None
 
     def status(self, run_id: str) -> JobRunStatus:
         # Nothing to ask: callers keep what the event said (no reason is better than a

@@ -362,3 +362,26 @@ def test_gc_dry_run_plots_the_plan(seeded, tmp_path):
     assert svg.count('class="plan-keep"') == len(seeded)  # all young: every one kept
     status, _, err = run("gc", "--plot", str(target), "--yes")
     assert status == 2 and "draws a plan: give it with --dry-run" in err
+
+
+def test_jobs_show_reads_the_resources_a_run_was_sized_with():
+    worker = {"vcpu": 4, "memory_gb": 16, "disk_gb": 40}
+    answer = {
+        "job": {
+            "job_id": "restore-1",
+            "state": "SUBMITTED",
+            "resources": {
+                "driver": {"vcpu": 1, "memory_gb": 4, "disk_gb": 20},
+                "executor": worker,
+                "executors": 3,
+                "shuffle_partitions": 12,
+            },
+        }
+    }
+    console = make_console()
+    with console.capture() as captured:
+        console.print(render(answer))
+    out = captured.get()
+    assert line_with(out, "executors", "3") and line_with(out, "shuffle_partitions", "12")
+    assert line_with(out, "memory_gb", "16") and line_with(out, "disk_gb", "40")
+    assert "{" not in out  # nested tables, no JSON in a cell

@@ -140,6 +140,25 @@ def test_start_job_run_carries_the_size_of_what_the_job_reads():
     )
 
 
+def test_the_resources_a_job_records_are_the_workers_start_asks_for():
+    capacity = Capacity(vcpu=16, memory_gb=64, disk_gb=200)
+    runner = sized_runner(capacity)
+    parameters = sent_parameters(runner, TWO)
+    resources = runner.resources(TWO)
+    assert resources is not None
+    for conf in (
+        f"spark.driver.cores={resources.driver.vcpu}",
+        f"spark.executor.cores={resources.executor.vcpu}",
+        f"spark.emr-serverless.executor.disk={resources.executor.disk_gb}G",
+        f"spark.executor.instances={resources.executors}",
+        f"spark.sql.shuffle.partitions={resources.shuffle_partitions}",
+    ):
+        assert f"--conf {conf}" in parameters
+    # the 10 GiB partition's worker: 2 vCPU and the most memory one has
+    assert resources.executor.model_dump() == {"vcpu": 2, "memory_gb": 16, "disk_gb": 20}
+    assert sized_runner(None).resources(TWO) is None
+
+
 def test_without_the_capacity_or_an_input_the_application_defaults_stay():
     unsized = spark_submit_parameters("")
     assert sent_parameters(sized_runner(None), TWO) == unsized

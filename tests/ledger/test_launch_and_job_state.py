@@ -9,7 +9,7 @@ from snapledger.core.coverage import CoverageError
 from snapledger.core.job_sizing import PartitionInput
 from snapledger.errors import NotFoundError
 from snapledger.layout import segment_key
-from snapledger.models.jobs import JobState
+from snapledger.models.jobs import JobResources, JobState, WorkerSize
 from snapledger.models.ledger import LineageId, snapshot_sort_key
 from snapledger.models.requests import LaunchRequest
 from snapledger.services.job_state import record_job_state
@@ -276,3 +276,35 @@ def test_an_opaque_base_is_refused_at_launch_naming_it_and_what_to_do(
     # an older kv-parquet snapshot of the same lineage still restores
     older = launch(restore(**{"from": {"lsn": 150}}), request_id="req-kv", deps=deps)
     assert older.job.partitions[0].base_snapshot_id == latest.snapshot_id
+
+
+class SizingRunner(FakeRunner):
+    """A runner that sizes every job alike (as EMR's does from the input)."""
+
+    RESOURCES = JobResources(
+        driver=WorkerSize(vcpu=1, memory_gb=4, disk_gb=20),
+        executor=WorkerSize(vcpu=4, memory_gb=16, disk_gb=40),
+        executors=3,
+        shuffle_partitions=12,
+    )
+
+    def resources(self, spec):
+        self.sized = spec
+        return self.RESOURCES
+
+
+def test_the_job_records_the_resources_its_run_was_started_with(deps, latest):
+    sizing = SizingRunner()
+    sized = LaunchDeps(**{**deps.__dict__, "runner": sizing})
+    job = launch(restore(), request_id="req-sized", deps=sized).job
+    assert job.state is JobState.SUBMITTED
+    assert sizing.sized is sizing.started[job.job_id]  # sized from the spec it started
+    stored = deps.jobs.get(job.job_id)
+    assert stored.resources == SizingRunner.RESOURCES  # through DynamoDB and back
+    again = launch(restore(), request_id="req-sized", deps=sized).job
+    assert again.resources == SizingRunner.RESOURCES and again.version == stored.version
+
+
+def test_a_job_run_on_defaults_records_no_resources(deps, latest):
+    job = launch(restore(), request_id="req-defaults", deps=deps).job
+    assert job.run_id is not None and deps.jobs.get(job.job_id).resources is None

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.exceptions import ClientError
 
-from snapledger.core.job_sizing import Capacity, JobSize, size_job
+from snapledger.core.job_sizing import Capacity, JobSize, Worker, size_job
 from snapledger.emr_release import JOB_PYTHON
 from snapledger.errors import AccessDeniedError, JobStartError, StoreUnavailableError
 from snapledger.job_arguments import job_arguments
+from snapledger.models.jobs import JobResources, WorkerSize
 from snapledger.ports import JobRunSpec, JobRunStatus
 
 if TYPE_CHECKING:
@@ -92,6 +93,18 @@ class EmrServerlessRunner:
         inputs = [spec.inputs[p.partition] for p in spec.partitions]
         return size_job(spec.kind, inputs, self.capacity)
 
+    def resources(self, spec: JobRunSpec) -> JobResources | None:
+        """The workers ``start`` asks for (``size``), as the job records them."""
+        size = self.size(spec)
+        if size is None:
+            return None
+        return JobResources(
+            driver=_worker_size(size.driver),
+            executor=_worker_size(size.executor),
+            executors=size.executors,
+            shuffle_partitions=size.shuffle_partitions,
+        )
+
     def status(self, run_id: str) -> JobRunStatus:
         try:
             run = self.client.get_job_run(applicationId=self.application_id, jobRunId=run_id)[
@@ -102,6 +115,10 @@ class EmrServerlessRunner:
         except AccessDeniedError as exc:
             raise JobStartError(f"EMR Serverless could not read job run {run_id}: {exc}") from exc
         return JobRunStatus(state=run["state"], reason=run.get("stateDetails") or None)
+
+
+def _worker_size(worker: Worker) -> WorkerSize:
+    return WorkerSize(vcpu=worker.vcpu, memory_gb=worker.memory_gb, disk_gb=worker.disk_gb)
 
 
 def _translate(exc: ClientError, what: str) -> Exception:

@@ -22,6 +22,7 @@ from snapledger.ports import JobRunSpec, JobRunStatus
 
 if TYPE_CHECKING:
     from snapledger.local.router import Router
+    from snapledger.models.jobs import JobResources
 
 _log = logging.getLogger(__name__)
 # A local session lives long and runs many different jobs. Spark keeps the classes it
@@ -113,6 +114,9 @@ class LocalSparkRunner:
 
     def bind(self, router: Router) -> None:
         self._router = router
+
+    def resources(self, spec: JobRunSpec) -> JobResources | None:
+        return None  # the local session's own, whatever the input
 
     def start(self, spec: JobRunSpec) -> str:
         run_id = "local-" + hashlib.sha256(spec.job_id.encode()).hexdigest()[:16]

@@ -74,6 +74,25 @@ class JobTransition(Frozen):
     reason: str | None = None
 
 
+class WorkerSize(Frozen):
+    """One EMR Serverless worker: vCPU, memory and disk."""
+
+    vcpu: int = Field(ge=1)
+    memory_gb: int = Field(ge=1)
+    disk_gb: int = Field(ge=1)
+
+
+class JobResources(Frozen):
+    """The workers a job run was started with, sized from its input (the EMR runner's
+    rule, ``snapledger.core.job_sizing``); a job without it ran on the application's or
+    the local session's defaults."""
+
+    driver: WorkerSize
+    executor: WorkerSize
+    executors: int = Field(ge=0)
+    shuffle_partitions: int = Field(ge=1)
+
+
 class JobRecord(Frozen):
     """The ``JOB#{job_id}`` item: one job over one or more partitions of a stream."""
 
@@ -84,6 +103,7 @@ class JobRecord(Frozen):
     partitions: tuple[PartitionPlan, ...]
     state: JobState = JobState.REQUESTED
     run_id: str | None = None
+    resources: JobResources | None = None  # set with the run id, when the runner sizes it
     failure_reason: str | None = None
     requested_at: datetime
     updated_at: datetime

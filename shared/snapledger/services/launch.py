@@ -23,7 +23,14 @@ from snapledger.job_kinds import Base, job_kind
 from snapledger.layout import lineage_changelog_prefix, snapshot_prefix
 from snapledger.models.commands import RequestJob
 from snapledger.models.generations import GenerationStatus, StreamGeneration
-from snapledger.models.jobs import JobKind, JobRecord, JobState, JobTransition, PartitionPlan
+from snapledger.models.jobs import (
+    JobKind,
+    JobRecord,
+    JobResources,
+    JobState,
+    JobTransition,
+    PartitionPlan,
+)
 from snapledger.models.ledger import LineageId, SnapshotRecord, SnapshotStatus, snapshot_sort_key
 from snapledger.models.requests import (
     FromGeneration,
@@ -125,21 +132,22 @@ def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> Laun
     except InvalidRequestError as exc:
         failed = _fail(job, pinned, f"could not pin the base snapshot: {exc}", deps)
         return LaunchResult(job=failed, created=existing is None)
+    spec = JobRunSpec(
+        job_id=job.job_id,
+        kind=job.job_kind.value,
+        stream=job.stream,
+        root=deps.store.uri,
+        partitions=list(job.partitions),
+        inputs=inputs,
+    )
     try:
-        run_id = deps.runner.start(
-            JobRunSpec(
-                job_id=job.job_id,
-                kind=job.job_kind.value,
-                stream=job.stream,
-                root=deps.store.uri,
-                partitions=list(job.partitions),
-                inputs=inputs,
-            )
-        )
+        run_id = deps.runner.start(spec)
     except JobStartError as exc:
         failed = _fail(job, pinned, f"the job runner refused the job: {exc}", deps)
         return LaunchResult(job=failed, created=existing is None)
-    submitted = _advance(job, JobState.SUBMITTED, deps, run_id=run_id)
+    submitted = _advance(
+        job, JobState.SUBMITTED, deps, run_id=run_id, resources=deps.runner.resources(spec)
+    )
     record_on_lineages(
         deps.ledger,
         job,
@@ -311,6 +319,7 @@ def _advance(
     *,
     run_id: str | None = None,
     reason: str | None = None,
+    resources: JobResources | None = None,
 ) -> JobRecord:
     """Move the job item to ``state`` (conditioned on its version); re-read on a lost race."""
     current = job
@@ -322,6 +331,7 @@ def _advance(
             update={
                 "state": state,
                 "run_id": run_id or current.run_id,
+                "resources": resources or current.resources,
                 "failure_reason": reason or current.failure_reason,
                 "updated_at": now,
                 "transitions": (
