@@ -36,7 +36,7 @@ def _warn_skipped(key: str) -> None:
 
 
 @dataclass(frozen=True)
-class PartitionPlan:
+class ChangelogPlan:
     """A partition's changelog range, and the bytes of each of its segments as listed."""
 
     range: ChangelogRange
@@ -45,7 +45,7 @@ class PartitionPlan:
 
 def plan_partition(
     store: ObjectStore, stream: str, partition: int, base_lsn: int | None, target_lsn: int | None
-) -> PartitionPlan:
+) -> ChangelogPlan:
     """The segments covering (base_lsn, target]: base None = empty state, target None =
     the end of the contiguous run after the base. Raises ChangelogError naming the file."""
     listing = store.list_files(changelog_dir(stream, partition))
@@ -55,4 +55,4 @@ def plan_partition(
         planned = changelog_range(stream, partition, segments, base_lsn, target_lsn)
     except CoverageError as exc:
         raise ChangelogError(str(exc)) from None
-    return PartitionPlan(planned, {s.key: listed[s.name] for s in planned.segments})
+    return ChangelogPlan(planned, {s.key: listed[s.name] for s in planned.segments})

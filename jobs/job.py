@@ -37,7 +37,7 @@ from jobs.changelog import (
 )
 from jobs.compaction import compacted, merges_into_state
 from jobs.concurrency import validate_while_writing
-from jobs.coverage import PartitionPlan, plan_partition
+from jobs.coverage import ChangelogPlan, plan_partition
 from jobs.descriptors import Provenance, manifest, restore_descriptor
 from jobs.layout import (
     restore_prefix,
@@ -297,7 +297,7 @@ def _inputs(
     return _PartitionInputs(plan.partition, base_rows, changes, None)
 
 
-def _plan(store: ObjectStore, args: JobArgs, partition: int, base_lsn: int | None) -> PartitionPlan:
+def _plan(store: ObjectStore, args: JobArgs, partition: int, base_lsn: int | None) -> ChangelogPlan:
     return plan_partition(store, args.stream, partition, base_lsn, args.target_for(partition))
 
 

@@ -10,7 +10,7 @@ from jobs_support import Record, write_segment
 
 from jobs import changelog
 from jobs.changelog import _segments_by_size, validate_changelog
-from jobs.coverage import PartitionPlan, plan_partition
+from jobs.coverage import ChangelogPlan, plan_partition
 from jobs.errors import ChangelogError
 from jobs.storage import ObjectStore
 from snapledger.layout import SegmentLocation
@@ -22,12 +22,12 @@ def puts(lsns, key="k") -> list[Record]:
     return [Record(f"{key}{n}", b"v", n, "put") for n in lsns]
 
 
-def _plans(spark, root: Path, partitions, targets) -> tuple[ObjectStore, list[PartitionPlan]]:
+def _plans(spark, root: Path, partitions, targets) -> tuple[ObjectStore, list[ChangelogPlan]]:
     store = ObjectStore(spark, root.as_uri())
     return store, [plan_partition(store, "s", p, None, targets[p]) for p in partitions]
 
 
-def _sizes(plans: list[PartitionPlan]) -> dict[str, int]:
+def _sizes(plans: list[ChangelogPlan]) -> dict[str, int]:
     return {key: size for plan in plans for key, size in plan.segment_bytes.items()}
 
 
