@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from jobs.errors import SnapshotError
-from jobs.storage import ObjectStore
+from jobs.storage import PY4J_READ_CHUNK, ObjectStore
 from snapledger.core.checksums import Checksum, ChecksumError, mismatch, parse_checksum
 from snapledger.core.parquet_footer import ParquetFooterError, kv_parquet_problems, read_footer
 
@@ -39,8 +39,13 @@ class BaseFile:
 def check_kv_schema(store: ObjectStore, file: BaseFile) -> None:
     """Raise SnapshotError unless ``file`` is a Parquet file of the kv-parquet columns."""
     try:
+        # Through py4j every PY4J_READ_CHUNK bytes is a round trip: a first read of one
+        # chunk holds a kv-parquet footer of a few row groups (about 600 bytes for one),
+        # and a longer footer costs one more read, of its exact length.
         schema = read_footer(
-            lambda length: store.read_range(file.key, file.size - length, length), file.size
+            lambda length: store.read_range(file.key, file.size - length, length),
+            file.size,
+            first_read=PY4J_READ_CHUNK,
         )
     except ParquetFooterError as exc:
         raise SnapshotError(f"{file.key}: not a readable Parquet file ({exc})") from None

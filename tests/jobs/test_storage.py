@@ -68,3 +68,36 @@ def test_a_read_is_cut_into_answers_that_fit_one_py4j_buffer(spark, tmp_path) ->
     store.read_bytes("f.bin")
     store.read_range("f.bin", 10, 2 * PY4J_READ_CHUNK)
     assert asked and max(asked) <= PY4J_READ_CHUNK
+
+
+@pytest.mark.parametrize("row_groups", [1, 200])
+def test_a_footer_check_reads_one_chunk_or_then_the_footers_exact_length(
+    spark, tmp_path, row_groups
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from jobs.verify import BaseFile, check_kv_schema
+
+    rows = pa.table(
+        {
+            "key": [f"k{i}" for i in range(row_groups)],
+            "value": [b"v"] * row_groups,
+            "lsn": pa.array(range(row_groups), pa.int64()),
+        }
+    )
+    pq.write_table(rows, tmp_path / "f.parquet", row_group_size=1)
+    size = (tmp_path / "f.parquet").stat().st_size
+    store = ObjectStore(spark, tmp_path.as_uri())
+    reads = []
+    read_range = store.read_range
+    store.read_range = lambda key, start, length: (
+        reads.append(length)
+        or read_range(  # type: ignore[method-assign]
+            key, start, length
+        )
+    )
+    check_kv_schema(store, BaseFile("f.parquet", size, None))  # raises unless kv-parquet
+    assert reads[0] == min(PY4J_READ_CHUNK, size)
+    # 200 row groups' metadata do not fit one chunk: one more read, of the footer's length
+    assert len(reads) == (1 if row_groups == 1 else 2)
