@@ -1,0 +1,39 @@
+"""The upper bound of every number and size that enters snapledger, in one place.
+
+Each bound is refused at the edge that receives it (a manifest, a console payload, a CLI
+option, an object's bytes) with the field named; ``docs/limits.md`` lists them with their
+errors, and a test checks that table against these values. Nothing past a bound reaches
+the ledger, the DynamoDB serializer (38 digits) or the jobs (int64).
+"""
+
+from __future__ import annotations
+
+#: The largest signed 64-bit integer: the changelog's and the jobs' LSN type.
+MAX_INT64 = 2**63 - 1
+#: LSNs and epochs are int64 end to end (a manifest, the changelog, the jobs, requests).
+MAX_LSN = MAX_INT64
+MAX_EPOCH = MAX_INT64
+#: A manifest's sizes and row counts (each file's and the total) are int64 too.
+MAX_COUNT = MAX_INT64
+MAX_PARTITION = 999_999_999
+
+#: ``_manifest.json``: its size, its files, its offsets and how deep its JSON nests
+#: (a v1 manifest nests 3 levels; anything past this bound is refused before parsing).
+MAX_MANIFEST_BYTES = 1024 * 1024
+MAX_MANIFEST_FILES = 10_000
+MAX_OFFSETS = 10_000
+MAX_JSON_DEPTH = 32
+
+#: A Parquet footer longer than this is refused without reading it (a key/value/lsn
+#: file's footer is a few KiB; one row group per 128 MiB keeps it far below).
+MAX_PARQUET_FOOTER_BYTES = 16 * 1024 * 1024
+
+#: An object key's bytes (S3's own limit), and the longest key stored verbatim in a
+#: DynamoDB sort key (1,024 bytes, less the item's prefix); longer ones are hashed.
+MAX_OBJECT_KEY_BYTES = 1024
+MAX_SORT_KEY_BYTES = 1024
+
+#: Every duration a policy, a hold or a setting names, in hours: 100 years.
+MAX_HOURS = 876_000.0
+#: How far ahead a hold may expire: the same 100 years.
+MAX_HOLD_HOURS = MAX_HOURS
