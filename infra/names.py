@@ -39,6 +39,7 @@ JOB_SHARED_MODULES = (
     "ids.py",
     "job_kinds.py",
     "layout.py",
+    "limits.py",
     "core/__init__.py",
     "core/checksums.py",
     "core/coverage.py",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from snapledger import limits
 from snapledger.errors import InvalidKeyError
 
 SNAPSHOTS = "snapshots"
@@ -23,8 +24,9 @@ RESTORES = "restores"
 MANIFEST_NAME = "_manifest.json"
 LATEST_POINTER_NAME = "latest.json"
 GENERATION_POINTER_NAME = "generation.json"
+#: Keys pad LSNs to 20 digits; an LSN is an int64 (``limits.MAX_LSN``, 19 digits).
 LSN_WIDTH = 20
-MAX_LSN = 10**LSN_WIDTH - 1
+MAX_LSN = limits.MAX_LSN
 
 STREAM_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 ULID_PATTERN = r"[0-9A-HJKMNP-TV-Z]{26}"
@@ -131,7 +133,9 @@ def segment_name(first_lsn: int, last_lsn: int) -> str:
 def parse_segment_name(name: str) -> tuple[int, int] | None:
     """``(first_lsn, last_lsn)`` of a segment file name, or None if it is not one."""
     match = _SEGMENT_NAME_RE.match(name)
-    return None if match is None else (int(match["first"]), int(match["last"]))
+    if match is None or int(match["last"]) > MAX_LSN:
+        return None
+    return int(match["first"]), int(match["last"])
 
 
 def restore_prefix(job_id: str, partition: int) -> str:
@@ -155,10 +159,16 @@ def parse_snapshot_prefix(prefix: str) -> SnapshotLocation:
             f"{prefix!r} does not follow the snapshot layout "
             f"{SNAPSHOTS}/{{stream}}/{{partition}}/{{lsn:020d}}-{{ulid}}/"
         )
+    lsn = int(match["lsn"])
+    if lsn > MAX_LSN:
+        raise InvalidKeyError(
+            f"{prefix!r} names LSN {lsn}, above the largest LSN {MAX_LSN} (a signed 64-bit "
+            "integer): LSNs are int64 in the changelog and the jobs"
+        )
     return SnapshotLocation(
         stream=match["stream"],
         partition=int(match["partition"]),
-        lsn=int(match["lsn"]),
+        lsn=lsn,
         snapshot_id=match["snapshot_id"],
     )
 
@@ -172,6 +182,8 @@ def parse_segment_key(key: str) -> SegmentLocation:
             f"{CHANGELOG}/{{stream}}/{{partition}}/{{first_lsn:020d}}-{{last_lsn:020d}}.parquet"
         )
     first, last = int(match["first"]), int(match["last"])
+    if last > MAX_LSN:
+        raise InvalidKeyError(f"{key!r}: LSN {last} is above the largest LSN {MAX_LSN} (int64)")
     if first > last:
         raise InvalidKeyError(f"{key!r}: first LSN {first} is above last LSN {last}")
     return SegmentLocation(match["stream"], int(match["partition"]), first, last)

@@ -22,6 +22,9 @@ MAX_PARTITION = 999_999_999
 MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_MANIFEST_FILES = 10_000
 MAX_OFFSETS = 10_000
+#: The offsets' names and values together (each value counted as 20 bytes): they are
+#: stored in the snapshot's ledger item and event, under DynamoDB's 400 KB an item.
+MAX_OFFSETS_BYTES = 64 * 1024
 MAX_JSON_DEPTH = 32
 
 #: A Parquet footer longer than this is refused without reading it (a key/value/lsn

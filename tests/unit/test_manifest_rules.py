@@ -32,14 +32,15 @@ def document(files):
     }
 
 
-def test_more_than_100000_files_is_refused_with_a_clear_message():
-    # 100,001 entries cannot fit in 1 MiB, so the count is checked on a larger budget here:
-    # it is the second guard behind the size limit.
-    raw = json.dumps(document([{"path": f"p{i}", "size": 1} for i in range(100_001)])).encode()
+def test_more_than_10000_files_is_refused_with_a_clear_message():
+    # Issue 27 row 10: 10,001 files fit well within 1 MiB, but registration checks each
+    # file's checksum and footer (a request each), so the count is bounded on its own.
+    raw = json.dumps(document([{"path": f"p{i}", "size": 1} for i in range(10_001)])).encode()
+    assert len(raw) < 1024 * 1024
     with pytest.raises(
-        ManifestRejectedError, match="lists 100,001 files, over the limit of 100,000"
+        ManifestRejectedError, match="lists 10,001 files, over the limit of 10,000"
     ) as err:
-        parse_manifest(LOCATION, raw, max_bytes=len(raw))
+        parse_manifest(LOCATION, raw)
     assert err.value.epoch == 7
 
 
@@ -78,3 +79,71 @@ def test_digest_ignores_formatting_but_not_content():
     b = b'{ "y": [1,2],\n "x": 1 }'
     assert manifest_digest(a) == manifest_digest(b)
     assert manifest_digest(a) != manifest_digest(b'{"x": 2, "y": [1, 2]}')
+
+
+# Issue 27 row 1: hostile JSON is REJECTED with its reason, never raised.
+
+
+def test_json_nested_past_the_parser_is_rejected_not_raised():
+    raw = b"[" * 300_000  # 300 KB, under the 1 MiB limit: RecursionError in json.loads
+    with pytest.raises(ManifestRejectedError, match="nests deeper than 32 levels"):
+        parse_manifest(LOCATION, raw)
+    assert manifest_digest(raw).startswith("sha256:")
+
+
+def test_json_nested_within_the_parser_but_past_the_bound_is_rejected():
+    doc = document([{"path": "a", "size": 1}])
+    doc["source"] = {"kind": "processor", "x": json.loads("[" * 40 + "]" * 40)}
+    with pytest.raises(ManifestRejectedError, match="nests deeper than 32 levels"):
+        parse_manifest(LOCATION, json.dumps(doc).encode())
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("epoch", 10**38 + 1),  # 39 digits: decimal.Inexact in the DynamoDB serializer
+        ("epoch", 2**63),
+        ("row_count", 10**39),
+        ("generation", 2**63),
+        ("files.rows", 10**39),
+        ("files.size", 2**63),
+    ],
+)
+def test_integers_past_int64_are_rejected_naming_the_field(field, value):
+    doc = document([{"path": "a", "size": 1}])
+    if field.startswith("files."):
+        doc["files"][0][field.removeprefix("files.")] = value
+    else:
+        doc[field] = value
+    with pytest.raises(ManifestRejectedError, match=field.split(".")[-1]) as err:
+        parse_manifest(LOCATION, json.dumps(doc).encode())
+    assert "9223372036854775807" in err.value.reason.replace(",", "").replace("_", "")
+
+
+def test_an_integer_of_thousands_of_digits_is_rejected_with_the_bound():
+    raw = json.dumps(document([])).replace('"epoch": 7', '"epoch": ' + "9" * 5000).encode()
+    with pytest.raises(ManifestRejectedError, match="integer of thousands of digits"):
+        parse_manifest(LOCATION, raw)
+
+
+def test_sizes_that_add_up_past_int64_are_rejected():
+    files = [{"path": f"p{i}", "size": 2**62} for i in range(3)]
+    with pytest.raises(ManifestRejectedError, match="sizes add up"):
+        parse_manifest(LOCATION, json.dumps(document(files)).encode())
+
+
+def test_offsets_too_large_for_a_ledger_item_are_rejected():
+    doc = document([{"path": "a", "size": 1}])
+    doc["offsets"] = {f"{'t' * 200}-{i}": i for i in range(1_000)}  # ~220 KB
+    with pytest.raises(ManifestRejectedError, match="offsets take about"):
+        parse_manifest(LOCATION, json.dumps(doc).encode())
+
+
+def test_a_key_naming_an_lsn_past_int64_is_not_a_snapshot_key():
+    from snapledger.errors import InvalidKeyError
+    from snapledger.layout import parse_manifest_key
+
+    key = f"snapshots/orders/3/{10**19:020d}-{SID}/_manifest.json"
+    with pytest.raises(InvalidKeyError, match="above the largest LSN 9223372036854775807"):
+        parse_manifest_key(key)
+    assert parse_manifest_key(f"snapshots/orders/3/{2**63 - 1:020d}-{SID}/_manifest.json")

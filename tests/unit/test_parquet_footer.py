@@ -23,7 +23,9 @@ from snapledger.core.parquet_footer import (
     footer_length,
     kv_parquet_problems,
     parse_footer,
+    read_footer,
 )
+from snapledger.limits import MAX_PARQUET_FOOTER_BYTES
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -536,3 +538,30 @@ def _kv_file_for_read_footer(row_groups: int) -> bytes:
     sink = io.BytesIO()
     pq.write_table(table, sink, row_group_size=1)
     return sink.getvalue()
+
+
+def test_a_footer_over_the_bound_is_refused_without_reading_it():
+    # Issue 27 row 2: a 96 MiB file whose last 8 bytes claim a 100 MB footer. The footer
+    # length is believed only up to MAX_PARQUET_FOOTER_BYTES: one first read of the tail,
+    # never a read of the claimed length.
+    file_size = 96 * 1024 * 1024
+    claimed = 100_000_000
+    reads: list[int] = []
+
+    def read_tail(length: int) -> bytes:
+        reads.append(length)
+        return b"\0" * (length - 8) + claimed.to_bytes(4, "little") + b"PAR1"
+
+    with pytest.raises(ParquetFooterError, match="over the 16,777,216-byte limit"):
+        read_footer(read_tail, file_size)
+    assert reads == [64 * 1024]
+    assert max(reads) <= MAX_PARQUET_FOOTER_BYTES
+
+
+def test_a_footer_at_the_bound_is_still_read():
+    # The bound refuses only what is past it: a footer of exactly the bound asks for it.
+    length = MAX_PARQUET_FOOTER_BYTES
+    tail = b"\0" * 16 + length.to_bytes(4, "little") + b"PAR1"
+    with pytest.raises(FooterIncompleteError) as incomplete:
+        parse_footer(tail, length + 64)
+    assert incomplete.value.needed == length + 8

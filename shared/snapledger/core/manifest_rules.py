@@ -18,13 +18,9 @@ from pydantic import ValidationError
 from snapledger.core.checksums import Checksum, ChecksumError, mismatch, parse_checksum
 from snapledger.core.parquet_footer import ParquetFooterError, kv_parquet_problems, read_footer
 from snapledger.layout import MANIFEST_NAME, SnapshotLocation
+from snapledger.limits import MAX_INT64, MAX_JSON_DEPTH, MAX_MANIFEST_BYTES, MAX_MANIFEST_FILES
 from snapledger.models.commands import ManifestSummary
-from snapledger.models.manifest import (
-    MAX_MANIFEST_BYTES,
-    MAX_MANIFEST_FILES,
-    ManifestFile,
-    ManifestV1,
-)
+from snapledger.models.manifest import ManifestFile, ManifestV1
 
 MAX_REPORTED_PROBLEMS = 5
 
@@ -64,8 +60,22 @@ def manifest_digest(raw: bytes) -> str:
     try:
         canonical = json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeError, RecursionError):  # not JSON, or nested past parsing
         return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def json_depth(document: object) -> int:
+    """How deep ``document`` nests (a scalar: 0; ``[]``: 1), walked without recursion."""
+    deepest = 0
+    pending: list[tuple[object, int]] = [(document, 0)]
+    while pending:
+        node, depth = pending.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        if isinstance(node, list):
+            deepest = max(deepest, depth + 1)
+            pending.extend((child, depth + 1) for child in node)
+    return deepest
 
 
 def oversize_reason(size: int) -> str:
@@ -81,10 +91,23 @@ def parse_manifest(
     """Parse and check a manifest against its key; raise ManifestRejectedError otherwise."""
     if len(raw) > max_bytes:
         raise ManifestRejectedError(oversize_reason(len(raw)))
+    too_deep = False
     try:
         document = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except RecursionError:  # nested too deep for the parser: refused just below
+        document, too_deep = None, True
+    except (ValueError, UnicodeError) as exc:
+        if "integer string conversion" in str(exc):  # Python parses at most 4,300 digits
+            raise ManifestRejectedError(
+                f"the manifest holds an integer of thousands of digits: every number in a "
+                f"manifest is at most {MAX_INT64:,} (docs/limits.md)"
+            ) from exc
         raise ManifestRejectedError(f"the manifest is not valid UTF-8 JSON: {exc}") from exc
+    if too_deep or json_depth(document) > MAX_JSON_DEPTH:
+        raise ManifestRejectedError(
+            f"the manifest's JSON nests deeper than {MAX_JSON_DEPTH} levels: a v1 manifest "
+            "nests 3 (docs/manifest-v1.schema.json)"
+        )
     epoch = document.get("epoch") if isinstance(document, dict) else None
     epoch_hint = epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None
     files = document.get("files") if isinstance(document, dict) else None

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from snapledger.limits import MAX_PARQUET_FOOTER_BYTES
+
 MAGIC = b"PAR1"
 #: The bytes after the footer: its length (4 bytes, little-endian) and the magic.
 TAIL_BYTES = 8
@@ -104,6 +106,12 @@ def parse_footer(tail: bytes, file_size: int) -> FooterSchema:
     if len(tail) < TAIL_BYTES:
         raise FooterIncompleteError(TAIL_BYTES)
     length = footer_length(tail)
+    if length > MAX_PARQUET_FOOTER_BYTES:
+        raise ParquetFooterError(
+            f"the footer is {length:,} bytes, over the {MAX_PARQUET_FOOTER_BYTES:,}-byte limit "
+            "(a key/value/lsn file's footer is a few KiB): not read; write row groups of "
+            "at least a few MiB"
+        )
     if length > file_size - _MIN_FILE:
         raise ParquetFooterError(
             f"footer length {length} does not fit in a file of {file_size} bytes: corrupt Parquet"

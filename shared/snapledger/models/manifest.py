@@ -9,14 +9,33 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from snapledger.layout import MAX_LSN, STREAM_PATTERN, ULID_PATTERN
+from snapledger.layout import STREAM_PATTERN, ULID_PATTERN
+from snapledger.limits import (
+    MAX_COUNT,
+    MAX_EPOCH,
+    MAX_LSN,
+    MAX_MANIFEST_BYTES,
+    MAX_MANIFEST_FILES,
+    MAX_OFFSETS,
+    MAX_OFFSETS_BYTES,
+    MAX_PARTITION,
+)
 from snapledger.models.base import Frozen
 
-MAX_MANIFEST_BYTES = 1024 * 1024
-MAX_MANIFEST_FILES = 100_000
-MAX_OFFSETS = 10_000
+__all__ = [
+    "CHECKSUM_ALGORITHMS",
+    "MAX_MANIFEST_BYTES",
+    "MAX_MANIFEST_FILES",
+    "MAX_OFFSETS",
+    "ManifestFile",
+    "ManifestProducer",
+    "ManifestSource",
+    "ManifestV1",
+    "SnapshotFormat",
+    "manifest_json_schema",
+]
 #: The checksum algorithms a manifest may name: the three S3 stores as additional
 #: checksums (``crc64nvme``, ``crc32c``, ``sha256``), and ``md5``.
 CHECKSUM_ALGORITHMS = ("crc64nvme", "crc32c", "sha256", "md5")
@@ -38,8 +57,10 @@ class ManifestFile(Frozen):
             "No leading '/', no '.' or '..' segments, no '%' or '\\\\'.",
         ),
     ]
-    size: Annotated[int, Field(ge=0, description="Size in bytes, as stored.")]
-    rows: Annotated[int | None, Field(default=None, ge=0, description="Row count.")] = None
+    size: Annotated[int, Field(ge=0, le=MAX_COUNT, description="Size in bytes, as stored.")]
+    rows: Annotated[
+        int | None, Field(default=None, ge=0, le=MAX_COUNT, description="Row count.")
+    ] = None
     checksum: Annotated[
         str | None,
         Field(
@@ -77,7 +98,7 @@ class ManifestV1(Frozen):
 
     format_version: Literal[1] = Field(description="Always 1 for this format.")
     stream: Annotated[str, Field(pattern=f"^{STREAM_PATTERN}$")]
-    partition: Annotated[int, Field(ge=0, le=999_999_999)]
+    partition: Annotated[int, Field(ge=0, le=MAX_PARTITION)]
     lsn: Annotated[
         int, Field(ge=0, le=MAX_LSN, description="State includes every record with lsn <= this.")
     ]
@@ -86,6 +107,7 @@ class ManifestV1(Frozen):
         int,
         Field(
             ge=0,
+            le=MAX_EPOCH,
             description="Writer's leader epoch: a registration from an epoch below the "
             "lineage's highest is fenced.",
         ),
@@ -96,7 +118,7 @@ class ManifestV1(Frozen):
     producer: ManifestProducer
     source: ManifestSource
     files: Annotated[list[ManifestFile], Field(max_length=MAX_MANIFEST_FILES)]
-    row_count: Annotated[int | None, Field(default=None, ge=0)] = None
+    row_count: Annotated[int | None, Field(default=None, ge=0, le=MAX_COUNT)] = None
     format: SnapshotFormat = Field(
         default="kv-parquet",
         description="'kv-parquet' (the default): Parquet files of key, value, lsn, which "
@@ -106,7 +128,7 @@ class ManifestV1(Frozen):
     offsets: Annotated[
         dict[
             Annotated[str, Field(min_length=1, max_length=256)],
-            Annotated[int, Field(ge=0, strict=True)],
+            Annotated[int, Field(ge=0, le=MAX_LSN, strict=True)],
         ]
         | None,
         Field(
@@ -121,12 +143,32 @@ class ManifestV1(Frozen):
         Field(
             default=None,
             ge=1,
+            le=MAX_COUNT,
             strict=True,
             description="The stream snapshot generation this snapshot answers (the "
             "'generation' of a StreamSnapshotRequested event): it counts for that "
             "generation when its LSN is at or above the partition's minimum.",
         ),
     ] = None
+
+    @model_validator(mode="after")
+    def _totals_bounded(self) -> ManifestV1:
+        """The totals the ledger stores stay int64, and the offsets fit a ledger item."""
+        if self.total_bytes > MAX_COUNT:
+            raise ValueError(
+                f"the files' sizes add up to {self.total_bytes:,} bytes, above {MAX_COUNT:,}"
+            )
+        rows = sum(f.rows or 0 for f in self.files)
+        if rows > MAX_COUNT:
+            raise ValueError(f"the files' rows add up to {rows:,}, above {MAX_COUNT:,}")
+        if self.offsets:
+            size = sum(len(name.encode()) + 20 for name in self.offsets)
+            if size > MAX_OFFSETS_BYTES:
+                raise ValueError(
+                    f"offsets take about {size:,} bytes, above {MAX_OFFSETS_BYTES:,}: "
+                    "keep one position per input partition, with short names"
+                )
+        return self
 
     @property
     def total_bytes(self) -> int:
