@@ -97,3 +97,45 @@ def test_a_failed_transaction_fails_each_of_its_commands_and_the_next_one_works(
 def test_batches_are_at_most_ten_commands():
     with pytest.raises(ValueError, match="max_batch"):
         LineageCombiner(max_batch=11)
+
+
+class RefusesOne:
+    """A ledger that refuses every transaction carrying one snapshot (as DynamoDB refuses
+    an item it cannot store), and counts the transactions it accepts."""
+
+    def __init__(self, ledger, poison_snapshot_id):
+        self._ledger = ledger
+        self.poison = poison_snapshot_id
+        self.accepted: list[int] = []
+
+    def __getattr__(self, name):
+        return getattr(self._ledger, name)
+
+    def commit(self, before, events, after, **kwargs):
+        if any(getattr(e, "snapshot_id", None) == self.poison for e in events):
+            raise ValueError("simulated: the table refuses this item")
+        self.accepted.append(len(events))
+        return self._ledger.commit(before, events, after, **kwargs)
+
+
+def test_a_command_the_table_refuses_never_fails_the_others_of_its_batch(store, clock):
+    # Issue 27 row 1: a lineage's commands share one transaction; one the table refuses
+    # used to fail every other on every retry. Each is now committed alone on a failure.
+    from snapledger.layout import parse_manifest_key
+    from snapledger.services.registration import RegistrationFailed, register_manifests
+
+    with moto_ledger() as ledger:
+        keys = [write_snapshot(store, lsn=lsn) for lsn in (100, 200, 300)]
+        poison = parse_manifest_key(keys[1]).snapshot_id
+        refusing = RefusesOne(ledger, poison)
+        answers = register_manifests(
+            keys, ledger=refusing, store=store, clock=clock, combiner=LineageCombiner()
+        )
+        assert isinstance(answers[1], RegistrationFailed)
+        # each of the others committed alone, in order: each advanced the latest
+        assert [a.outcome for i, a in enumerate(answers) if i != 1] == [
+            Outcome.BECAME_LATEST,
+            Outcome.BECAME_LATEST,
+        ]
+        assert ledger.get_head(ORDERS_3).latest_lsn == 300
+        assert refusing.accepted and all(n <= 3 for n in refusing.accepted)

@@ -146,8 +146,10 @@ def register_queued(
 ) -> tuple[RegistrationBatch, list[str]]:
     """Register the manifests a FIFO delivery holds; the message ids to be redelivered.
 
-    A failed manifest fails the messages of its lineage (message group) that follow it in
-    the delivery too, so a lineage's manifests are retried in the order they came.
+    Only a manifest whose own registration failed is redelivered: one manifest's failure
+    never holds back another of its lineage (message group), which is registered and
+    deleted from the queue (issue 27: a poison manifest must not take its lineage's
+    valid ones to the failure queue with it).
     """
     batch = RegistrationBatch()
     results = register_manifests(
@@ -158,22 +160,11 @@ def register_queued(
         streams=rt.streams,
         holds=rt.holds,
     )
-    failed_groups: set[str] = set()
     retry: list[str] = []
     for message, result in zip(messages, results, strict=True):
-        if message.group_id in failed_groups:
-            answer = RecordAnswer(
-                message.key,
-                FAILED,
-                reason="an earlier manifest of its "
-                "lineage in this delivery failed: retried after it",
-            )
+        answer = _answer(message.key, result, batch, message.message_id)
+        if answer.outcome == FAILED:
             retry.append(message.message_id)
-        else:
-            answer = _answer(message.key, result, batch, message.message_id)
-            if answer.outcome == FAILED:
-                failed_groups.add(message.group_id)
-                retry.append(message.message_id)
         count(metrics, METRIC_PREFIX + answer.outcome)
         batch.records.append(answer)
     return batch, retry

@@ -69,12 +69,14 @@ class LineageCombiner:
         clock: Clock,
         *,
         retry: RetryPolicy | None = None,
-    ) -> list[CommandResult]:
-        """Run ``commands`` (one lineage; each with the SNAP keys its decision reads).
+    ) -> list[CommandResult | Exception]:
+        """Run ``commands`` (one lineage; each with the SNAP keys its decision reads); each
+        one's result, or the exception that failed it.
 
         Each answer holds only its own command's events (none: a no-op, e.g. a duplicate)
-        and the lineage's state after the transaction that carried it. A failed
-        transaction fails every command it carried (each is safe to submit again).
+        and the lineage's state after the transaction that carried it. When a transaction
+        of several commands fails, each is committed again alone, so one command the table
+        refuses never fails another's (each failed one is safe to submit again).
         """
         if not commands:
             return []
@@ -88,7 +90,7 @@ class LineageCombiner:
             lineage.leader = True
         if lead:
             self._drain(slot, lineage, ledger, clock, retry)
-        return [p.future.result() for p in pending]
+        return [_outcome(p.future) for p in pending]
 
     def _drain(
         self,
@@ -129,12 +131,26 @@ class LineageCombiner:
         keys = tuple(dict.fromkeys(k for p in batch for k in p.snapshot_keys))
         try:
             result = execute_batch(ledger, commands, clock.now(), snapshot_keys=keys, retry=retry)
-        except Exception as exc:  # handed to every submitter, raised in its own thread
+        except Exception as exc:
+            if len(batch) == 1:  # handed to its submitter, raised in its own thread
+                batch[0].future.set_exception(exc)
+                return
+            # One command may be what the table refuses: nothing of the transaction was
+            # written, so each is committed alone and fails (or succeeds) on its own.
             for p in batch:
-                p.future.set_exception(exc)
+                LineageCombiner._commit([p], ledger, clock, retry)
             return
         for p, events in zip(batch, events_by_command(commands, result.events), strict=True):
             p.future.set_result(_own(result, events))
+
+
+def _outcome(future: Future[CommandResult]) -> CommandResult | Exception:
+    error = future.exception()
+    if error is None:
+        return future.result()
+    if isinstance(error, Exception):
+        return error
+    raise error  # KeyboardInterrupt and the like are not a command's answer
 
 
 def _own(result: CommandResult, events: list[LedgerEvent]) -> CommandResult:

@@ -162,36 +162,70 @@ def register_manifests(
         lineage = lineages.setdefault((location.stream, location.partition), [])
         lineage.append((index, location, command))
     for members in lineages.values():
-        try:
-            results, notes = _commit_lineage(
-                members,
-                ledger=ledger,
-                streams=streams,
-                clock=clock,
-                retry=retry,
-                combiner=combiner,
-            )
-        except Exception as failure:  # answered per key
-            for index, _, command in members:
-                answers[index] = RegistrationFailed(command.manifest_key, failure)
-            continue
-        outcomes: list[RegistrationResult | RegistrationFailed] = [
-            _result(location, command.manifest_key, result, notes.get(command.manifest_key))
-            for (_, location, command), result in zip(members, results, strict=True)
-        ]
-        try:
-            _publish_latest(members, results, manifests, ledger=ledger, store=store)
-            completing = [note for note in notes.values() if _completes(note)]
-            if streams is not None and completing:
-                newest = max(completing, key=lambda note: note.stream.head.version)
-                publish_generation(streams, members[0][1].stream, store=store, known=newest.stream)
-        except Exception as failure:  # the keys are retried: a duplicate publishes again
-            outcomes = [
-                RegistrationFailed(command.manifest_key, failure) for *_, command in members
-            ]
-        for (index, _, _), outcome in zip(members, outcomes, strict=True):
-            answers[index] = outcome
+        for index, answer in _register_lineage(
+            members,
+            manifests,
+            ledger=ledger,
+            store=store,
+            streams=streams,
+            clock=clock,
+            retry=retry,
+            combiner=combiner,
+        ):
+            answers[index] = answer
     return [answer for answer in answers if answer is not None]
+
+
+def _register_lineage(
+    all_members: Sequence[tuple[int, SnapshotLocation, RegisterSnapshot]],
+    manifests: dict[str, ManifestV1],
+    *,
+    ledger: LedgerStore,
+    store: ObjectStore,
+    streams: StreamLogStore | None,
+    clock: Clock,
+    retry: RetryPolicy | None,
+    combiner: LineageCombiner,
+) -> list[tuple[int, RegistrationResult | RegistrationFailed]]:
+    """One lineage's commands committed, then its pointers published: (index, answer) of
+    each. A command that failed fails alone; a failed publication fails the lineage's
+    committed keys, whose redelivery (a duplicate) publishes again."""
+    committed = _commit_lineage(
+        all_members,
+        ledger=ledger,
+        streams=streams,
+        clock=clock,
+        retry=retry,
+        combiner=combiner,
+    )
+    answers: list[tuple[int, RegistrationResult | RegistrationFailed]] = []
+    members, results = [], []
+    notes: dict[str, MemberRegistration] = {}
+    for member, (result, note) in zip(all_members, committed, strict=True):
+        key = member[2].manifest_key
+        if isinstance(result, Exception):  # answered per key: the others go on
+            answers.append((member[0], RegistrationFailed(key, result)))
+            continue
+        members.append(member)
+        results.append(result)
+        if note is not None:
+            notes[key] = note
+    if not members:
+        return answers
+    outcomes: list[RegistrationResult | RegistrationFailed] = [
+        _result(location, command.manifest_key, result, notes.get(command.manifest_key))
+        for (_, location, command), result in zip(members, results, strict=True)
+    ]
+    try:
+        _publish_latest(members, results, manifests, ledger=ledger, store=store)
+        completing = [note for note in notes.values() if _completes(note)]
+        if streams is not None and completing:
+            newest = max(completing, key=lambda note: note.stream.head.version)
+            publish_generation(streams, members[0][1].stream, store=store, known=newest.stream)
+    except Exception as failure:  # the keys are retried: a duplicate publishes again
+        outcomes = [RegistrationFailed(command.manifest_key, failure) for *_, command in members]
+    answers += [(m[0], outcome) for m, outcome in zip(members, outcomes, strict=True)]
+    return answers
 
 
 def _commit_lineage(
@@ -202,13 +236,14 @@ def _commit_lineage(
     clock: Clock,
     retry: RetryPolicy | None,
     combiner: LineageCombiner,
-) -> tuple[list[CommandResult], dict[str, MemberRegistration]]:
+) -> list[tuple[CommandResult | Exception, MemberRegistration | None]]:
     """One lineage's commands committed: the plain ones through ``combiner``, then each one
-    whose manifest names a generation with its stream (``register_member``); results in
-    ``members``' order."""
+    whose manifest names a generation with its stream (``register_member``). In
+    ``members``' order, each one's result (or the exception that failed it alone) and,
+    for a manifest naming a generation, how it counted."""
     plain = [(i, m) for i, m in enumerate(members) if _generation_of(m[2]) is None]
     named = [(i, m) for i, m in enumerate(members) if _generation_of(m[2]) is not None]
-    results: dict[int, CommandResult] = {}
+    results: dict[int, tuple[CommandResult | Exception, MemberRegistration | None]] = {}
     submitted = [
         (command, (snapshot_sort_key(location.lsn, location.snapshot_id),))
         for _, (_, location, command) in plain
@@ -216,14 +251,17 @@ def _commit_lineage(
     for (i, _), result in zip(
         plain, combiner.run(ledger, submitted, clock, retry=retry), strict=True
     ):
-        results[i] = result
-    notes: dict[str, MemberRegistration] = {}
+        results[i] = (result, None)
     for i, (_, _, command) in named:
         if streams is None:
             raise TypeError("register_manifests needs streams= for a manifest naming a generation")
-        note = register_member(ledger, streams, command, clock.now(), retry=retry)
-        results[i], notes[command.manifest_key] = note.result, note
-    return [results[i] for i in range(len(members))], notes
+        try:
+            note = register_member(ledger, streams, command, clock.now(), retry=retry)
+        except Exception as failure:  # its own failure: the others go on
+            results[i] = (failure, None)
+        else:
+            results[i] = (note.result, note)
+    return [results[i] for i in range(len(members))]
 
 
 def _completes(note: MemberRegistration) -> bool:
