@@ -153,3 +153,73 @@ def test_a_grace_window_under_an_hour_is_refused():
             newest_object_at=datetime(2026, 1, 1, tzinfo=UTC),
             grace_hours=0.5,
         )
+
+
+# Issue 27 row 1: a prefix whose manifest was never recorded (its events lost, or its
+# registration failed until the failure queue) is registered by the sweep, never deleted.
+
+
+def _sweeping_deps(ledger, store, clock):
+    from dataclasses import replace
+
+    from snapledger.entrypoints.register import manifest_registrar
+    from tests.support import make_runtime
+
+    return replace(
+        gc_deps(ledger, store, clock),
+        register=manifest_registrar(make_runtime(ledger, store, clock)),
+    )
+
+
+def test_an_old_unrecorded_prefix_with_a_valid_manifest_is_registered_not_deleted(
+    ledger, store, clock
+):
+    # Given a valid snapshot whose manifest's registration never reached the ledger
+    register(ledger, store, clock, 100)
+    key = write_snapshot(store, "orders", 3, 50, snapshot_id="01J000000000000000000000CC")
+    prefix = key.removesuffix("_manifest.json")
+    before = listing(store, prefix)
+    age_objects(store, prefix, clock.now() - 48 * HOUR)
+    deps = _sweeping_deps(ledger, store, clock)
+    # When a dry run, then GC, runs past the grace window
+    dry = run_gc(deps, config=CONFIG, dry_run=True)
+    report = run_gc(deps, config=CONFIG)
+    # Then the dry run said it would register it, and GC registered it, deleting nothing
+    assert [(o.prefix, o.action) for o in dry.lineages[0].orphans] == [(prefix, "would_register")]
+    assert [(o.prefix, o.action) for o in report.lineages[0].orphans] == [(prefix, "registered")]
+    assert "recorded" in report.lineages[0].orphans[0].note
+    assert listing(store, prefix) == before
+    assert records(ledger)[50].status is SnapshotStatus.REGISTERED
+    # And the next run leaves it to the ledger: no orphan any more
+    assert run_gc(deps, config=CONFIG).lineages[0].orphans == []
+
+
+def test_an_old_unrecorded_prefix_with_a_malformed_manifest_is_recorded_rejected(
+    ledger, store, clock
+):
+    # Given a prefix whose manifest is hostile (nested past the parser) and never recorded
+    register(ledger, store, clock, 100)
+    key = write_snapshot(
+        store, "orders", 3, 60, snapshot_id="01J000000000000000000000DD", manifest=b"[" * 300_000
+    )
+    prefix = key.removesuffix("_manifest.json")
+    age_objects(store, prefix, clock.now() - 48 * HOUR)
+    # When GC runs
+    report = run_gc(_sweeping_deps(ledger, store, clock), config=CONFIG)
+    # Then it is recorded REJECTED with its reason (collected later as rejected snapshots are)
+    [outcome] = report.lineages[0].orphans
+    assert outcome.action == "registered"
+    assert "rejected" in outcome.note
+    record = records(ledger)[60]
+    assert record.status is SnapshotStatus.REJECTED
+    assert "nests deeper" in (record.rejection_reason or "")
+
+
+def test_without_a_registrar_an_unrecorded_manifest_is_kept(deps, ledger, store, clock):
+    register(ledger, store, clock, 100)
+    key = write_snapshot(store, "orders", 3, 70, snapshot_id="01J000000000000000000000EE")
+    prefix = key.removesuffix("_manifest.json")
+    age_objects(store, prefix, clock.now() - 48 * HOUR)
+    report = run_gc(deps, config=CONFIG)
+    assert [(o.prefix, o.action) for o in report.lineages[0].orphans] == [(prefix, "kept")]
+    assert listing(store, prefix) != []

@@ -31,6 +31,7 @@ from snapledger.entrypoints.answers import (
     payload_error,
 )
 from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, SnapshotId
+from snapledger.entrypoints.register import manifest_registrar
 from snapledger.entrypoints.stream_metrics import RecordsSince, emit_gc_metrics
 from snapledger.errors import SnapledgerError
 from snapledger.layout import STREAM_PATTERN
@@ -298,4 +299,5 @@ def _gc_deps(rt: Runtime) -> GcDeps:
         shards=rt.gc_shards,
         streams=rt.streams,
         holds=rt.holds,
+        register=manifest_registrar(rt),
     )

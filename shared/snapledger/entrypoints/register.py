@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -168,6 +168,34 @@ def register_queued(
         count(metrics, METRIC_PREFIX + answer.outcome)
         batch.records.append(answer)
     return batch, retry
+
+
+def manifest_registrar(rt: Runtime) -> Callable[[str], str]:
+    """Registration for a manifest found with no ledger record (the orphan sweep's): sent
+    to the registration queue where there is one (AWS: registered by its consumer, with
+    its lineage's other manifests), else registered here. Returns what became of it."""
+    queue = rt.registration_queue
+
+    def register(key: str) -> str:
+        group = lineage_group(key)
+        if queue is not None and group is not None:
+            # Repeated sweeps within SQS's 5 minutes send nothing new.
+            dedup = deduplication_id(rt.store.uri, key, "orphan-sweep")
+            queue.send([QueuedManifest(key, group, dedup)])
+            return QUEUED
+        (result,) = register_manifests(
+            [key],
+            ledger=rt.ledger,
+            store=rt.store,
+            clock=rt.clock,
+            streams=rt.streams,
+            holds=rt.holds,
+        )
+        if isinstance(result, RegistrationFailed):
+            raise result.error
+        return result.outcome.value + (f" ({result.reason})" if result.reason else "")
+
+    return register
 
 
 def _triage(arrival: Arrival, store_uri: str) -> tuple[RecordAnswer | None, str | None]:

@@ -38,6 +38,9 @@ class GcDeps:
     streams: StreamLogStore | None = None
     #: Legal holds to release before marking DELETED (SNAPLEDGER_PROTECT_LATEST); None: off.
     holds: ObjectHolds | None = None
+    #: Hands a manifest the ledger has no record of to registration (the queue in AWS,
+    #: in-process locally) and says what became of it; None: such a prefix is only kept.
+    register: Callable[[str], str] | None = None
 
 
 class Budget:

@@ -18,7 +18,8 @@ class OrphanOutcome:
 
     prefix: str
     # "deleted", "claimed" (deletion queued; a stopped run leaves it to the next),
-    # "would_delete", "in_flight", "registered_meanwhile", "error"
+    # "would_delete", "in_flight", "registered_meanwhile", "error"; a prefix holding an
+    # unrecorded manifest: "registered" (handed to registration), "would_register", "kept"
     action: str
     objects: int = 0
     newest_object_at: datetime | None = None

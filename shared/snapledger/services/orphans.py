@@ -7,6 +7,12 @@ only when its newest object is older than the grace window (default 24h, never u
 a writer may be between its last upload and its registration, and a prefix with anything
 recent is never touched.
 
+A prefix that holds a ``_manifest.json`` the ledger has no record of (its event lost, or
+its registration failed until the queue gave up) is never deleted: it is handed to
+registration instead (``GcDeps.register``), which records it REGISTERED, or REJECTED with
+its reason; a REJECTED one's files are then collected as any rejected snapshot's are.
+Only a prefix with no manifest is an orphan.
+
 No record: before any delete the prefix is *claimed* in the ledger (``OrphanClaimed``,
 decided on a consistent read). If a registration got there first, the claim is refused
 and nothing is deleted; if the manifest arrives after the claim, registration finds the
@@ -153,7 +159,7 @@ def _sweep_unledgered_stream(
     return outcomes, batch.stopped
 
 
-def _sweep_prefix(
+def _sweep_prefix(  # noqa: PLR0911 - one return per outcome
     deps: GcDeps,
     location: SnapshotLocation,
     objects: list[ObjectInfo],
@@ -172,10 +178,12 @@ def _sweep_prefix(
     if now - newest <= config.orphan_grace:
         outcome.note = f"an object arrived within the {config.orphan_grace_hours:g}h window"
         return outcome
+    keys = [info.key for info in objects]
+    if status is None and location.manifest_key in keys:
+        return _hand_to_registration(deps, location, outcome, dry_run=dry_run)
     if dry_run:
         outcome.action = "would_delete"
         return outcome
-    keys = [info.key for info in objects]
     if status is SnapshotStatus.DELETED:
         outcome.note = "objects written again after the snapshot was deleted"
         queue(_unit(outcome, keys, sort_key=None))
@@ -185,6 +193,29 @@ def _sweep_prefix(
         return outcome
     outcome.note = "no ledger record"
     queue(_unit(outcome, keys, sort_key=snapshot_sort_key(location.lsn, location.snapshot_id)))
+    return outcome
+
+
+def _hand_to_registration(
+    deps: GcDeps, location: SnapshotLocation, outcome: OrphanOutcome, *, dry_run: bool
+) -> OrphanOutcome:
+    """A prefix holding a manifest the ledger never recorded: registered, never deleted."""
+    outcome.note = "holds a manifest the ledger has no record of: registered, not deleted"
+    if dry_run:
+        outcome.action = "would_register"
+        return outcome
+    if deps.register is None:
+        outcome.action = "kept"
+        outcome.note = "holds a manifest the ledger has no record of: kept (no registration here)"
+        return outcome
+    try:
+        answer = deps.register(location.manifest_key)
+    except Exception as exc:  # reported; the prefix stays for the next run
+        outcome.action = "error"
+        outcome.note = f"its manifest could not be handed to registration, kept: {exc}"
+        return outcome
+    outcome.action = "registered"
+    outcome.note = f"holds a manifest the ledger had no record of: registration says {answer}"
     return outcome
 
 
