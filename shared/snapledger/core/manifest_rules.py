@@ -18,7 +18,13 @@ from pydantic import ValidationError
 from snapledger.core.checksums import Checksum, ChecksumError, mismatch, parse_checksum
 from snapledger.core.parquet_footer import ParquetFooterError, kv_parquet_problems, read_footer
 from snapledger.layout import MANIFEST_NAME, SnapshotLocation
-from snapledger.limits import MAX_INT64, MAX_JSON_DEPTH, MAX_MANIFEST_BYTES, MAX_MANIFEST_FILES
+from snapledger.limits import (
+    MAX_EPOCH,
+    MAX_INT64,
+    MAX_JSON_DEPTH,
+    MAX_MANIFEST_BYTES,
+    MAX_MANIFEST_FILES,
+)
 from snapledger.models.commands import ManifestSummary
 from snapledger.models.manifest import ManifestFile, ManifestV1
 
@@ -109,7 +115,11 @@ def parse_manifest(
             "nests 3 (docs/manifest-v1.schema.json)"
         )
     epoch = document.get("epoch") if isinstance(document, dict) else None
-    epoch_hint = epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None
+    epoch_hint = (  # recorded with the rejection: only an epoch within its bound
+        epoch
+        if isinstance(epoch, int) and not isinstance(epoch, bool) and 0 <= epoch <= MAX_EPOCH
+        else None
+    )
     files = document.get("files") if isinstance(document, dict) else None
     if isinstance(files, list) and len(files) > MAX_MANIFEST_FILES:
         raise ManifestRejectedError(
