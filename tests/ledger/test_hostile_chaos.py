@@ -122,25 +122,8 @@ def test_hostile_manifests_never_cost_a_valid_snapshot(ledger, store, clock, mon
 
     # The FIFO queue: messages in order per group, each redelivered until it succeeds or
     # is received MAX_RECEIVES times; S3's at-least-once delivery sends some twice.
-    queue = [(key, 0) for key in keys] + [(key, 0) for key in rng.sample(keys, 6)]
-    dead: list[str] = []
-    while queue:
-        batch, queue = queue[:10], queue[10:]
-        messages = [
-            QueuedMessage(f"m{n}-{key}", lineage_group(key) or "", key)
-            for n, (key, _) in enumerate(batch)
-        ]
-        answer, retry = register_queued(messages, rt, NoMetrics())
-        for record in answer.records:  # never raised; every record answered
-            assert record.outcome in {"became_latest", "recorded", "duplicate", "rejected"} or (
-                record.outcome == FAILED and record.key in {down, valid[1], valid[7], hostile[2][0]}
-            ), record
-        for message, (key, receives) in zip(messages, batch, strict=True):
-            if message.message_id in retry:
-                if receives + 1 >= MAX_RECEIVES:
-                    dead.append(key)
-                else:
-                    queue.append((key, receives + 1))
+    expected_failures = {down, valid[1], valid[7], hostile[2][0]}
+    dead = _deliver(keys + rng.sample(keys, 6), rt, expected_failures)
     assert dead == [down]  # only the one whose store was down went to the failure queue
 
     # Every hostile manifest is REJECTED with its reason; every valid one REGISTERED
@@ -189,6 +172,32 @@ def test_hostile_manifests_never_cost_a_valid_snapshot(ledger, store, clock, mon
         assert head.latest_lsn == max(
             parse_manifest_key(k).lsn for k in valid if _same(k, stream, partition)
         )
+
+
+def _deliver(keys, rt, expected_failures):
+    """Deliver ``keys`` through the consumer, 10 a batch, redelivering each failed one
+    until MAX_RECEIVES; the keys that went to the failure queue."""
+    queue = [(key, 0) for key in keys]
+    dead = []
+    while queue:
+        batch, queue = queue[:10], queue[10:]
+        messages = [
+            QueuedMessage(f"m{n}-{key}", lineage_group(key) or "", key)
+            for n, (key, _) in enumerate(batch)
+        ]
+        answer, retry = register_queued(messages, rt, NoMetrics())
+        for record in answer.records:  # never raised; every record answered
+            assert record.outcome in {"became_latest", "recorded", "duplicate", "rejected"} or (
+                record.outcome == FAILED and record.key in expected_failures
+            ), record
+        for message, (key, receives) in zip(messages, batch, strict=True):
+            if message.message_id not in retry:
+                continue
+            if receives + 1 >= MAX_RECEIVES:
+                dead.append(key)
+            else:
+                queue.append((key, receives + 1))
+    return dead
 
 
 def _same(key, stream, partition):
