@@ -21,7 +21,7 @@ MAX_PARTITION = 999_999_999
 #: (a v1 manifest nests 3 levels; anything past this bound is refused before parsing).
 MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_MANIFEST_FILES = 10_000
-MAX_OFFSETS = 10_000
+MAX_OFFSETS = 2_048
 #: The offsets' names and values together (each value counted as 20 bytes): they are
 #: stored in the snapshot's ledger item and event, under DynamoDB's 400 KB an item.
 MAX_OFFSETS_BYTES = 64 * 1024

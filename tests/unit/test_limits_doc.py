@@ -1,0 +1,140 @@
+"""docs/limits.md against the code: each row's value is the bound in limits.py, every bound
+has a row, and each bound is probed: the value itself is accepted, one past it refused."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from snapledger import limits
+from snapledger.core.manifest_rules import ManifestRejectedError, parse_manifest
+from snapledger.core.parquet_footer import FooterIncompleteError, ParquetFooterError, parse_footer
+from snapledger.errors import InvalidKeyError
+from snapledger.layout import SnapshotLocation, parse_manifest_key, parse_segment_name
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "limits.md"
+SID = "01J00000000000000000000000"
+ROW = re.compile(r"^\| `(?P<name>MAX_[A-Z0-9_]+)` \| (?P<value>[0-9,]+)")
+#: Names in limits.py that are another bound's alias, not a row of their own.
+ALIASES = {"MAX_INT64"}
+
+
+def rows() -> dict[str, int]:
+    found = {}
+    for line in DOC.read_text().splitlines():
+        match = ROW.match(line)
+        if match:
+            found[match["name"]] = int(match["value"].replace(",", ""))
+    return found
+
+
+def manifest(lsn: int = 300, **fields: object) -> dict[str, object]:
+    return {
+        "format_version": 1,
+        "stream": "orders",
+        "partition": 3,
+        "lsn": lsn,
+        "snapshot_id": SID,
+        "epoch": 1,
+        "producer": {"name": "t"},
+        "source": {"kind": "processor"},
+        "files": [{"path": "a", "size": 1}],
+        **fields,
+    }
+
+
+def parses(document: dict[str, object] | bytes, lsn: int = 300, partition: int = 3) -> bool:
+    raw = document if isinstance(document, bytes) else json.dumps(document).encode()
+    try:
+        parse_manifest(SnapshotLocation("orders", partition, lsn, SID), raw)
+    except ManifestRejectedError:
+        return False
+    return True
+
+
+def lsn_ok(n: int) -> bool:
+    key = f"snapshots/orders/3/{n:020d}-{SID}/_manifest.json"
+    try:
+        location = parse_manifest_key(key)
+    except InvalidKeyError:
+        return False
+    return parses(manifest(lsn=n), lsn=location.lsn) and (
+        parse_segment_name(f"{0:020d}-{n:020d}.parquet") is not None
+    )
+
+
+def depth_ok(depth: int) -> bool:
+    """Whether a manifest nesting ``depth`` levels passes the depth check (its schema
+    refuses the nested value anyway: the depth is checked first, on any JSON)."""
+    raw = json.dumps(manifest(source={"kind": "processor", "job_id": "__X__"}))
+    nested = raw.replace('"__X__"', "[" * (depth - 2) + "]" * (depth - 2)).encode()
+    try:
+        parse_manifest(SnapshotLocation("orders", 3, 300, SID), nested)
+    except ManifestRejectedError as rejected:
+        return "nests deeper" not in rejected.reason
+    return True
+
+
+def files(n: int) -> dict[str, object]:
+    return manifest(files=[{"path": f"p{i}", "size": 1} for i in range(n)])
+
+
+def manifest_of_size(n: int) -> bytes:
+    raw = json.dumps(manifest(producer={"name": "t", "version": None}))
+    return (raw[:-1] + " " * (n - len(raw)) + "}").encode()
+
+
+def footer_ok(length: int) -> bool:
+    tail = b"\0" * 16 + length.to_bytes(4, "little") + b"PAR1"
+    try:
+        parse_footer(tail, length + 64)
+    except FooterIncompleteError:
+        return True  # believed: it asks for the footer
+    except ParquetFooterError:
+        return False
+    return True
+
+
+def offsets_of(n: int) -> dict[str, object]:
+    # names of 200 bytes (+20 counted for the value) filling ``n`` bytes
+    count, rest = divmod(n, 220)
+    names = {f"{i:0200d}": 1 for i in range(count)}
+    if rest > 20:
+        names["x" * (rest - 20)] = 1
+    return manifest(offsets=names)
+
+
+PROBES: dict[str, Callable[[int], bool]] = {
+    "MAX_LSN": lsn_ok,
+    "MAX_EPOCH": lambda n: parses(manifest(epoch=n)),
+    "MAX_COUNT": lambda n: parses(manifest(files=[{"path": "a", "size": n, "rows": n}])),
+    "MAX_PARTITION": lambda n: parses(manifest(partition=n), partition=n),
+    "MAX_MANIFEST_BYTES": lambda n: parses(manifest_of_size(n)),
+    "MAX_MANIFEST_FILES": lambda n: parses(files(n)),
+    "MAX_JSON_DEPTH": depth_ok,
+    "MAX_OFFSETS": lambda n: parses(manifest(offsets={str(i): i for i in range(n)})),
+    "MAX_OFFSETS_BYTES": lambda n: parses(offsets_of(n)),
+    "MAX_PARQUET_FOOTER_BYTES": footer_ok,
+}
+
+
+def test_every_bound_in_the_code_has_a_row_with_its_value():
+    declared = {
+        name: value
+        for name, value in vars(limits).items()
+        if name.startswith("MAX_") and name not in ALIASES
+    }
+    documented = rows()
+    assert documented == {name: int(value) for name, value in declared.items()}
+
+
+@pytest.mark.parametrize("name", sorted(rows()))
+def test_each_bound_accepts_its_value_and_refuses_one_past_it(name):
+    probe = PROBES[name]  # a row without a probe is a claim nothing checks
+    bound = getattr(limits, name)
+    assert probe(int(bound)), f"{name}: {bound} itself is refused"
+    assert not probe(int(bound) + 1), f"{name}: {bound + 1} is accepted"
