@@ -16,7 +16,9 @@ A command's write is ONE ``TransactWriteItems`` (``dynamodb_log.py``):
     EV#n     Put     if attribute_not_exists(sk)
 
 A registration that counts for a generation writes the lineage's items and these in ONE
-transaction (``commit_with_lineage``).
+transaction (``commit_with_lineage``); one that names a generation but does not count
+writes the lineage's items with a ConditionCheck that HEAD is still at the version it read
+(absent for version 0).
 
 The POLICY item keeps its own version condition: an item written before the stream's
 log existed, with no HEAD, is still never overwritten unseen.
@@ -28,6 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from snapledger.adapters import dynamodb_codec as codec
+from snapledger.adapters import dynamodb_writes as writes
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.dynamodb_log import DynamoLogTable
 from snapledger.adapters.table_definition import SORT_KEY
@@ -95,6 +98,12 @@ class DynamoStreamLog(DynamoLogTable):
         self, before: StreamState, events: Sequence[StreamEvent], after: StreamState
     ) -> list[dict[str, Any]]:
         """The transaction items of a decision on the stream's log."""
+        if not events:
+            # Nothing to write, but the lineage's decision read this HEAD (a registration
+            # that names a generation and did not count): it must still be as read.
+            head = codec.key(codec.stream_pk(before.head.stream), codec.HEAD_SK)
+            expected = writes.expecting(before.head.version or None)
+            return [{"ConditionCheck": writes.check(self.table_name, head, expected)}]
         items = [
             self._put_if_version(codec.stream_head_item(after.head), before.head.version or None)
         ]

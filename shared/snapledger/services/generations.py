@@ -222,16 +222,23 @@ class _MemberLog:
         request_token: str,
     ) -> None:
         lineage_events, stream_events = _split(events)
-        if not stream_events:
+        if not stream_events and not any(isinstance(e, SnapshotRegistered) for e in events):
+            # Rejected, fenced or in conflict: it counts for no generation, whatever the
+            # stream's state, so the lineage commits alone.
             self.ledger.commit(
                 before.lineage, lineage_events, after.lineage, request_token=request_token
             )
             return
+        # Registered: whether it counted was decided on the stream HEAD read, so the commit
+        # is conditioned on it (with no stream event, a ConditionCheck): a request that
+        # committed since makes this a lost race, and the retry decides on the new HEAD.
+        # The token names the stream's version too: a retry after a race lost on the
+        # stream alone is a different transaction.
         self.streams.commit_with_lineage(
             self.ledger,
             (before.lineage, lineage_events, after.lineage),
             (before.stream, stream_events, after.stream),
-            request_token=request_token,
+            request_token=f"{request_token}|S{before.stream.head.version}",
         )
 
     def get_event(self, seq: int) -> LedgerEvent | None:
@@ -277,7 +284,17 @@ def register_member(
             registration_command_id=command.command_id,
         )
         stream = done.state.stream
-        reason = verdict(stream.head, stream.generations.get(generation), count, now).reason
+        found = verdict(stream.head, stream.generations.get(generation), count, now)
+        reason = found.reason
+        if found.counts:
+            # Registered without counting, yet it would count now: its commit was checked
+            # against a stream HEAD without this generation, so the request came after it
+            # (a redelivery). Say so, never "counted".
+            reason = (
+                f"generation {generation} of {command.stream} was requested after this "
+                "snapshot registered: it was recorded without counting; a newer snapshot of "
+                f"partition {command.partition} counts for it"
+            )
     completed = any(isinstance(e, StreamSnapshotCompleted) for e in stream_events)
     return MemberRegistration(result, generation, counted, reason, done.state.stream, completed)
 
