@@ -102,8 +102,8 @@ class DynamoStreamLog(DynamoLogTable):
             # Nothing to write, but the lineage's decision read this HEAD (a registration
             # that names a generation and did not count): it must still be as read.
             head = codec.key(codec.stream_pk(before.head.stream), codec.HEAD_SK)
-            expected = writes.expecting(before.head.version or None)
-            return [{"ConditionCheck": writes.check(self.table_name, head, expected)}]
+            as_read = writes.expecting(before.head.version or None)
+            return [{"ConditionCheck": writes.check(self.table_name, head, as_read)}]
         items = [
             self._put_if_version(codec.stream_head_item(after.head), before.head.version or None)
         ]
