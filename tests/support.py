@@ -140,6 +140,15 @@ class FakeRunner:
 
         return JobRunStatus(state="RUNNING")
 
+    def find_run(self, job_id: str, *, created_after: Any) -> Any:
+        """The run ``start`` made for ``job_id`` (in the state ``status`` says), else None."""
+        from snapledger.ports import FoundJobRun
+
+        if job_id not in self.started:
+            return None
+        status = self.status(f"run-{job_id}")
+        return FoundJobRun(run_id=f"run-{job_id}", state=status.state, reason=status.reason)
+
 
 def make_runtime(ledger: DynamoLedger, store: ObjectStore, clock: Any, runner: Any = None) -> Any:
     """A function Runtime on one ledger table (moto or DynamoDB Local) and a store."""

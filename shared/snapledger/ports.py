@@ -321,6 +321,15 @@ class JobRunStatus:
     reason: str | None = None
 
 
+@dataclass(frozen=True)
+class FoundJobRun:
+    """A run the runner holds for a job: its id and its current state."""
+
+    run_id: str
+    state: str
+    reason: str | None = None
+
+
 class JobRunner(Protocol):
     """Runs data-plane jobs: EMR Serverless in AWS, a local SparkSession on one machine."""
 
@@ -335,6 +344,12 @@ class JobRunner(Protocol):
 
     def status(self, run_id: str) -> JobRunStatus:
         """The run's current state and, when it failed, why."""
+        ...
+
+    def find_run(self, job_id: str, *, created_after: datetime) -> FoundJobRun | None:
+        """The run ``start`` created for ``job_id`` (named by it) no earlier than
+        ``created_after``, or None when there is none (one still running first, if several).
+        Raises (a ``SnapledgerError``) when it cannot tell: nothing may be concluded then."""
         ...
 
 

@@ -39,6 +39,7 @@ from snapledger.core.job_sizing import Capacity
 from snapledger.errors import JobStartError
 from snapledger.gc_settings import GcConfig
 from snapledger.ports import (
+    FoundJobRun,
     JobRunner,
     JobRunSpec,
     JobRunStatus,
@@ -62,6 +63,8 @@ from snapledger.settings import (
 )
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
 
@@ -126,6 +129,15 @@ class NoJobRunner:
         # Nothing to ask: callers keep what the event said (no reason is better than a
         # reason that describes this function's configuration instead of the job).
         return JobRunStatus(state="UNKNOWN", reason=None)
+
+    def find_run(self, job_id: str, *, created_after: datetime) -> FoundJobRun | None:
+        # Nothing to ask, so nothing may be concluded (a job is never failed as "never
+        # started" by a function that cannot see the runs).
+        raise JobStartError(
+            f"this function cannot look for job {job_id}'s run: set "
+            "SNAPLEDGER_EMR_APPLICATION_ID, SNAPLEDGER_EMR_JOB_ROLE_ARN and "
+            "SNAPLEDGER_JOB_ENTRYPOINT"
+        )
 
 
 def compaction_config(settings: LedgerSettings) -> CompactionConfig:

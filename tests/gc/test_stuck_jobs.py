@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
+import boto3
 import pytest
 
+from snapledger.adapters.emr_serverless import EmrServerlessRunner
+from snapledger.errors import StoreUnavailableError
 from snapledger.gc_settings import GcConfig
 from snapledger.models.jobs import JobState
 from snapledger.models.ledger import LineageId
@@ -14,7 +17,7 @@ from snapledger.ports import JobRunStatus
 from snapledger.services.gc import run_gc
 from snapledger.services.launch import LaunchDeps, launch
 from tests.gc.support import event_types, gc_deps, records, register
-from tests.support import FakeRunner, write_segments
+from tests.support import FakeRunner, moto_ledger, write_segments
 
 ORDERS_3 = LineageId(stream="orders", partition=3)
 CONFIG = GcConfig(stuck_job_hours=1)
@@ -159,3 +162,183 @@ def test_a_lineage_left_behind_by_a_crash_is_settled(ledger, store, clock, snaps
     assert report.lineages[0].jobs_settled == [job.job_id]
     assert pins(ledger) == []
     assert ledger.get_head(ORDERS_3).active_jobs == {}
+
+
+# --- issue 27 row 5: a run the launch started but never recorded is adopted -------------
+
+
+class StartsThenDies(ScriptedRunner):
+    """The runner accepts the run, then the launch dies before recording SUBMITTED."""
+
+    def __init__(self, state: str = "RUNNING", reason: str | None = None) -> None:
+        super().__init__(state, reason)
+        self.dying = True
+
+    def start(self, spec):
+        run_id = super().start(spec)
+        if self.dying:
+            raise KeyboardInterrupt  # the crash: after StartJobRun, before SUBMITTED
+        return run_id
+
+
+class CannotTell(StartsThenDies):
+    def find_run(self, job_id, *, created_after):
+        raise StoreUnavailableError("EMR Serverless is busy (ThrottlingException): retry")
+
+
+def crashed_after_start(deps, runner):
+    with pytest.raises(KeyboardInterrupt):
+        restore(deps, runner)
+    [job] = deps.jobs.list_jobs().items
+    assert (job.state, job.run_id, pins(deps.ledger)) == (JobState.REQUESTED, None, [job.job_id])
+    return job
+
+
+def test_a_running_run_whose_launch_died_is_adopted_and_keeps_its_pin(
+    ledger, store, clock, snapshot
+):
+    # Given a launch that died after the runner accepted the run (no SUBMITTED recorded;
+    # EMR's events lost), the run still RUNNING
+    runner = StartsThenDies("RUNNING")
+    deps = gc_deps(ledger, store, clock, runner)
+    job = crashed_after_start(deps, runner)
+    # When GC runs past the stuck-job limit
+    clock.advance(timedelta(hours=2))
+    report = run_gc(deps, config=CONFIG)
+    # Then the run is adopted: recorded RUNNING with its run id, never failed; pin kept
+    [stuck] = report.stuck_jobs
+    assert (stuck.action, stuck.new_state, stuck.run_id) == (
+        "adopted",
+        "RUNNING",
+        f"run-{job.job_id}",
+    )
+    assert report.counts()["stuck_jobs_reconciled"] == 1
+    stored = deps.jobs.get(job.job_id)
+    assert (stored.state, stored.run_id) == (JobState.RUNNING, f"run-{job.job_id}")
+    assert stored.failure_reason is None
+    assert pins(ledger) == [job.job_id]
+    assert "JobFailed" not in event_types(ledger)
+    # And when the run later ends, the usual path (GetJobRun by its run id) releases the pin
+    runner.state, runner.reason = "SUCCESS", None
+    clock.advance(timedelta(hours=2))
+    report = run_gc(deps, config=CONFIG)
+    assert [(s.action, s.new_state) for s in report.stuck_jobs] == [("reconciled", "SUCCESS")]
+    assert runner.asked[-1] == f"run-{job.job_id}"
+    assert pins(ledger) == []
+
+
+def test_a_run_that_ended_while_unrecorded_is_adopted_in_its_end_state(
+    ledger, store, clock, snapshot
+):
+    runner = StartsThenDies("FAILED", "Executor lost: out of memory")
+    deps = gc_deps(ledger, store, clock, runner)
+    job = crashed_after_start(deps, runner)
+    clock.advance(timedelta(hours=2))
+    [stuck] = run_gc(deps, config=CONFIG).stuck_jobs
+    assert (stuck.action, stuck.new_state) == ("adopted", "FAILED")
+    stored = deps.jobs.get(job.job_id)
+    assert stored.state is JobState.FAILED and stored.run_id == f"run-{job.job_id}"
+    assert "out of memory" in stored.failure_reason  # the run's reason, not "never started"
+    assert pins(ledger) == []
+
+
+def test_a_job_whose_run_cannot_be_looked_for_is_left_requested_with_its_pin(
+    ledger, store, clock, snapshot
+):
+    runner = CannotTell()
+    deps = gc_deps(ledger, store, clock, runner)
+    job = crashed_after_start(deps, runner)
+    clock.advance(timedelta(hours=2))
+    report = run_gc(deps, config=CONFIG)
+    [stuck] = report.stuck_jobs
+    assert stuck.action == "error" and "ThrottlingException" in stuck.note
+    assert deps.jobs.get(job.job_id).state is JobState.REQUESTED
+    assert pins(ledger) == [job.job_id]
+
+
+# --- the same on (moto's) EMR Serverless: ListJobRuns under the EMR adapter -------------
+
+ROLE_ARN = "arn:aws:iam::123456789012:role/snapledger-job"
+
+
+class EmrStartsThenDies(EmrServerlessRunner):
+    """The EMR adapter, but the launch dies right after StartJobRun answered."""
+
+    dying = True
+
+    def start(self, spec):
+        run_id = super().start(spec)
+        if self.dying:
+            raise KeyboardInterrupt
+        return run_id
+
+
+@pytest.fixture
+def emr():
+    """A moto account: the ledger table, and an EMR Serverless application."""
+    with moto_ledger() as ledger:
+        client = boto3.client("emr-serverless", region_name="us-east-1")
+        app = client.create_application(name="spark", releaseLabel="emr-7.0.0", type="SPARK")
+        yield ledger, client, app["applicationId"]
+
+
+def set_run_state(application_id: str, run_id: str, state: str) -> None:
+    """moto's runs are SUCCESS from the start: make one RUNNING (what EMR would say)."""
+    from moto.emrserverless.models import emrserverless_backends
+
+    backend = emrserverless_backends["123456789012"]["us-east-1"]
+    [run] = [r for r in backend.job_runs[application_id] if r.id == run_id]
+    run.state = state
+
+
+def test_on_emr_serverless_a_run_is_found_by_its_name_and_adopted(emr, store, clock):
+    ledger, client, application_id = emr
+    write_segments(store, "orders", 3, (0, 99), (100, 199))
+    register(ledger, store, clock, 99)
+    runner = EmrStartsThenDies(application_id, ROLE_ARN, "s3://b/job.py", client=client)
+    deps = gc_deps(ledger, store, clock, runner)
+    # Given a launch that died after StartJobRun, its run RUNNING on EMR Serverless
+    job = crashed_after_start(deps, runner)
+    [run] = client.list_job_runs(applicationId=application_id)["jobRuns"]
+    assert run["name"] == job.job_id
+    set_run_state(application_id, run["id"], "RUNNING")
+    # and another request whose launch died before StartJobRun (no run at all)
+    with pytest.raises(KeyboardInterrupt):
+        restore(deps, DyingRunner(), request_id="req-2")
+    # When GC runs past the limit
+    clock.advance(timedelta(hours=2))
+    report = run_gc(deps, config=CONFIG)
+    # Then the first is adopted with EMR's run id and keeps its pin; the second is failed
+    actions = {s.job_id: (s.action, s.new_state) for s in report.stuck_jobs}
+    other = next(j for j in actions if j != job.job_id)
+    assert actions == {
+        job.job_id: ("adopted", "RUNNING"),
+        other: ("failed_never_started", "FAILED"),
+    }
+    stored = deps.jobs.get(job.job_id)
+    assert (stored.state, stored.run_id) == (JobState.RUNNING, run["id"])
+    assert pins(ledger) == [job.job_id]
+    assert deps.jobs.get(other).state is JobState.FAILED
+
+
+def test_the_emr_adapter_lists_from_the_request_time_and_prefers_a_running_run(emr):
+    _, client, application_id = emr
+    runner = EmrServerlessRunner(application_id, ROLE_ARN, "s3://b/job.py", client=client)
+    driver = {"sparkSubmit": {"entryPoint": "s3://b/job.py"}}
+    runs = [
+        client.start_job_run(
+            applicationId=application_id,
+            clientToken=f"t{i}",
+            executionRoleArn=ROLE_ARN,
+            name=name,
+            jobDriver=driver,
+        )["jobRunId"]
+        for i, name in enumerate(["restore-a", "restore-a", "restore-b"])
+    ]
+    set_run_state(application_id, runs[1], "RUNNING")
+    long_ago = datetime(2000, 1, 1, tzinfo=UTC)
+    found = runner.find_run("restore-a", created_after=long_ago)
+    assert (found.run_id, found.state) == (runs[1], "RUNNING")
+    assert runner.find_run("restore-c", created_after=long_ago) is None
+    # runs created before the window are not looked at
+    assert runner.find_run("restore-a", created_after=datetime.now(UTC) + timedelta(days=1)) is None

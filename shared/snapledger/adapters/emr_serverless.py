@@ -4,6 +4,7 @@ workers sized from what it reads within the application's maximum capacity
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -13,12 +14,16 @@ from snapledger.core.job_sizing import Capacity, JobSize, Worker, size_job
 from snapledger.emr_release import JOB_PYTHON
 from snapledger.errors import AccessDeniedError, JobStartError, StoreUnavailableError
 from snapledger.job_arguments import job_arguments
-from snapledger.models.jobs import JobResources, WorkerSize
-from snapledger.ports import JobRunSpec, JobRunStatus
+from snapledger.models.jobs import TERMINAL_STATES, JobResources, WorkerSize, parse_state
+from snapledger.ports import FoundJobRun, JobRunSpec, JobRunStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_emr_serverless import EMRServerlessClient
 
+#: ``find_run`` reads at most this many ListJobRuns pages (50 runs each) for one job: past
+#: them it raises rather than conclude that there is no run.
+MAX_RUN_LIST_PAGES = 40
+RUNS_PER_PAGE = 50  # ListJobRuns' maximum
 TRANSIENT = {"ThrottlingException", "InternalServerException", "ServiceQuotaExceededException"}
 # Every place the job's interpreter is chosen, each set to the same Python. Spark's own
 # settings come first: the driver runs the entry point under spark.pyspark.driver.python,
@@ -115,6 +120,62 @@ class EmrServerlessRunner:
         except AccessDeniedError as exc:
             raise JobStartError(f"EMR Serverless could not read job run {run_id}: {exc}") from exc
         return JobRunStatus(state=run["state"], reason=run.get("stateDetails") or None)
+
+    def find_run(self, job_id: str, *, created_after: datetime) -> FoundJobRun | None:
+        """``ListJobRuns`` of this application created since ``created_after``, matched by
+        name (``start`` names each run by its job id): a run still going first, else the
+        newest. Not a second ``StartJobRun`` with the same client token: EMR Serverless
+        does not document how long a token is remembered, so a late one could start a new
+        run rather than answer the old one."""
+        found: list[dict[str, Any]] = []
+        token: str | None = None
+        for _ in range(MAX_RUN_LIST_PAGES):
+            arguments: dict[str, Any] = {
+                "applicationId": self.application_id,
+                "createdAtAfter": created_after,
+                "maxResults": RUNS_PER_PAGE,
+            }
+            if token:
+                arguments["nextToken"] = token
+            try:
+                page = self.client.list_job_runs(**arguments)
+            except ClientError as exc:
+                raise _translate(exc, f"list the job runs to find job {job_id}") from exc
+            except AccessDeniedError as exc:
+                raise JobStartError(
+                    f"EMR Serverless could not list the job runs to find job {job_id}: {exc}"
+                ) from exc
+            found += [dict(run) for run in page.get("jobRuns", []) if run.get("name") == job_id]
+            token = page.get("nextToken")
+            if not token:
+                return _chosen(found)
+        chosen = _chosen(found)
+        if chosen is not None and _going(chosen.state):
+            return chosen  # nothing further on can matter more than a run still going
+        raise StoreUnavailableError(
+            f"EMR Serverless has more than {MAX_RUN_LIST_PAGES * RUNS_PER_PAGE} runs created "
+            f"since {created_after.isoformat()}, and none still going named {job_id} among "
+            "them: could not tell whether it is running; retry later"
+        )
+
+
+def _going(state: str) -> bool:
+    return parse_state(state) not in TERMINAL_STATES
+
+
+def _chosen(runs: list[dict[str, Any]]) -> FoundJobRun | None:
+    """A run still going (it holds the job's inputs), else the newest; None for none."""
+    if not runs:
+        return None
+
+    def rank(run: dict[str, Any]) -> tuple[bool, float]:
+        created = run.get("createdAt")
+        return _going(str(run["state"])), created.timestamp() if created else 0.0
+
+    run = max(runs, key=rank)
+    return FoundJobRun(
+        run_id=str(run["id"]), state=str(run["state"]), reason=run.get("stateDetails") or None
+    )
 
 
 def _worker_size(worker: Worker) -> WorkerSize:

@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from snapledger.errors import JobStartError
 from snapledger.job_arguments import job_arguments
-from snapledger.ports import JobRunSpec, JobRunStatus
+from snapledger.ports import FoundJobRun, JobRunSpec, JobRunStatus
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from snapledger.local.router import Router
     from snapledger.models.jobs import JobResources
 
@@ -119,7 +121,7 @@ class LocalSparkRunner:
         return None  # the local session's own, whatever the input
 
     def start(self, spec: JobRunSpec) -> str:
-        run_id = "local-" + hashlib.sha256(spec.job_id.encode()).hexdigest()[:16]
+        run_id = _run_id(spec.job_id)
         with self._lock:
             if run_id in self._runs:
                 return run_id  # like a client token: the same job starts once
@@ -132,6 +134,16 @@ class LocalSparkRunner:
     def status(self, run_id: str) -> JobRunStatus:
         with self._lock:
             return self._runs.get(run_id, JobRunStatus(state="FAILED", reason="unknown run"))
+
+    def find_run(self, job_id: str, *, created_after: datetime) -> FoundJobRun | None:
+        """The run this process started for ``job_id`` (runs live as long as the process:
+        one started before a restart is gone with it, so None is the truth then)."""
+        run_id = _run_id(job_id)
+        with self._lock:
+            status = self._runs.get(run_id)
+        if status is None:
+            return None
+        return FoundJobRun(run_id=run_id, state=status.state, reason=status.reason)
 
     def drain(self, timeout: float | None = None) -> None:
         """Wait for every job started so far (and what it triggered) to finish."""
@@ -180,3 +192,8 @@ class LocalSparkRunner:
                 if info is not None:
                     self._router.object_created(info)
         self._report(spec, run_id, "SUCCESS")
+
+
+def _run_id(job_id: str) -> str:
+    """The local run id of a job: one per job id (what a client token gives on EMR)."""
+    return "local-" + hashlib.sha256(job_id.encode()).hexdigest()[:16]

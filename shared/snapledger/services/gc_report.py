@@ -85,6 +85,10 @@ class LineageReport:
         }
 
 
+#: A stuck job's actions that changed it (what ``stuck_jobs_reconciled`` counts).
+SETTLED = ("reconciled", "adopted", "failed_never_started")
+
+
 @dataclass
 class StuckJob:
     job_id: str
@@ -92,7 +96,8 @@ class StuckJob:
     state: str
     run_id: str | None
     stuck_for_hours: float
-    action: str  # "found", "reconciled", "failed_never_started", "still_running", "error"
+    # "found", "reconciled", "adopted", "failed_never_started", "still_running", "error"
+    action: str
     new_state: str | None = None
     note: str = ""
 
@@ -144,9 +149,7 @@ class GcReport:
             "lineages_sent": self.lineages_sent,
             "generations_failed": len(self.generations_failed),
             "stuck_jobs_found": len(self.stuck_jobs),
-            "stuck_jobs_reconciled": sum(
-                1 for j in self.stuck_jobs if j.action in ("reconciled", "failed_never_started")
-            ),
+            "stuck_jobs_reconciled": sum(1 for j in self.stuck_jobs if j.action in SETTLED),
             "errors": len(self.errors)
             + sum(len(r.errors) for r in self.lineages)
             + sum(1 for o in all_orphans if o.action == "error")

@@ -5,8 +5,13 @@ A job not terminal for longer than the limit (by its last update) is *stuck*:
 - with a run id, the runner is asked (``JobRunner.status``, i.e. ``GetJobRun``) and a
   state it has moved to is recorded exactly as a delivered event would be
   (``record_job_state``: the job item, each lineage, pins released when it ended);
-- still REQUESTED with no run id, the launch died before the runner accepted it: the job
-  is failed with that reason and its pins are released (``record_job_state`` FAILED).
+- still REQUESTED with no run id, the launch stopped before it recorded the run: the
+  runner is asked for a run of the job (``JobRunner.find_run``, i.e. ``ListJobRuns`` from
+  the job's request time, matched by the run's name, its job id). A run it finds is
+  adopted: its state is recorded as a delivered event would be (SUBMITTED, RUNNING, ...
+  keep the pins; a terminal state releases them). Only when the runner answers that there
+  is no run is the job failed "never started" and its pins released; when it cannot tell
+  (an error), the job is left as it is, pins kept, for the next run.
 
 A job item that is already terminal while a lineage's HEAD still lists it active (a crash
 between the two writes of ``record_job_state``) is settled by replaying its final state
@@ -15,17 +20,21 @@ on that lineage (``settle_lineage_jobs``, called from the lineage pass).
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from snapledger.errors import SnapledgerError
 from snapledger.gc_settings import GcConfig
 from snapledger.models.jobs import JobRecord, JobState, JobTransition, parse_state
 from snapledger.models.ledger import Head
+from snapledger.ports import FoundJobRun
 from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_report import StuckJob
 from snapledger.services.job_state import record_job_state
 
 NO_RUN_ID = ""  # record_job_state's run id for a job the runner never accepted
+#: A run is looked for among those created since its job's request less this (the
+#: function's and the runner's clocks may differ; the run is created after the request).
+RUN_LOOKUP_MARGIN = timedelta(minutes=15)
 
 
 def reconcile_stuck_jobs(
@@ -96,6 +105,12 @@ def _reconcile(deps: GcDeps, job: JobRecord, entry: StuckJob, now: datetime) -> 
         if job.state is not JobState.REQUESTED:
             entry.note = f"{job.state.value} without a run id: left for an operator"
             return
+        if deps.runner is not None:
+            since = job.requested_at - RUN_LOOKUP_MARGIN
+            found = deps.runner.find_run(job.job_id, created_after=since)
+            if found is not None:
+                _adopt(deps, job, found, entry)
+                return
         _fail_never_started(deps, job, entry, now)
         return
     if deps.runner is None:
@@ -115,6 +130,25 @@ def _reconcile(deps: GcDeps, job: JobRecord, entry: StuckJob, now: datetime) -> 
         clock=deps.clock,
     )
     entry.action, entry.new_state = "reconciled", status.state
+
+
+def _adopt(deps: GcDeps, job: JobRecord, run: FoundJobRun, entry: StuckJob) -> None:
+    """The launch stopped after the runner accepted ``run``: record it as the job's run, in
+    the state the runner reports (pins kept while it runs, released when it has ended)."""
+    record_job_state(
+        run_id=run.run_id,
+        job_name=job.job_id,
+        state=run.state,
+        reason=run.reason,
+        jobs=deps.jobs,
+        ledger=deps.ledger,
+        clock=deps.clock,
+    )
+    entry.action, entry.new_state, entry.run_id = "adopted", run.state, run.run_id
+    entry.note = (
+        f"the launch stopped after the runner accepted run {run.run_id} ({run.state}): "
+        "recorded as this job's run"
+    )
 
 
 def _fail_never_started(deps: GcDeps, job: JobRecord, entry: StuckJob, now: datetime) -> None:
