@@ -433,6 +433,15 @@ class LedgerFunctions(Construct):
             self._grant_job_starts(fn[name])
         for name in names.JOB_READING_FUNCTIONS:
             self._grant_job_reads(fn[name])
+        # gc's stuck-job sweeper looks for the run of a job whose launch stopped before
+        # recording it (ListJobRuns is on the application: run ids are what it finds).
+        fn["gc"].add_to_role_policy(
+            iam.PolicyStatement(
+                sid="ListJobsOfThisApplication",
+                actions=["emr-serverless:ListJobRuns"],
+                resources=[self._inputs.spark.application_arn],
+            )
+        )
 
     def _grant_legal_holds(self) -> None:
         """The latest protected in the bucket (``protectLatest``): register holds every file

@@ -11,9 +11,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from snapledger.adapters import dynamodb_codec as codec
+from snapledger.adapters.dynamodb_jobs import JOB_SK, DynamoJobStore, run_pk
 from snapledger.clock import ManualClock
 from snapledger.layout import segment_key, snapshot_prefix
-from tests.deployed.deployment import BUCKET, EmulatedDeployment
+from snapledger.models.jobs import JobState, JobTransition
+from tests.deployed.deployment import BUCKET, TABLE, EmulatedDeployment
 from tests.functions.support import s3_put_event, sample_event
 from tests.support import manifest_document, write_segments, write_snapshot
 
@@ -72,6 +75,39 @@ def _eventbridge(detail_type: str, detail: dict[str, Any]) -> dict[str, Any]:
     event = sample_event("eventbridge-scheduled.json")
     event.update({"source": "snapledger", "detail-type": detail_type, "detail": detail})
     return event
+
+
+def _admin_jobs(app: EmulatedDeployment) -> DynamoJobStore:
+    return DynamoJobStore(TABLE, client=app.admin.client("dynamodb"))
+
+
+def _crash_before_submitted(app: EmulatedDeployment, job_id: str) -> None:
+    """Set the job back to what a launch that died right after ``StartJobRun`` leaves:
+    REQUESTED, no run id, requested when its run was created (moto dates every run at
+    midnight; EMR creates the run just after the request)."""
+    jobs = _admin_jobs(app)
+    job = jobs.get(job_id)
+    assert job is not None and job.run_id is not None, job
+    run = app.admin.client("emr-serverless").get_job_run(
+        applicationId=app.application_id, jobRunId=job.run_id
+    )["jobRun"]
+    at = run["createdAt"].astimezone(UTC)
+    crashed = job.model_copy(
+        update={
+            "state": JobState.REQUESTED,
+            "run_id": None,
+            "resources": None,
+            "requested_at": at,
+            "updated_at": at,
+            "transitions": (JobTransition(state=JobState.REQUESTED.value, at=at),),
+            "version": job.version + 1,
+        }
+    )
+    assert jobs.replace(job, crashed)
+    # ... and without the run-id pointer recording SUBMITTED wrote beside it
+    app.admin.client("dynamodb").delete_item(
+        TableName=TABLE, Key=codec.key(run_pk(job.run_id), JOB_SK)
+    )
 
 
 def run_scenario(app: EmulatedDeployment) -> Scenario:
@@ -133,6 +169,20 @@ def run_scenario(app: EmulatedDeployment) -> Scenario:
         ),
     )
 
+    # A launch that died after StartJobRun, before it recorded SUBMITTED (and EMR's events
+    # lost): the job item is set back as that crash leaves it. GC's sweeper must find the
+    # run (ListJobRuns, under gc's role) and adopt it, not fail it "never started".
+    answers["launch.crashed_after_start"] = app.invoke(
+        "launch",
+        {
+            "action": "bootstrap",
+            "stream": "payments",
+            "partitions": [0],
+            "request_id": "scenario-crashed-after-start",
+        },
+    )
+    _crash_before_submitted(app, answers["launch.crashed_after_start"]["job_id"])
+
     # --- job_state: a run succeeds; another fails without a cause (GetJobRun is asked) ----
     answers["job_state.success"] = app.invoke(
         "job_state", _emr_event(app, answers["launch.restore"]["run_id"], "SUCCESS")
@@ -183,6 +233,8 @@ def run_scenario(app: EmulatedDeployment) -> Scenario:
     answers["gc.stopped"] = app.invoke("gc", {"dry_run": False}, clock=later, remaining_ms=1_000)
     answers["gc.run"] = app.invoke("gc", sample_event("eventbridge-scheduled.json"), clock=later)
     answers["gc.policy_reset"] = app.invoke("gc", {"action": "policy_reset", "stream": STREAM})
+    crashed = _admin_jobs(app).get(answers["launch.crashed_after_start"]["job_id"])
+    answers["job.crashed_after_start"] = crashed.model_dump(mode="json") if crashed else None
     answers["query.stream_history"] = app.invoke("query", {"action": "history", "stream": STREAM})
 
     # --- stream snapshots: request (launch), count and complete (register), query, restore --

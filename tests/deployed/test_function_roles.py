@@ -165,6 +165,23 @@ def test_gc_expires_sweeps_trims_the_changelog_and_reconciles_stuck_jobs(
     assert not [key for key in left if "00000000000000000800-" in key]  # the orphan
 
 
+def test_gc_adopts_the_run_of_a_launch_that_died_after_starting_it(deployed: Deployed) -> None:
+    # Issue 27 row 5: the sweeper found the run with ListJobRuns under gc's own role and
+    # recorded it (moto's runs end SUCCESS at once), rather than failing "never started".
+    launched = deployed.scenario["launch.crashed_after_start"]
+    job = deployed.scenario["job.crashed_after_start"]
+    assert (job["state"], job["run_id"]) == ("SUCCESS", launched["run_id"]), job
+    assert "never started" not in (job["failure_reason"] or "")
+    listed = [
+        d
+        for d in deployed.iam.allowed_for("snapledger-gc")
+        if d.action == "emr-serverless:ListJobRuns"
+    ]
+    assert listed and all(
+        d.resource.endswith(f"/applications/{deployed.app.application_id}") for d in listed
+    )
+
+
 def test_gc_fans_out_shards_and_its_sqs_trigger_works_them(deployed: Deployed) -> None:
     coordinator = deployed.scenario["gc.coordinator"]["report"]
     assert coordinator["complete"] and coordinator["counts"]["errors"] == 0, coordinator

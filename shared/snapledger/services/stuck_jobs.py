@@ -135,7 +135,7 @@ def _reconcile(deps: GcDeps, job: JobRecord, entry: StuckJob, now: datetime) -> 
 def _adopt(deps: GcDeps, job: JobRecord, run: FoundJobRun, entry: StuckJob) -> None:
     """The launch stopped after the runner accepted ``run``: record it as the job's run, in
     the state the runner reports (pins kept while it runs, released when it has ended)."""
-    record_job_state(
+    result = record_job_state(
         run_id=run.run_id,
         job_name=job.job_id,
         state=run.state,
@@ -144,6 +144,14 @@ def _adopt(deps: GcDeps, job: JobRecord, run: FoundJobRun, entry: StuckJob) -> N
         ledger=deps.ledger,
         clock=deps.clock,
     )
+    stored = deps.jobs.get(job.job_id)
+    if stored is None or stored.run_id != run.run_id:
+        entry.action = "error"
+        entry.note = (
+            f"found run {run.run_id} ({run.state}) but could not record it as this job's "
+            f"run ({result.note or 'the job changed'}): left, pins kept, for the next run"
+        )
+        return
     entry.action, entry.new_state, entry.run_id = "adopted", run.state, run.run_id
     entry.note = (
         f"the launch stopped after the runner accepted run {run.run_id} ({run.state}): "
