@@ -187,8 +187,12 @@ def test_only_job_starters_start_jobs_and_pass_the_job_role_and_readers_only_rea
         job_runs = json.dumps({"Fn::Join": ["", [app_arn, "/jobruns/*"]]}, sort_keys=True)
         resources = {json.dumps(r, sort_keys=True) for s in emr for r in _as_list(s["Resource"])}
         if name in names.JOB_READING_FUNCTIONS:
-            assert resources == {job_runs}, name
-            assert _actions(emr) == {"emr-serverless:GetJobRun"}, name
+            # gc also lists the application's runs: its stuck-job sweeper adopts the run of a
+            # launch that stopped before recording it (issue 27 row 5).
+            lists = {json.dumps(app_arn, sort_keys=True)} if name == "gc" else set()
+            listing = {"emr-serverless:ListJobRuns"} if name == "gc" else set()
+            assert resources == {job_runs} | lists, name
+            assert _actions(emr) == {"emr-serverless:GetJobRun"} | listing, name
             assert not passes, name
             continue
         assert resources == {json.dumps(app_arn, sort_keys=True), job_runs}, name
