@@ -7,13 +7,14 @@ configuration Spark already has. Keys are relative to the root, like the layout'
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
-from jobs.layout import join
+from jobs.layout import join, staging_prefix
 from snapledger.core.checksums import Hasher
 
 _DIGEST_CHUNK = 8 * 1024 * 1024
@@ -169,10 +170,23 @@ class ObjectStore:
             reader.close()
 
     def write_bytes(self, key: str, data: bytes) -> None:
-        """Create ``key`` with ``data``; fails if it exists (a descriptor is written once)."""
-        path = self._path(key)
+        """Create ``key`` with ``data``; fails if it exists (a descriptor is written once).
+
+        On an object store the bytes are written under ``_staging/`` and renamed into
+        place, like the data files: EMRFS's PutObject carries no ``If-None-Match``, and
+        under ``snapshots/`` the job role may only create with it or copy its own staged
+        files (infra/constructs/emr.py). The rename, like ``create(path, False)``, fails
+        when ``key`` exists."""
         if self._is_local:
+            path = self._path(key)
             self._fs.mkdirs(path.getParent())
+            self._create(path, data)
+            return
+        staged = f"{staging_prefix('descriptor', uuid.uuid4().hex)}{key.rsplit('/', 1)[-1]}"
+        self._create(self._path(staged), data)
+        self.rename(staged, key)
+
+    def _create(self, path: Any, data: bytes) -> None:
         stream = self._fs.create(path, False)
         try:
             stream.write(bytearray(data))

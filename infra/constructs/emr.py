@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import Stack
 from aws_cdk import aws_emrserverless as emrs
@@ -15,10 +16,46 @@ from infra import names
 from infra.constants import EMR_RELEASE_LABEL
 from infra.nag import acknowledge, arn_of, iam5
 from infra.packaging import stage_job_package
+from snapledger.layout import GENERATION_POINTER_NAME, LATEST_POINTER_NAME
 
 AUTO_STOP_IDLE_MINUTES = 15
+# The object names of the pointers register alone writes: the job role is denied them.
+POINTER_NAMES = (LATEST_POINTER_NAME, GENERATION_POINTER_NAME)
+JOB_POINTER_DENY_SID = "NeverWritePointers"
+# What the job lists (EMRFS listings of its inputs, its scratch and its outputs).
+JOB_LISTED_PREFIXES = (
+    names.CHANGELOG_PREFIX,
+    names.SNAPSHOTS_PREFIX,
+    names.STAGING_PREFIX,
+    names.RESTORES_PREFIX,
+)
+# The job role's writes under snapshots/: one Allow per way of adding a key without
+# replacing one (any one suffices). "{bucket}" stands for the bucket's name.
+SNAPSHOT_WRITE_CONDITIONS: dict[str, dict[str, dict[str, str]]] = {
+    # PutObject and CompleteMultipartUpload with If-None-Match: * (S3 refuses an existing key)
+    "CreateSnapshotObjectsOnly": {"Null": {"s3:if-none-match": "false"}},
+    # CreateMultipartUpload, UploadPart, UploadPartCopy: no object is created by these
+    "UploadSnapshotParts": {"Bool": {"s3:ObjectCreationOperation": "false"}},
+    # CopyObject from the job's own scratch (EMRFS's rename of a staged file)
+    "RenameStagedFilesIntoSnapshots": {
+        "StringLike": {"s3:x-amz-copy-source": f"{{bucket}}/{names.STAGING_PREFIX}*"}
+    },
+}
 MAX_DISK_GB = 200
 EMR_SERVICE_PRINCIPAL = "emr-serverless.amazonaws.com"
+
+
+def listing_condition(prefixes: tuple[str, ...]) -> dict[str, dict[str, list[str]]]:
+    """ListBucket only under ``prefixes`` (``s3:prefix``): a listing with no prefix, or
+    with another, is refused."""
+    return {"StringLike": {"s3:prefix": [f"{p}*" for p in prefixes]}}
+
+
+def _resolved(condition: dict[str, dict[str, str]], bucket_name: str) -> dict[str, Any]:
+    return {
+        operator: {key: value.replace("{bucket}", bucket_name) for key, value in keys.items()}
+        for operator, keys in condition.items()
+    }
 
 
 class JobCode(Construct):
@@ -146,10 +183,12 @@ class SparkJobs(Construct):
                 ["s3:GetObject"],
                 [f"{p}*" for p in (changelog, snapshots, staging, restores)],
             ),
-            "WriteOutputsAndLogs": (
+            # Its own prefixes: scratch, restore outputs, EMR's logs.
+            "WriteOwnPrefixesAndLogs": (
                 ["s3:PutObject", "s3:AbortMultipartUpload"],
-                [f"{p}*" for p in (snapshots, staging, restores, names.EMR_LOGS_PREFIX)],
+                [f"{p}*" for p in (staging, restores, names.EMR_LOGS_PREFIX)],
             ),
+            "AbortSnapshotUploads": (["s3:AbortMultipartUpload"], [f"{snapshots}*"]),
             # Deletes: its own scratch and restore outputs; under snapshots/ only EMRFS
             # folder markers, never data or manifests.
             "DeleteScratchAndFolderMarkers": (
@@ -165,9 +204,35 @@ class SparkJobs(Construct):
                     resources=[bucket.arn_for_objects(pattern) for pattern in patterns],
                 )
             )
+        # Under snapshots/ a job only adds new keys (issue 27): a write that cannot replace
+        # an object (If-None-Match, S3's conditional create), the parts of a multipart
+        # upload (which carry no conditional header; its CompleteMultipartUpload does), or
+        # a copy of one of its own staged files (the rename EMRFS makes; EMRFS sends no
+        # If-None-Match on a copy, so this one cannot be conditioned on it: docs/deploy.md).
+        for sid, condition in SNAPSHOT_WRITE_CONDITIONS.items():
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    sid=sid,
+                    actions=["s3:PutObject"],
+                    resources=[bucket.arn_for_objects(f"{snapshots}*")],
+                    conditions=_resolved(condition, bucket.bucket_name),
+                )
+            )
+        # Never a pointer, whatever an Allow above (or added later) says.
         role.add_to_policy(
             iam.PolicyStatement(
-                sid="ListTheBucket", actions=["s3:ListBucket"], resources=[bucket.bucket_arn]
+                sid=JOB_POINTER_DENY_SID,
+                effect=iam.Effect.DENY,
+                actions=["s3:PutObject"],
+                resources=[bucket.arn_for_objects(f"*/{name}") for name in POINTER_NAMES],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ListTheBucket",
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions=listing_condition(JOB_LISTED_PREFIXES),
             )
         )
         # The job code: exactly the two asset objects (Asset.grant_read would open the whole
@@ -187,8 +252,10 @@ class SparkJobs(Construct):
             role,
             "Spark jobs read and write objects whose keys exist only at run time, so each "
             "object ARN ends in its prefix wildcard: reads under changelog/, snapshots/, "
-            "_staging/ and restores/; writes under snapshots/, _staging/, restores/ and "
-            "emr-logs/; deletes under _staging/ and restores/ (which jobs own).",
+            "_staging/ and restores/; writes under _staging/, restores/ and emr-logs/, and "
+            "under snapshots/ only new keys (conditional creates, multipart parts, copies "
+            "of its own staged files); deletes under _staging/ and restores/ (which jobs "
+            "own).",
             *(
                 iam5(f"Resource::{bucket_arn}/{prefix}*")
                 for prefix in (

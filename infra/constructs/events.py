@@ -33,6 +33,9 @@ ENRICHMENT_MEMORY_MB = 256
 ENRICHMENT_TIMEOUT = Duration.seconds(30)
 # EventBridge's schema type for JSON Schema documents (the other is "OpenApi3").
 SCHEMA_TYPE = "JSONSchemaDraft4"
+# Every source of snapledger's own domain events (the ledger's: snapledger.ledger).
+SNAPLEDGER_SOURCES = f"{EVENT_SOURCE}.*"
+BUS_SOURCE_DENY_SID = "OnlySnapledgerPublishesItsSources"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,7 @@ class LedgerEventBus(Construct):
         self.pipe_dead_letter_queue = self._build_dead_letter_queue()
         self.pipe_name = f"{Stack.of(self).stack_name}-ledger-events"
         self.pipe_role = self._build_pipe_role(table)
+        self._only_the_pipe_publishes_ledger_events()
         self.schema_registry, self.schemas = self._build_schema_registry()
         self.undecodable_rule = self._build_undecodable_rule()
         self.enrichment: lambda_.Function | None = None
@@ -164,6 +168,27 @@ class LedgerEventBus(Construct):
             iam5("Resource::*"),
         )
         return role
+
+    def _only_the_pipe_publishes_ledger_events(self) -> None:
+        """The bus refuses an event whose source is ``snapledger.*`` (the ledger's events)
+        from any principal but the Pipe's role, whatever that principal's own policies
+        allow: a forged ``TrimPointAdvanced`` never reaches a subscriber. Launch requests
+        (``source = snapledger``) are not ``snapledger.*`` and stay open to callers with
+        ``events:PutEvents``."""
+        self.bus.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid=BUS_SOURCE_DENY_SID,
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["events:PutEvents"],
+                resources=[self.bus.event_bus_arn],
+                conditions={
+                    # PutEvents carries up to 10 entries: any one of them suffices.
+                    "ForAnyValue:StringLike": {"events:source": [SNAPLEDGER_SOURCES]},
+                    "ArnNotEquals": {"aws:PrincipalArn": [self.pipe_role.role_arn]},
+                },
+            )
+        )
 
     def _build_schema_registry(
         self,

@@ -19,12 +19,13 @@ from constructs import Construct
 from infra import names
 from infra.config import StackConfig
 from infra.constants import FUNCTION_NAMES, METRICS_NAMESPACE, SERVICE_NAME
-from infra.constructs.emr import EMR_SERVICE_PRINCIPAL, SparkJobs
+from infra.constructs.emr import EMR_SERVICE_PRINCIPAL, SparkJobs, listing_condition
 from infra.constructs.function_parts import log_group_and_role
 from infra.nag import acknowledge, arn_of, iam5
 from infra.packaging import stage_function_code
 from snapledger import settings
 from snapledger.adapters.table_definition import KIND_INDEX, REGISTERED_INDEX
+from snapledger.layout import GENERATION_POINTER_NAME, LATEST_POINTER_NAME
 
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 ASYNC_RETRY_ATTEMPTS = 2
@@ -40,6 +41,21 @@ REGISTRATION_CONSUMERS = 20
 REGISTRATION_MAX_RECEIVES = 5
 # The functions that put (register) and release (gc) legal holds with ``protectLatest``.
 LEGAL_HOLD_FUNCTIONS = ("register", "gc")
+# The prefixes each function's code lists (s3:prefix of its ListBucket): register a
+# snapshot's files, track_changelog and launch a lineage's changelog (coverage), gc both
+# (expiry, the orphan sweep, segments below the trim point). tests/deployed runs each.
+LISTED_PREFIXES: dict[str, tuple[str, ...]] = {
+    "register": (names.SNAPSHOTS_PREFIX,),
+    "track_changelog": (names.CHANGELOG_PREFIX,),
+    "launch": (names.CHANGELOG_PREFIX,),
+    "gc": (names.SNAPSHOTS_PREFIX, names.CHANGELOG_PREFIX),
+}
+# Keys named like a pointer deeper than a pointer's place: never register's to write.
+NOT_A_POINTER_KEYS = (
+    f"{names.SNAPSHOTS_PREFIX}*/*/*/{LATEST_POINTER_NAME}",
+    f"{names.SNAPSHOTS_PREFIX}*/*/{GENERATION_POINTER_NAME}",
+)
+REGISTER_POINTER_DENY_SID = "OnlyTheLineagesOwnPointers"
 # What Lambda's SQS poller calls with the function's role (never the function's code).
 ESM_POLLER_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 
@@ -384,7 +400,7 @@ class LedgerFunctions(Construct):
             (snapshots,),
             "reads manifests, file footers and checksums, and latest.json",
         )
-        self._grant_listing(fn["register"])
+        self._grant_listing(fn["register"], "register")
         # register writes each lineage's latest.json and each stream's generation.json
         # (conditional PutObjects), nothing else.
         self._grant_objects(
@@ -394,6 +410,19 @@ class LedgerFunctions(Construct):
             "writes each lineage's latest.json and each stream's generation.json pointer",
             wildcard=False,
         )
+        # IAM's * crosses '/': the grant above also matches a latest.json inside a snapshot
+        # prefix (snapshots/s/0/<lsn>-<id>/latest.json) and a generation.json inside a
+        # lineage. Only the lineage's own pointer and the stream's own are register's.
+        fn["register"].add_to_role_policy(
+            iam.PolicyStatement(
+                sid=REGISTER_POINTER_DENY_SID,
+                effect=iam.Effect.DENY,
+                actions=["s3:PutObject"],
+                resources=[
+                    self._inputs.bucket.arn_for_objects(pattern) for pattern in NOT_A_POINTER_KEYS
+                ],
+            )
+        )
 
         # track_changelog: heads segment objects, records counts, starts compactions (which
         # lists the changelog for coverage).
@@ -401,12 +430,12 @@ class LedgerFunctions(Construct):
         self._grant_objects(
             fn["track_changelog"], "s3:GetObject", (changelog,), "reads a segment's size (HEAD)"
         )
-        self._grant_listing(fn["track_changelog"])
+        self._grant_listing(fn["track_changelog"], "track_changelog")
 
         # launch: resolves the snapshot in the ledger, lists the changelog for coverage,
         # pins, starts the job.
         self._grant_ledger("launch")
-        self._grant_listing(fn["launch"])
+        self._grant_listing(fn["launch"], "launch")
 
         # job_state: the ledger only (and GetJobRun, below).
         self._grant_ledger("job_state")
@@ -418,7 +447,7 @@ class LedgerFunctions(Construct):
         # changelog segments below the trim point (delete_changelog_below_trim). DeleteItem
         # removes its resume checkpoint when a run completes.
         self._grant_ledger("gc")
-        self._grant_listing(fn["gc"])
+        self._grant_listing(fn["gc"], "gc")
         self._grant_objects(
             fn["gc"],
             "s3:DeleteObject",
@@ -469,6 +498,7 @@ class LedgerFunctions(Construct):
                 sid="ListTheBucketVersions",
                 actions=["s3:ListBucketVersions"],
                 resources=[self._inputs.bucket.bucket_arn],
+                conditions=listing_condition((snapshots,)),
             )
         )
 
@@ -490,14 +520,15 @@ class LedgerFunctions(Construct):
                 )
             )
 
-    def _grant_listing(self, function: lambda_.Function) -> None:
+    def _grant_listing(self, function: lambda_.Function, name: str) -> None:
         # ListBucket is a bucket-level action: it returns key names (never data) of this
-        # bucket only; object reads and deletes stay limited to their prefixes.
+        # bucket only, and only under the prefixes the function's code lists (s3:prefix).
         function.add_to_role_policy(
             iam.PolicyStatement(
                 sid="ListTheBucket",
                 actions=["s3:ListBucket"],
                 resources=[self._inputs.bucket.bucket_arn],
+                conditions=listing_condition(LISTED_PREFIXES[name]),
             )
         )
 

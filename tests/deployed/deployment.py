@@ -36,6 +36,7 @@ BUCKET = "snapledger-deployed-test"
 TABLE = "snapledger-deployed-ledger"
 REGISTRATION_QUEUE = "snapledger-registrations.fifo"
 ADMIN = "harness-admin"
+JOB_ROLE = "snapledger-spark-job"
 _PSEUDO = {
     "AWS::Partition": PARTITION,
     "AWS::Region": REGION,
@@ -207,6 +208,32 @@ class EmulatedDeployment:
             }
         return self._credentials[name]
 
+    def job_role_client(self, service: str) -> Any:
+        """A client with the Spark job role's credentials and its synthesized statements
+        (EMRFS cannot run here: a test makes the calls EMRFS makes)."""
+        if "spark-job" not in self._credentials:
+            iam = self.admin.client("iam")
+            role_id = self.synth.logical_id(self.synth.stack.spark.job_role)
+            statements = [self.resolve(s) for s in role_statements(self.synth, role_id)]
+            iam.update_assume_role_policy(
+                RoleName=JOB_ROLE, PolicyDocument=json.dumps(_trust_the_admin())
+            )
+            iam.put_role_policy(
+                RoleName=JOB_ROLE,
+                PolicyName="synthesized",
+                PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": statements}),
+            )
+            arn = f"arn:{PARTITION}:iam::{ACCOUNT}:role/{JOB_ROLE}"
+            creds = self.admin.client("sts").assume_role(RoleArn=arn, RoleSessionName="job")[
+                "Credentials"
+            ]
+            self._credentials["spark-job"] = {
+                "AWS_ACCESS_KEY_ID": creds["AccessKeyId"],
+                "AWS_SECRET_ACCESS_KEY": creds["SecretAccessKey"],
+                "AWS_SESSION_TOKEN": creds["SessionToken"],
+            }
+        return self._client_with(self._credentials["spark-job"], service)
+
     def withdraw(self, name: str, action: str) -> None:
         """Take ``action`` out of the function's role (a deployment mistake, for tests)."""
         self.credentials(name)  # the role exists
@@ -228,7 +255,10 @@ class EmulatedDeployment:
 
     def client_as(self, name: str, service: str) -> Any:
         """A boto3 client with the credentials of the function's role."""
-        creds = self.credentials(name)
+        return self._client_with(self.credentials(name), service)
+
+    @staticmethod
+    def _client_with(creds: dict[str, str], service: str) -> Any:
         return boto3.client(
             service,  # type: ignore[call-overload]
             region_name=REGION,
@@ -326,6 +356,19 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
         boto3.DEFAULT_SESSION = None
         reset_runtime()
+
+
+def _trust_the_admin() -> dict[str, Any]:
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": f"arn:{PARTITION}:iam::{ACCOUNT}:user/{ADMIN}"},
+                "Action": "sts:AssumeRole",
+            }
+        ],
+    }
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -12,6 +12,7 @@ from constructs import IConstruct
 
 from infra import names
 from infra.constants import FUNCTION_NAMES
+from infra.constructs.guardrails import DENY_SID
 from infra.nag import iam5
 from tests.infra.conftest import Synthesized
 
@@ -147,7 +148,11 @@ def test_every_snapledger_role_is_denied_rewriting_the_buckets_history(
 ) -> None:
     bucket_arn = {"Fn::GetAtt": [synth.logical_id(synth.stack.storage.bucket), "Arn"]}
     for role in synth.stack.own_roles():
-        denies = [s for s in _statements_of_role(synth, role) if s["Effect"] == "Deny"]
+        denies = [
+            s
+            for s in _statements_of_role(synth, role)
+            if s["Effect"] == "Deny" and s.get("Sid") == DENY_SID
+        ]
         assert len(denies) == 1, role.node.path
         assert set(_as_list(denies[0]["Action"])) == {
             "s3:DeleteObjectVersion",
