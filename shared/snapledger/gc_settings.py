@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from snapledger.limits import MAX_COUNT, MAX_HOURS
 from snapledger.models.policy import RetentionPolicy, parse_policy
 from snapledger.settings import LedgerSettings
 
@@ -32,6 +33,8 @@ ENV_GC_QUEUE_URL = "SNAPLEDGER_GC_QUEUE_URL"
 MIN_ORPHAN_GRACE_HOURS = 1.0
 #: Under this, a launch still talking to the runner could be failed as "never started".
 MIN_STUCK_JOB_HOURS = 0.25
+#: Lambda's longest invocation: a reserve at least this long would never start any work.
+MAX_STOP_WITH_SECONDS_LEFT = 900.0
 
 
 class GcConfig(BaseModel):
@@ -47,15 +50,23 @@ class GcConfig(BaseModel):
     orphan_grace_hours: float = Field(
         default=24.0,
         ge=MIN_ORPHAN_GRACE_HOURS,
+        le=MAX_HOURS,
+        allow_inf_nan=False,
         description="Unregistered prefixes and REJECTED snapshots' files wait this long",
     )
     stuck_job_hours: float = Field(
         default=1.0,
         ge=MIN_STUCK_JOB_HOURS,
+        le=MAX_HOURS,
+        allow_inf_nan=False,
         description="A job not terminal for longer is reconciled with its runner",
     )
     stop_with_seconds_left: float = Field(
-        default=30.0, ge=0, description="Stop taking new work when the budget is below this"
+        default=30.0,
+        ge=0,
+        le=MAX_STOP_WITH_SECONDS_LEFT,
+        allow_inf_nan=False,
+        description="Stop taking new work when the budget is below this",
     )
     page_size: int = Field(default=100, ge=1, le=1000)
     gc_workers: int = Field(
@@ -72,8 +83,16 @@ class GcConfig(BaseModel):
     gc_fan_out_above_lineages: int = Field(
         default=200,
         ge=0,
+        le=MAX_COUNT,
         description="A run over this many lineages or fewer stays in one invocation",
     )
+
+    @model_validator(mode="after")
+    def _default_policy_valid(self) -> GcConfig:
+        """The default policy is checked with the settings (bounds included), so a bad
+        ``SNAPLEDGER_DEFAULT_*`` fails the cold start, naming it, not each run."""
+        self.default_policy()
+        return self
 
     def default_policy(self) -> RetentionPolicy:
         return parse_policy(

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError, model_
 
 from snapledger.core.job_sizing import Capacity
 from snapledger.errors import InvalidRequestError
+from snapledger.limits import MAX_COUNT, MAX_HOURS
 
 ENV_PREFIX = "SNAPLEDGER_"
 # The environment variable names, for the CDK app and the local runtime.
@@ -40,6 +41,8 @@ ENV_LEDGER_TTL_DAYS = "SNAPLEDGER_LEDGER_TTL_DAYS"
 ENV_PROTECT_LATEST = "SNAPLEDGER_PROTECT_LATEST"
 #: How long terminal ledger items stay before TTL removes them, unless configured.
 DEFAULT_LEDGER_TTL_DAYS = 30
+#: The longest TTL window: the longest duration anything names (``limits.MAX_HOURS``).
+MAX_LEDGER_TTL_DAYS = int(MAX_HOURS // 24)
 
 
 class LedgerSettings(BaseModel):
@@ -55,6 +58,7 @@ class LedgerSettings(BaseModel):
     ledger_ttl_days: int = Field(
         default=DEFAULT_LEDGER_TTL_DAYS,
         ge=0,
+        le=MAX_LEDGER_TTL_DAYS,
         description="days terminal items (events, DELETED/REJECTED records, finished jobs) "
         "stay before DynamoDB's TTL removes them; 0 keeps them for ever",
     )
@@ -62,8 +66,12 @@ class LedgerSettings(BaseModel):
     event_archive_arn: str | None = Field(
         default=None, description="the bus's archive of ledger events (replays past the TTL)"
     )
-    compaction_records: int = Field(default=1_000_000, ge=1, description="default threshold")
-    compaction_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="default threshold")
+    compaction_records: int = Field(
+        default=1_000_000, ge=1, le=MAX_COUNT, description="default threshold"
+    )
+    compaction_bytes: int = Field(
+        default=256 * 1024 * 1024, ge=1, le=MAX_COUNT, description="default threshold"
+    )
     compaction_streams: Json[dict[str, dict[str, int]]] = Field(
         default_factory=dict,
         description='per-stream thresholds, e.g. {"orders": {"records": 500000}}',

@@ -35,8 +35,9 @@ KEPT = {80: "REGISTERED", 70: "REGISTERED", 60: "REGISTERED", 30: "REGISTERED", 
 GONE = {5: "DELETED", 10: "DELETED", 40: "DELETED", 50: "DELETED", 75: "DELETED"}
 
 
-class Crash(Exception):  # noqa: N818 - it is what it simulates
-    """The process died here (not a SnapledgerError: nothing catches it)."""
+class Crash(BaseException):  # noqa: N818 - it is what it simulates
+    """The process died here: not an Exception, which GC reports on the lineage that
+    raised it and goes on (a process that dies does not go on)."""
 
 
 class Faults:

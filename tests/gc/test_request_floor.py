@@ -2,7 +2,9 @@
 
 N expired snapshots of K objects cost ⌈N·K/1000⌉ DeleteObjects, whatever the lineages
 they belong to, plus one listing per 1,000 keys of each lineage's snapshot prefix (and the
-unledgered-stream sweep's two: the streams, and the one stream's partitions).
+unledgered-stream sweep's two: the streams, and the one stream's partitions), plus one GET
+of ``latest.json`` per lineage with something to delete (what it names is never deleted);
+a lineage with nothing to delete reads no pointer.
 """
 
 from __future__ import annotations
@@ -96,7 +98,10 @@ def test_gc_deletes_n_snapshots_of_k_objects_at_the_batch_floor(
     # and one listing per 1,000 keys of each lineage, plus the unledgered sweep's two
     per_lineage = math.ceil(snapshots * objects / MAX_KEYS_PER_REQUEST)
     assert world.requests["ListObjectsV2"] == partitions * per_lineage + 2
-    assert set(world.requests) == {"DeleteObjects", "ListObjectsV2"}
+    # and one GET of each lineage's latest.json (no generation.json: no member is due)
+    assert world.requests["GetObject"] == partitions
+    assert set(world.requests) == {"DeleteObjects", "ListObjectsV2", "GetObject"}
+    assert report.counts()["pointers_read"] == partitions
     for partition in range(partitions):
         assert list(statuses(world.ledger, partition=partition).values()).count("DELETED") == (
             snapshots - CONFIG.default_min_count
@@ -141,3 +146,14 @@ def test_a_live_snapshot_costs_at_most_one_listing_however_big(ledger, store, cl
     }
     assert counting.pages == 3
     assert_ledger_and_store_agree(ledger, store)
+
+
+def test_a_lineage_with_nothing_to_delete_reads_no_pointer(world):
+    # Given lineages whose snapshots are all kept (min_count 3, three each)
+    populate(world, partitions=2, snapshots=3, files=1)
+    # When GC runs
+    report = run_gc(gc_deps(world.ledger, world.store, world.clock), config=CONFIG)
+    # Then it lists them and reads nothing else: no pointer, no delete
+    assert report.complete and report.counts()["snapshots_deleted"] == 0
+    assert set(world.requests) == {"ListObjectsV2"}
+    assert report.counts()["pointers_read"] == 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, get_args
 
@@ -29,6 +29,7 @@ from snapledger.adapters.table_definition import (
     TTL_ATTRIBUTE,
 )
 from snapledger.errors import InvalidRequestError
+from snapledger.limits import MAX_HOLD_HOURS
 from snapledger.models.events import (
     EVENT_ADAPTER,
     STREAM_EVENT_ADAPTER,
@@ -131,7 +132,18 @@ def ttl_of(item: Item) -> int | None:
 
 
 def _after(terminal_at: datetime | None, window: timedelta | None) -> datetime | None:
-    return None if terminal_at is None or window is None else terminal_at + window
+    if terminal_at is None or window is None:
+        return None
+    return _plus(terminal_at, window)
+
+
+def _plus(at: datetime, delta: timedelta) -> datetime:
+    """``at + delta``, or the calendar's last instant where that sum would overflow (a
+    date stored before its bound existed, e.g. a hold until 9999-12-31)."""
+    try:
+        return at + delta
+    except OverflowError:
+        return datetime.max.replace(tzinfo=UTC)
 
 
 def snapshot_expires(record: SnapshotRecord, window: timedelta | None) -> datetime | None:
@@ -142,10 +154,15 @@ def snapshot_expires(record: SnapshotRecord, window: timedelta | None) -> dateti
         return _after(record.deleted_at or record.expiring_at or record.registered_at, window)
     if record.status is not SnapshotStatus.REJECTED:
         return None
-    ends = [hold.expires_at for hold in record.holds]
-    if None in ends:
+    if any(hold.expires_at is None for hold in record.holds):
         return None
-    return _after(max([record.registered_at, *(e for e in ends if e is not None)]), window)
+    # A hold counts until its expiry, at most MAX_HOLD_HOURS after it was put.
+    ends = [
+        min(hold.expires_at, _plus(hold.at, timedelta(hours=MAX_HOLD_HOURS)))
+        for hold in record.holds
+        if hold.expires_at is not None
+    ]
+    return _after(max([record.registered_at, *ends]), window)
 
 
 def job_expires(job: JobRecord, window: timedelta | None) -> datetime | None:

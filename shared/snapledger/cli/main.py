@@ -35,6 +35,8 @@ from snapledger.client.control import (
     Snapledger,
 )
 from snapledger.errors import SnapledgerError
+from snapledger.limits import MAX_COUNT, MAX_HOLD_HOURS, MAX_HOURS
+from snapledger.models.policy import MAX_MIN_COUNT, MAX_MIN_GENERATIONS
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: Exit statuses, as README states them.
@@ -642,7 +644,7 @@ def _gc(
 @click.argument("snapshot_id")
 @click.option(
     "--expires-in-hours",
-    type=click.FloatRange(min=0, min_open=True),
+    type=click.FloatRange(min=0, min_open=True, max=MAX_HOLD_HOURS),
     help="Release by itself after this many hours.",
 )
 @click.option("--reason", help="Why it is kept (shown with the hold).")
@@ -713,13 +715,30 @@ def policy_get(client: Snapledger, stream: str) -> Answer:
 
 @policy.command("set")
 @STREAM
-@click.option("--min-count", type=int, help="Keep at least this many newest snapshots.")
-@click.option("--min-age-hours", type=float, help="Keep every snapshot younger than this.")
-@click.option("--max-count", type=int, help="Keep at most this many (a cap; floors win).")
-@click.option("--max-age-hours", type=float, help="Delete what is older than this (a cap).")
+# Upper bounds here (limits.py); the gc function refuses what is below a floor, naming it.
+@click.option(
+    "--min-count",
+    type=click.IntRange(max=MAX_MIN_COUNT),
+    help="Keep at least this many newest snapshots.",
+)
+@click.option(
+    "--min-age-hours",
+    type=click.FloatRange(max=MAX_HOURS),
+    help="Keep every snapshot younger than this.",
+)
+@click.option(
+    "--max-count",
+    type=click.IntRange(max=MAX_COUNT),
+    help="Keep at most this many (a cap; floors win).",
+)
+@click.option(
+    "--max-age-hours",
+    type=click.FloatRange(max=MAX_HOURS),
+    help="Delete what is older than this (a cap).",
+)
 @click.option(
     "--min-generations",
-    type=int,
+    type=click.IntRange(max=MAX_MIN_GENERATIONS),
     help="Keep the members of the newest N completed stream snapshots.",
 )
 @BY

@@ -8,12 +8,13 @@ and the write one atomic step.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import assert_never
 
 from snapledger.core.retention import KeepReason, protections, rejected_protections
 from snapledger.core.state import LineageState, Sequencer
 from snapledger.errors import InvalidRequestError, NotFoundError
+from snapledger.limits import MAX_HOLD_HOURS
 from snapledger.models.commands import (
     AdvanceTrimPoint,
     ClaimOrphan,
@@ -221,14 +222,9 @@ def decide_hold(state: LineageState, cmd: HoldSnapshot, now: datetime) -> list[L
             f"snapshot {cmd.snapshot_id} of {state.head.lineage} is {record.status.value}: its "
             "files are being (or have been) deleted, so it cannot be held; hold a REGISTERED one"
         )
-    if cmd.expires_at is not None:
-        if cmd.expires_at.tzinfo is None:
-            raise InvalidRequestError("expires_at must carry a timezone, e.g. 2026-05-01T12:00:00Z")
-        if cmd.expires_at <= now:
-            raise InvalidRequestError(
-                f"expires_at {cmd.expires_at.isoformat()} is not in the future: give a later "
-                "time, or none for a hold that lasts until released"
-            )
+    problem = hold_expiry_problem(cmd.expires_at, now)
+    if problem is not None:
+        raise InvalidRequestError(problem)
     ev = Sequencer(state, cmd.command_id, now)
     return [
         SnapshotHeld.model_validate(
@@ -244,6 +240,40 @@ def decide_hold(state: LineageState, cmd: HoldSnapshot, now: datetime) -> list[L
             }
         )
     ]
+
+
+def hold_expiry_problem(expires_at: datetime | None, now: datetime) -> str | None:
+    """Why a new hold may not expire at ``expires_at`` (None: it may, or it has no expiry):
+    within its bound (``hold_expiry_bound_problem``) and in the future."""
+    problem = hold_expiry_bound_problem(expires_at, now)
+    if problem is None and expires_at is not None and expires_at <= now:
+        problem = (
+            f"expires_at {expires_at.isoformat()} is not in the future: give a later "
+            "time, or none for a hold that lasts until released"
+        )
+    return problem
+
+
+def hold_expiry_bound_problem(expires_at: datetime | None, now: datetime) -> str | None:
+    """Why ``expires_at`` is refused whatever the hold (None: it is not): it carries a
+    timezone and is at most ``MAX_HOLD_HOURS`` ahead (a later one, e.g. 9999-12-31, would
+    overflow the dates computed from it, such as its record's TTL)."""
+    if expires_at is None:
+        return None
+    if expires_at.tzinfo is None:
+        return "expires_at must carry a timezone, e.g. 2026-05-01T12:00:00Z"
+    latest = now + timedelta(hours=MAX_HOLD_HOURS)
+    try:
+        beyond = expires_at.astimezone(UTC) > latest
+    except OverflowError:
+        beyond = True  # past the last datetime once in UTC: far past the bound
+    if beyond:
+        return (
+            f"expires_at {expires_at.isoformat()} is more than {MAX_HOLD_HOURS:g} hours "
+            f"(100 years) ahead, the longest hold: give a time before {latest.isoformat()}, "
+            "or none for a hold that lasts until released"
+        )
+    return None
 
 
 def decide_release(state: LineageState, cmd: ReleaseHold, now: datetime) -> list[LedgerEvent]:

@@ -13,6 +13,12 @@ The rule (docs/retention.md). A REGISTERED snapshot is *protected* while ANY hol
   completed, the open one, or one newer than GC's read (``generation``;
   ``models/generations.ProtectedGenerations``).
 
+Whatever its status, a snapshot that a pointer object names as GC read it (``named``:
+``latest.json`` or ``generation.json``, ``services/gc_pointers.py``) is kept
+(``named_by_latest_json``, ``named_by_generation_json``): a reader may be following that
+pointer, even while it lags behind the ledger (DESIGN invariant 12). An EXPIRING one
+stays EXPIRING, its files untouched, until the pointer names another.
+
 An unprotected snapshot is deleted. When caps are configured they choose which
 unprotected snapshots go: one with at least ``max_count`` retained REGISTERED snapshots
 newer than it (``beyond_max_count``) or older than ``max_age`` (``older_than_max_age``);
@@ -24,7 +30,7 @@ held. An EXPIRING snapshot is already committed to deletion: the plan finishes i
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -47,6 +53,8 @@ class KeepReason(StrEnum):
     GENERATION = "generation"  # a member of a stream snapshot GC keeps
     WITHIN_CAPS = "within_caps"  # unprotected, but no configured cap selects it
     IN_GRACE = "in_grace"  # REJECTED, younger than the grace window
+    NAMED_BY_LATEST_JSON = "named_by_latest_json"  # the lineage's latest.json names it
+    NAMED_BY_GENERATION_JSON = "named_by_generation_json"  # the stream's generation.json
 
 
 #: The reasons GC promises to honour whatever else happens (invariant 3).
@@ -58,8 +66,12 @@ PROTECTIONS = frozenset(
         KeepReason.PINNED,
         KeepReason.HELD,
         KeepReason.GENERATION,
+        KeepReason.NAMED_BY_LATEST_JSON,
+        KeepReason.NAMED_BY_GENERATION_JSON,
     }
 )
+#: What the pointer objects name, as GC read them: sort key -> the pointers naming it.
+Named = Mapping[str, tuple[KeepReason, ...]]
 
 
 class DeleteCause(StrEnum):
@@ -123,10 +135,13 @@ def plan(
     *,
     grace: timedelta = DEFAULT_GRACE,
     generations: ProtectedGenerations | None = None,
+    named: Named | None = None,
 ) -> RetentionPlan:
     """Decide every snapshot of one lineage: kept with all its reasons, or deleted.
 
-    ``generations``: the stream snapshots whose members are kept (None: every member)."""
+    ``generations``: the stream snapshots whose members are kept (None: every member);
+    ``named``: the snapshots the pointer objects name (kept, whatever else holds)."""
+    named = named or {}
     newest_first = _newest_first(snapshots)
     kept: list[Kept] = []
     doomed: list[Doomed] = []
@@ -135,10 +150,14 @@ def plan(
     for record in newest_first:
         if record.status is SnapshotStatus.DELETED:
             continue
+        pointed = named.get(record.sort_key, ())
         if record.status is SnapshotStatus.EXPIRING:
-            doomed.append(Doomed(record, (DeleteCause.EXPIRING,)))
+            if pointed:
+                kept.append(Kept(record, pointed))
+            else:
+                doomed.append(Doomed(record, (DeleteCause.EXPIRING,)))
         elif record.status is SnapshotStatus.REJECTED:
-            rejected_reasons = rejected_protections(record, now, grace)
+            rejected_reasons = rejected_protections(record, now, grace) + pointed
             if rejected_reasons:
                 kept.append(Kept(record, rejected_reasons))
             else:
@@ -152,6 +171,7 @@ def plan(
                 registered_newer=registered_newer,
                 generations=generations,
             )
+            reasons += pointed
             registered_newer += 1
             causes = () if reasons else cap_causes(record, policy, now, retained_newer)
             if reasons or (policy.has_caps and not causes):

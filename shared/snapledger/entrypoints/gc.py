@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -35,17 +36,32 @@ from snapledger.entrypoints.register import manifest_registrar
 from snapledger.entrypoints.stream_metrics import RecordsSince, emit_gc_metrics
 from snapledger.errors import SnapledgerError
 from snapledger.layout import STREAM_PATTERN
+from snapledger.limits import MAX_COUNT, MAX_HOURS
+from snapledger.models.policy import MAX_MIN_COUNT, MAX_MIN_GENERATIONS
 from snapledger.runtime import Runtime
 from snapledger.services.gc import run_gc, run_gc_shard
 from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_fanout import GcShard
+from snapledger.services.gc_report import GcReport
 from snapledger.services.holds import hold_snapshot, release_hold
 from snapledger.services.policies import get_policy, reset_policy, set_policy
 
 SUBJECT = "gc request"
 INVALID_METRIC = "Gc_invalid"
 STUCK_JOBS_METRIC = "StuckJobs"
+#: Published by every run: streams whose lineages failed unexpectedly (each one's failure
+#: is in the report and the logs), and lineages whose lagging latest.json GC could not
+#: repair (what it names is kept). Either also fails the scheduled invocation.
+STREAMS_FAILED_METRIC = "Gc_streams_failed"
+POINTERS_UNREPAIRED_METRIC = "Gc_pointers_unrepaired"
 SQS_SOURCE = "aws:sqs"
+
+_log = logging.getLogger(__name__)
+
+
+class GcRunFailedError(SnapledgerError):
+    """A scheduled run finished with a part that failed: the invocation fails, so Lambda
+    retries it, then keeps it in the failure queue, and the function's Errors alarm fires."""
 
 
 class GcRun(ConsolePayload):
@@ -88,13 +104,20 @@ class PolicyChangeRequest(ConsolePayload):
 
 
 class PolicySetRequest(PolicyChangeRequest):
+    """Each field within the policy's own bounds (``models/policy.py``, ``limits.py``), so
+    a value past one is answered naming that field before anything is read."""
+
     action: Literal["policy_set"]
-    min_count: int | None = Field(default=None, ge=1)
-    min_age_hours: float | None = Field(default=None, ge=0, strict=False)
-    max_count: int | None = Field(default=None, ge=1)
-    max_age_hours: float | None = Field(default=None, gt=0, strict=False)
+    min_count: int | None = Field(default=None, ge=1, le=MAX_MIN_COUNT)
+    min_age_hours: float | None = Field(
+        default=None, ge=0, le=MAX_HOURS, allow_inf_nan=False, strict=False
+    )
+    max_count: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    max_age_hours: float | None = Field(
+        default=None, gt=0, le=MAX_HOURS, allow_inf_nan=False, strict=False
+    )
     delete_changelog_below_trim: bool | None = None
-    min_generations: int | None = Field(default=None, ge=0)
+    min_generations: int | None = Field(default=None, ge=0, le=MAX_MIN_GENERATIONS)
 
 
 class PolicyResetRequest(PolicyChangeRequest):
@@ -168,8 +191,9 @@ def answer_shards(
             continue
         count(metrics, "Gc_shard")
         emit_gc_metrics(report, rt.clock.now(), _records_since(rt))
+        _failure_metrics(report, metrics)
         reports.append({"message_id": message_id, "report": report.to_dict()})
-        if not report.complete:
+        if not report.complete or report.failed:  # delivered again; then the DLQ alarms
             failures.append({"itemIdentifier": message_id})
     # What the trigger reads is batchItemFailures; the reports are for the logs and tests.
     return {"batchItemFailures": failures, "shards": reports}
@@ -213,7 +237,32 @@ def answer_gc(
         count(metrics, "Gc_refused")
         return answer
     count(metrics, f"Gc_{getattr(request, 'action', 'run')}")
+    report = body.get("report")
+    if isinstance(report, dict) and report.get("failed"):
+        summary = _failed_summary(report)
+        _log.error("%s", summary)
+        if not console:  # the schedule: fail the invocation (retried, then alarmed)
+            raise GcRunFailedError(summary)
     return ok(**body)
+
+
+def _failed_summary(report: dict[str, Any]) -> str:
+    parts = [*report.get("failures", [])]
+    parts += [f"stream {s}: {why}" for s, why in report.get("failed_streams", {}).items()]
+    unrepaired = report.get("counts", {}).get("pointers_unrepaired", 0)
+    if unrepaired:
+        parts.append(f"{unrepaired} lagging latest.json GC could not repair")
+    return f"GC run {report.get('run_id')} failed in part (the rest ran): " + "; ".join(parts)
+
+
+def _failure_metrics(report: GcReport, metrics: MetricSink) -> None:
+    counts = report.counts()
+    metrics.add_metric(
+        name=STREAMS_FAILED_METRIC, unit="Count", value=counts.get("streams_failed", 0)
+    )
+    metrics.add_metric(
+        name=POINTERS_UNREPAIRED_METRIC, unit="Count", value=counts.get("pointers_unrepaired", 0)
+    )
 
 
 def _answer(
@@ -237,6 +286,7 @@ def _answer(
         metrics.add_metric(
             name=STUCK_JOBS_METRIC, unit="Count", value=counts.get("stuck_jobs_found", 0)
         )
+        _failure_metrics(report, metrics)
         return {"report": report.to_dict()}
     if isinstance(request, HoldRequest):
         held = hold_snapshot(

@@ -24,6 +24,7 @@ next run, which resumes after ``finished_through``.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -44,6 +45,8 @@ from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_report import LineageReport
 from snapledger.services.latest_protection import release_failure
 from snapledger.services.object_deletion import failure_message
+
+_log = logging.getLogger(__name__)
 
 #: What a lineage does once all its units are resolved: write its last marks (``DeletedPrefix``
 #: not yet marked) and anything that must follow them, on the batch's budget; True if that
@@ -71,6 +74,8 @@ class LineageTicket:
     lineage: LineageId
     errors: list[str]
     finish: Finish | None = None  # None: the remaining marks, nothing else
+    #: Told of an unexpected error in this lineage's marks or finish (the run goes on).
+    on_failure: Callable[[str], None] = lambda failure: None
     open_units: int = 0
     closed: bool = False
     to_mark: list[DeletedPrefix] = field(default_factory=list)
@@ -212,6 +217,9 @@ class DeletionBatch:
                     mark_deleted(self._deps, ticket.lineage, chunk, run_id=self._run_id)
                 except SnapledgerError as exc:
                     ticket.errors.append(f"marking {len(chunk)} snapshots DELETED: {exc}")
+                except Exception as exc:  # this lineage's alone: the others go on
+                    _log.exception("GC: marking %s's snapshots DELETED failed", ticket.lineage)
+                    ticket.on_failure(f"marking {len(chunk)} snapshots DELETED: {exc!r}")
 
     def _finish_ready(self) -> None:
         """Finish lineages, in the order opened, whose units are all resolved."""
@@ -233,6 +241,9 @@ class DeletionBatch:
                     )
             except SnapledgerError as exc:
                 ticket.errors.append(str(exc))
+            except Exception as exc:  # this lineage's alone: the others go on
+                _log.exception("GC: finishing %s failed", ticket.lineage)
+                ticket.on_failure(f"finishing the lineage: {exc!r}")
             if self.stopped:
                 return
             self._tickets.popleft()

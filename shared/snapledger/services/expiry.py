@@ -27,7 +27,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from snapledger.core.gc_rules import expiry_refusal
-from snapledger.core.retention import DeleteCause, Doomed, RetentionPlan, plan, trim_point
+from snapledger.core.retention import (
+    DeleteCause,
+    Doomed,
+    Named,
+    RetentionPlan,
+    plan,
+    trim_point,
+)
 from snapledger.core.state import LineageState
 from snapledger.errors import InvalidKeyError
 from snapledger.gc_settings import GcConfig
@@ -75,16 +82,29 @@ def plan_lineage(
     policy: RetentionPolicy,
     config: GcConfig,
     generations: ProtectedGenerations | None = None,
+    *,
+    named: Named | None = None,
+    records: list[SnapshotRecord] | None = None,
 ) -> tuple[RetentionPlan, list[SnapshotRecord]]:
     """Read the lineage's live snapshot records and plan them (no write).
 
     Live: REGISTERED, EXPIRING and REJECTED (``queries.live_snapshots``). The plan skips
     DELETED records anyway, and a prefix whose record is DELETED (or gone with its TTL) is
-    the orphan sweep's, as one with no record is (docs/retention.md).
+    the orphan sweep's, as one with no record is (docs/retention.md). ``records``: plan
+    these (already read) again; ``named``: what the pointer objects name (kept).
     """
-    records = queries.live_snapshots(deps.ledger, head.lineage)
+    if records is None:
+        records = queries.live_snapshots(deps.ledger, head.lineage)
     now = deps.clock.now()
-    planned = plan(records, head, policy, now, grace=config.orphan_grace, generations=generations)
+    planned = plan(
+        records,
+        head,
+        policy,
+        now,
+        grace=config.orphan_grace,
+        generations=generations,
+        named=named,
+    )
     return planned, records
 
 

@@ -12,11 +12,19 @@ the checkpoint.
 
 ``run_gc(..., dry_run=True)`` reads the same things and writes nothing: no ledger event,
 no object deleted, no checkpoint; its report is the plan with every reason.
+
+One part's failure is its own: an unexpected error in a lineage (e.g. its stream's stored
+policy cannot be read) is logged and reported on that lineage (``failure``), in the stuck-job
+sweep or the unledgered sweep on the run (``failures``); every other lineage, stream and
+step still runs, and the report says the run ``failed`` so that the gc function fails the
+scheduled invocation (retried, then alarmed). What a lineage's pointer objects name is never
+deleted, and a lagging ``latest.json`` is repaired (``gc_pointers.py``).
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Callable, Iterator, Mapping
 
 from snapledger.core.retention import RetentionPlan
@@ -32,21 +40,25 @@ from snapledger.models.ledger import (
     SnapshotStatus,
     snapshot_sort_key,
 )
-from snapledger.ports import LineageIndex
+from snapledger.ports import LineageIndex, ObjectInfo
 from snapledger.services.deletion_batch import DeletionBatch, LineageTicket
 from snapledger.services.expiry import expire_plan, finisher, plan_lineage, queue_deletions
 from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_fanout import GcShard, dispatch, shard_heads
 from snapledger.services.gc_parallel import run_lineages
-from snapledger.services.gc_report import GcReport, LineageReport
+from snapledger.services.gc_pointers import GenerationPointers, LineagePointers
+from snapledger.services.gc_report import GcReport, LineageReport, OrphanOutcome
 from snapledger.services.generations import GenerationGuards
 from snapledger.services.object_deletion import list_lineage
 from snapledger.services.orphans import sweep_lineage, sweep_unledgered_streams
-from snapledger.services.policies import PolicyCache
+from snapledger.services.policies import PolicyCache, StoredPolicyError
 from snapledger.services.stuck_jobs import reconcile_stuck_jobs, settle_lineage_jobs
 
+_log = logging.getLogger(__name__)
 _EMPTY_PLAN = RetentionPlan(kept=(), doomed=(), witnesses=(), trim=None)
 _DELETABLE = (SnapshotStatus.EXPIRING, SnapshotStatus.DELETED)
+#: The records of the prefixes the orphan sweep looks at: none, or DELETED.
+_DELETABLE_OR_NONE = (None, SnapshotStatus.DELETED)
 
 
 def run_gc(
@@ -100,11 +112,13 @@ class _Run:
         self.report = report
         self.generations = GenerationGuards(
             deps.streams,
-            lambda stream: policies(stream).min_generations,
+            policies.min_generations,
             deps.clock,
             fail_overdue=not report.dry_run,
             failed=report.generations_failed,
         )
+        self.generation_pointers = GenerationPointers(deps.store)
+        report.policy_notes = policies.notes
 
     @classmethod
     def start(
@@ -136,9 +150,16 @@ class _Run:
         report = self.report
         resumable = not self.dry_run and report.stream is None
         checkpoint = self.deps.lineages.load_checkpoint() if resumable else None
-        report.stuck_jobs = reconcile_stuck_jobs(
-            self.deps, self.config, stream=report.stream, dry_run=self.dry_run, budget=self.budget
-        )
+        try:
+            report.stuck_jobs = reconcile_stuck_jobs(
+                self.deps,
+                self.config,
+                stream=report.stream,
+                dry_run=self.dry_run,
+                budget=self.budget,
+            )
+        except Exception as exc:  # its own failure: the lineages are still collected
+            self._failed("the stuck-job sweep", exc)
         after_stream: str | None = None
         if checkpoint is None or checkpoint.phase == "lineages":
             start = _lineage_from(checkpoint.after) if checkpoint and checkpoint.after else None
@@ -148,15 +169,19 @@ class _Run:
                 return
         else:
             after_stream = checkpoint.after
-        outcomes, finished, last_stream = sweep_unledgered_streams(
-            self.deps,
-            self.config,
-            run_id=report.run_id,
-            stream=report.stream,
-            after_stream=after_stream,
-            dry_run=self.dry_run,
-            budget=self.budget,
-        )
+        try:
+            outcomes, finished, last_stream = sweep_unledgered_streams(
+                self.deps,
+                self.config,
+                run_id=report.run_id,
+                stream=report.stream,
+                after_stream=after_stream,
+                dry_run=self.dry_run,
+                budget=self.budget,
+            )
+        except Exception as exc:  # the next run starts over (no checkpoint inside it)
+            self._failed("the sweep of lineages with no ledger record", exc)
+            outcomes, finished = [], True
         report.orphans = outcomes
         if not finished:
             self._stop(checkpoint, "orphans", last_stream)
@@ -217,69 +242,130 @@ class _Run:
         self.report.lineages += result.reports
         return result.finished, result.finished_through
 
+    def _failed(self, step: str, exc: Exception) -> None:
+        _log.exception("GC: %s failed; the run goes on without it", step)
+        self.report.failures.append(f"{step} failed: {type(exc).__name__}: {exc}")
+
     def _collect(
         self, head: Head, batch: DeletionBatch, ticket: LineageTicket
     ) -> tuple[LineageReport, bool]:
+        """One lineage's pass; an error of its own ends it alone (reported), never the run."""
         report = LineageReport(head.lineage, _EMPTY_PLAN, trim_lsn=head.trim_lsn)
         ticket.errors = report.errors
+        ticket.on_failure = report.fail
         try:
-            policy = self.policies(head.stream)
-            generations = self.generations(head.stream)
-            report.plan, records = plan_lineage(self.deps, head, policy, self.config, generations)
-            statuses = {r.sort_key: r.status for r in records}
-            expiring: list[SnapshotRecord] = []
-            if not self.dry_run:
-                applied = expire_plan(
-                    self.deps,
-                    report,
-                    head=head,
-                    records=records,
-                    policy=policy,
-                    config=self.config,
-                    run_id=self.report.run_id,
-                    budget=self.budget,
-                    generations=generations,
-                )
-                if applied.stopped:
-                    return report, True
-                statuses, expiring = applied.statuses, applied.expiring
-            listing, stopped = list_lineage(
-                self.deps.store,
-                head.stream,
-                head.partition,
-                skip=_owned_by_ledger(statuses),
-                stop=self.budget.exhausted,
-            )
-            if stopped:
-                return report, True
-            if not self.dry_run:
-                ticket.finish = finisher(
-                    self.deps,
-                    report,
-                    head=head,
-                    records=records,
-                    policy=policy,
-                    run_id=self.report.run_id,
-                )
-                queue_deletions(batch, ticket, report, expiring, listing)
-            report.orphans, stopped = sweep_lineage(
-                self.deps,
-                head.lineage,
-                statuses,
-                listing,
-                self.config,
-                dry_run=self.dry_run,
-                budget=self.budget,
-                batch=batch,
-                ticket=ticket,
-            )
-            report.jobs_settled = settle_lineage_jobs(
-                self.deps, head, dry_run=self.dry_run, budget=self.budget
-            )
+            return self._collect_lineage(head, batch, ticket, report)
+        except StoredPolicyError as exc:
+            report.fail(str(exc))
         except SnapledgerError as exc:
             report.errors.append(str(exc))
-            return report, False
+        except Exception as exc:  # a bug or a hostile value: this lineage fails alone
+            _log.exception("GC: lineage %s failed; the run goes on", head.lineage)
+            report.fail(f"{type(exc).__name__}: {exc}")
+        return report, False
+
+    def _collect_lineage(
+        self, head: Head, batch: DeletionBatch, ticket: LineageTicket, report: LineageReport
+    ) -> tuple[LineageReport, bool]:
+        # The stream's generations first: its overdue ones are failed even when its policy
+        # cannot be read (they then keep every member).
+        generations = self.generations(head.stream)
+        policy = self.policies(head.stream)
+        report.plan, records = plan_lineage(self.deps, head, policy, self.config, generations)
+        pointers = LineagePointers(self.deps.store, head, self.generation_pointers)
+        if report.plan.doomed:  # something to delete: what do the pointers name?
+            members = any(d.record.member_of is not None for d in report.plan.doomed)
+            named = pointers.named(members=members)
+            if any(d.record.sort_key in named for d in report.plan.doomed):
+                report.plan, records = plan_lineage(
+                    self.deps,
+                    head,
+                    policy,
+                    self.config,
+                    generations,
+                    named=named,
+                    records=records,
+                )
+            pointers.repair(self.deps, dry_run=self.dry_run)
+            report.pointer = pointers.check
+        statuses = {r.sort_key: r.status for r in records}
+        expiring: list[SnapshotRecord] = []
+        if not self.dry_run:
+            applied = expire_plan(
+                self.deps,
+                report,
+                head=head,
+                records=records,
+                policy=policy,
+                config=self.config,
+                run_id=self.report.run_id,
+                budget=self.budget,
+                generations=generations,
+            )
+            if applied.stopped:
+                return report, True
+            statuses, expiring = applied.statuses, applied.expiring
+        listing, stopped = list_lineage(
+            self.deps.store,
+            head.stream,
+            head.partition,
+            skip=_owned_by_ledger(statuses),
+            stop=self.budget.exhausted,
+        )
+        if stopped:
+            return report, True
+        listing, kept = self._unnamed(listing, statuses, pointers, report)
+        if not self.dry_run:
+            ticket.finish = finisher(
+                self.deps,
+                report,
+                head=head,
+                records=records,
+                policy=policy,
+                run_id=self.report.run_id,
+            )
+            queue_deletions(batch, ticket, report, expiring, listing)
+        swept, stopped = sweep_lineage(
+            self.deps,
+            head.lineage,
+            statuses,
+            listing,
+            self.config,
+            dry_run=self.dry_run,
+            budget=self.budget,
+            batch=batch,
+            ticket=ticket,
+        )
+        report.orphans = kept + swept
+        report.jobs_settled = settle_lineage_jobs(
+            self.deps, head, dry_run=self.dry_run, budget=self.budget
+        )
         return report, stopped
+
+    def _unnamed(
+        self,
+        listing: dict[str, list[ObjectInfo]],
+        statuses: Mapping[str, SnapshotStatus],
+        pointers: LineagePointers,
+        report: LineageReport,
+    ) -> tuple[dict[str, list[ObjectInfo]], list[OrphanOutcome]]:
+        """The listing less the prefixes the orphan sweep would look at (no live record)
+        that a pointer names, and those, each ``kept``; the pointers are read only when
+        there is such a prefix."""
+        candidates = [p for p in listing if _record_status(statuses, p) in _DELETABLE_OR_NONE]
+        if not candidates:
+            return listing, []
+        pointers.named()
+        if report.pointer is None:
+            pointers.repair(self.deps, dry_run=self.dry_run)
+            report.pointer = pointers.check
+        kept: list[OrphanOutcome] = []
+        for prefix in candidates:
+            why = pointers.named_prefix(prefix)
+            if why is not None:
+                kept.append(OrphanOutcome(prefix, "kept", objects=len(listing[prefix]), note=why))
+        names = {outcome.prefix for outcome in kept}
+        return {p: objects for p, objects in listing.items() if p not in names}, kept
 
     def _stop(self, checkpoint: GcCheckpoint | None, phase: GcPhase, after: str | None) -> None:
         """Out of time: say where the next run resumes, and save it unless a dry run."""
@@ -301,6 +387,11 @@ class _Run:
             report.errors.append(
                 "another GC run moved the checkpoint meanwhile; the next run resumes from its"
             )
+
+
+def _record_status(statuses: Mapping[str, SnapshotStatus], prefix: str) -> SnapshotStatus | None:
+    location = parse_snapshot_prefix(prefix)
+    return statuses.get(snapshot_sort_key(location.lsn, location.snapshot_id))
 
 
 def _owned_by_ledger(statuses: Mapping[str, SnapshotStatus]) -> Callable[[str], bool]:

@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from snapledger.core.retention import RetentionPlan
 from snapledger.core.state import LineageState
 from snapledger.models.generations import StreamGeneration
 from snapledger.models.ledger import LineageId
+
+if TYPE_CHECKING:
+    from snapledger.services.gc_pointers import PointerCheck
 
 
 @dataclass
@@ -50,9 +54,22 @@ class LineageReport:
     orphans: list[OrphanOutcome] = field(default_factory=list)
     jobs_settled: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: An unexpected error that ended this lineage's pass (its stream's policy could not be
+    #: read, or a bug): also in ``errors``; the run goes on and reports itself failed.
+    failure: str | None = None
+    #: What GC found in the lineage's pointer objects (None: it had nothing to delete, so
+    #: they were not read) and whether it repaired a lagging ``latest.json``.
+    pointer: PointerCheck | None = None
     # What GC last knew of the lineage (the plan's reads, then each of its commits): the
     # seed of its next command there, checked by that command's commit (not reported).
     known: LineageState | None = field(default=None, repr=False, compare=False)
+
+    def fail(self, failure: str) -> None:
+        """An unexpected error ended (part of) this lineage's pass: reported, and the run
+        reports itself failed."""
+        if self.failure is None:
+            self.failure = failure
+        self.errors.append(failure)
 
     def seed(self, keys: Sequence[str]) -> LineageState | None:
         """A command's seed (HEAD and the items ``keys``), if GC knows all of them."""
@@ -82,6 +99,8 @@ class LineageReport:
             "orphans": [o.to_dict() for o in self.orphans],
             "jobs_settled": self.jobs_settled,
             "errors": self.errors,
+            "failure": self.failure,
+            "pointer": None if self.pointer is None else self.pointer.to_dict(),
         }
 
 
@@ -126,10 +145,35 @@ class GcReport:
     #: Stream snapshots this run failed past their deadline (not in a dry run).
     generations_failed: list[StreamGeneration] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: Unexpected errors of a whole step (the stuck-job sweep, the unledgered sweep): the
+    #: run went on without it and reports itself failed.
+    failures: list[str] = field(default_factory=list)
+    #: Streams whose stored policy was clamped to the bounds as GC read it: why.
+    policy_notes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     complete: bool = False
     resume_after: str | None = None  # where the next run resumes (when not complete)
     shards_sent: int = 0  # fan-out: shard messages sent to the workers
     lineages_sent: int = 0  # ... and the lineages in them (not in ``lineages``)
+
+    @property
+    def failed_streams(self) -> dict[str, str]:
+        """Each stream a lineage of which failed unexpectedly, with its first failure."""
+        failed: dict[str, str] = {}
+        for r in self.lineages:
+            if r.failure is not None:
+                failed.setdefault(r.lineage.stream, r.failure)
+        return failed
+
+    @property
+    def pointers_unrepaired(self) -> list[LineageReport]:
+        """Lineages whose ``latest.json`` lags the ledger and could not be repaired."""
+        return [r for r in self.lineages if r.pointer is not None and r.pointer.unrepaired]
+
+    @property
+    def failed(self) -> bool:
+        """Whether the run must be retried and alarmed: a step or a stream failed
+        unexpectedly, or a lagging pointer could not be repaired (what it names is kept)."""
+        return bool(self.failures or self.failed_streams or self.pointers_unrepaired)
 
     def counts(self) -> dict[str, int]:
         all_orphans = self.orphans + [o for r in self.lineages for o in r.orphans]
@@ -149,8 +193,18 @@ class GcReport:
             "lineages_sent": self.lineages_sent,
             "generations_failed": len(self.generations_failed),
             "stuck_jobs_found": len(self.stuck_jobs),
+            "streams_failed": len(self.failed_streams),
+            "pointers_read": sum(1 for r in self.lineages if r.pointer is not None),
+            "pointers_lagging": sum(
+                1 for r in self.lineages if r.pointer is not None and r.pointer.lagging
+            ),
+            "pointers_repaired": sum(
+                1 for r in self.lineages if r.pointer is not None and r.pointer.repaired
+            ),
+            "pointers_unrepaired": len(self.pointers_unrepaired),
             "stuck_jobs_reconciled": sum(1 for j in self.stuck_jobs if j.action in SETTLED),
             "errors": len(self.errors)
+            + len(self.failures)
             + sum(len(r.errors) for r in self.lineages)
             + sum(1 for o in all_orphans if o.action == "error")
             + sum(1 for j in self.stuck_jobs if j.action == "error"),
@@ -163,6 +217,7 @@ class GcReport:
             "stream": self.stream,
             "started_at": self.started_at.isoformat(),
             "complete": self.complete,
+            "failed": self.failed,
             "resume_after": self.resume_after,
             "counts": self.counts(),
             "lineages": [r.to_dict() for r in self.lineages],
@@ -173,4 +228,7 @@ class GcReport:
                 for g in self.generations_failed
             ],
             "errors": self.errors,
+            "failures": self.failures,
+            "failed_streams": self.failed_streams,
+            "policy_notes": {stream: list(notes) for stream, notes in self.policy_notes.items()},
         }

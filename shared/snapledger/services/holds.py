@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from snapledger.clock import Clock
+from snapledger.core.gc_rules import hold_expiry_bound_problem
+from snapledger.errors import InvalidRequestError
 from snapledger.ids import new_ulid
 from snapledger.models.commands import HoldSnapshot, ReleaseHold
 from snapledger.models.events import SnapshotReleased
@@ -51,7 +53,13 @@ def hold_snapshot(
     by: str = "",
     hold_id: str | None = None,
 ) -> HoldResult:
-    """Hold the snapshot; the same ``hold_id`` again is a no-op (retries are safe)."""
+    """Hold the snapshot; the same ``hold_id`` again is a no-op (retries are safe).
+
+    ``expires_at`` more than ``MAX_HOLD_HOURS`` ahead (or without a timezone) is refused
+    before anything is read; the decision checks it again, and that it is in the future."""
+    problem = hold_expiry_bound_problem(expires_at, clock.now())
+    if problem is not None:
+        raise InvalidRequestError(problem)
     record = queries.by_id(ledger, lineage, snapshot_id)
     chosen = hold_id or new_ulid()
     result = execute(

@@ -22,13 +22,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from pydantic import ValidationError
+
 from snapledger.clock import Clock
-from snapledger.errors import InvalidRequestError
+from snapledger.errors import InvalidRequestError, SnapledgerError
 from snapledger.ids import new_ulid
 from snapledger.layout import check_stream_name
 from snapledger.models.commands import ResetPolicy, SetPolicy
 from snapledger.models.events import StreamEvent
-from snapledger.models.policy import RetentionPolicy, StoredPolicy
+from snapledger.models.policy import MAX_MIN_GENERATIONS, RetentionPolicy, StoredPolicy
 from snapledger.ports import PolicyStore, StreamLogStore
 from snapledger.services.commands import execute_on_stream
 
@@ -47,7 +49,7 @@ class EffectivePolicy:
     updated_by: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        answer: dict[str, object] = {
             "stream": self.stream,
             "policy": self.policy.model_dump(mode="json"),
             "source": self.source,
@@ -55,6 +57,9 @@ class EffectivePolicy:
             "updated_at": None if self.updated_at is None else self.updated_at.isoformat(),
             "updated_by": self.updated_by,
         }
+        if self.policy.clamped:  # stored before its bounds: what applies, and why
+            answer["clamped"] = list(self.policy.clamped)
+        return answer
 
 
 @dataclass(frozen=True)
@@ -141,19 +146,56 @@ def _apply(streams: StreamLogStore, command: SetPolicy | ResetPolicy, clock: Clo
     return PolicyChange(outcome=outcome, effective=effective)
 
 
+class StoredPolicyError(SnapledgerError):
+    """A stream's stored policy cannot be read as a policy (GC refuses that stream)."""
+
+
 class PolicyCache:
-    """Each stream's policy read once per GC run."""
+    """Each stream's policy read once per GC run.
+
+    A stored policy with a duration past its bound (stored before the bound existed) is
+    read clamped to it, and ``notes`` says so. One that cannot be read at all is refused
+    for that stream alone (``StoredPolicyError``, every time it is asked, without reading
+    it again); the other streams are collected."""
 
     def __init__(self, store: PolicyStore, default: RetentionPolicy) -> None:
         self._store = store
         self._default = default
-        self._cache: dict[str, RetentionPolicy] = {}
+        self._cache: dict[str, RetentionPolicy | StoredPolicyError] = {}
+        self.notes: dict[str, tuple[str, ...]] = {}  # stream -> why its policy was clamped
 
     def __call__(self, stream: str) -> RetentionPolicy:
         if stream not in self._cache:
+            self._cache[stream] = self._read(stream)
+        found = self._cache[stream]
+        if isinstance(found, StoredPolicyError):
+            raise found
+        return found
+
+    def min_generations(self, stream: str) -> int:
+        """The stream's ``min_generations``; for a policy GC cannot read, the most it can
+        protect (its overdue stream snapshots are still failed, and nothing is unkept)."""
+        try:
+            return self(stream).min_generations
+        except StoredPolicyError:
+            return MAX_MIN_GENERATIONS
+
+    def _read(self, stream: str) -> RetentionPolicy | StoredPolicyError:
+        try:
             stored = self._store.get(stream)
-            self._cache[stream] = self._default if stored is None else stored.policy
-        return self._cache[stream]
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+            )
+            return StoredPolicyError(
+                f"{stream}'s stored retention policy cannot be read ({problems}): GC skips "
+                "the stream until it is replaced; the other streams are collected"
+            )
+        if stored is None:
+            return self._default
+        if stored.policy.clamped:
+            self.notes[stream] = stored.policy.clamped
+        return stored.policy
 
 
 def _effective(
