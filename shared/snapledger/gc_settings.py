@@ -23,6 +23,7 @@ from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from snapledger.errors import InvalidRequestError
 from snapledger.limits import MAX_COUNT, MAX_HOURS
 from snapledger.models.policy import RetentionPolicy, parse_policy
 from snapledger.settings import LedgerSettings
@@ -91,7 +92,10 @@ class GcConfig(BaseModel):
     def _default_policy_valid(self) -> GcConfig:
         """The default policy is checked with the settings (bounds included), so a bad
         ``SNAPLEDGER_DEFAULT_*`` fails the cold start, naming it, not each run."""
-        self.default_policy()
+        try:
+            self.default_policy()
+        except InvalidRequestError as exc:
+            raise ValueError(f"SNAPLEDGER_DEFAULT_*: the default {exc}") from exc
         return self
 
     def default_policy(self) -> RetentionPolicy:
