@@ -108,6 +108,30 @@ def offsets_of(n: int) -> dict[str, object]:
     return manifest(offsets=names)
 
 
+def policy_hours_ok(n: int) -> bool:
+    """Whether ``min_age_hours`` = ``n`` passes the console's payload and ``set_policy``'s
+    parse (``max_age_hours`` has the same bound)."""
+    from snapledger.entrypoints.gc import parse_gc
+    from snapledger.errors import InvalidRequestError
+    from snapledger.models.policy import parse_policy
+
+    try:
+        parse_gc({"action": "policy_set", "stream": "orders", "min_age_hours": n})
+        parse_policy({"min_age_hours": n, "max_age_hours": n})
+    except (InvalidRequestError, ValueError):
+        return False
+    return True
+
+
+def hold_hours_ok(n: int) -> bool:
+    from datetime import UTC, datetime, timedelta
+
+    from snapledger.core.gc_rules import hold_expiry_problem
+
+    now = datetime(2026, 11, 26, tzinfo=UTC)
+    return hold_expiry_problem(now + timedelta(hours=n), now) is None
+
+
 PROBES: dict[str, Callable[[int], bool]] = {
     "MAX_LSN": lsn_ok,
     "MAX_EPOCH": lambda n: parses(manifest(epoch=n)),
@@ -119,6 +143,8 @@ PROBES: dict[str, Callable[[int], bool]] = {
     "MAX_OFFSETS": lambda n: parses(manifest(offsets={str(i): i for i in range(n)})),
     "MAX_OFFSETS_BYTES": lambda n: parses(offsets_of(n)),
     "MAX_PARQUET_FOOTER_BYTES": footer_ok,
+    "MAX_HOURS": policy_hours_ok,
+    "MAX_HOLD_HOURS": hold_hours_ok,
 }
 
 
