@@ -35,7 +35,7 @@ KEPT = {80: "REGISTERED", 70: "REGISTERED", 60: "REGISTERED", 30: "REGISTERED", 
 GONE = {5: "DELETED", 10: "DELETED", 40: "DELETED", 50: "DELETED", 75: "DELETED"}
 
 
-class Crash(BaseException):  # noqa: N818 - it is what it simulates
+class Crash(BaseException):  # it is what it simulates: the process dies
     """The process died here: not an Exception, which GC reports on the lineage that
     raised it and goes on (a process that dies does not go on)."""
 
