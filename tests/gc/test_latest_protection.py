@@ -9,6 +9,7 @@ has run to the end, nothing it deleted is still held.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import boto3
@@ -366,14 +367,34 @@ def test_fenced_garbage_is_released_after_the_grace_window(ledger, store, s3, cl
     assert set(versions(s3, parse_manifest_key(fenced).prefix).values()) == {"OFF"}
 
 
-def test_an_orphan_held_by_a_registration_that_never_committed_is_released(
+def test_a_registration_that_never_committed_is_registered_by_the_sweep_and_stays_held(
+    ledger, store, s3, clock
+) -> None:
+    register(write(store, 10), ledger, store, clock)
+    unrecorded = write(store, 5)
+    with pytest.raises(Crash):  # held, then the process died; the event is never redelivered
+        register(unrecorded, CrashingLedger(ledger, Faults(crash_at=0)), store, clock)
+    # the orphan sweep reads the objects' own times (moto's: now), and the grace window
+    clock.advance(timedelta(hours=CONFIG.orphan_grace_hours + 1))
+    deps = replace(
+        protected_deps(ledger, store, clock),
+        register=lambda key: register(key, ledger, store, clock).outcome.value,
+    )
+    run_gc(deps, config=CONFIG)
+    # its manifest is well-formed: registered (issue 27), never deleted, its files held
+    assert records(ledger)[5].status is SnapshotStatus.REGISTERED
+    assert set(versions(s3, parse_manifest_key(unrecorded).prefix).values()) == {"ON"}
+    assert_every_registered_snapshot_is_held(ledger, s3)
+
+
+def test_an_orphan_held_by_an_upload_that_never_wrote_its_manifest_is_released(
     ledger, store, s3, clock
 ) -> None:
     register(write(store, 10), ledger, store, clock)
     orphan = write(store, 5)
     with pytest.raises(Crash):  # held, then the process died; the event is never redelivered
         register(orphan, CrashingLedger(ledger, Faults(crash_at=0)), store, clock)
-    # the orphan sweep reads the objects' own times (moto's: now), and the grace window
+    store.delete_many([orphan])  # no manifest left: an orphan proper
     clock.advance(timedelta(hours=CONFIG.orphan_grace_hours + 1))
     run_gc(protected_deps(ledger, store, clock), config=CONFIG)
     assert records(ledger)[5].status is SnapshotStatus.DELETED
