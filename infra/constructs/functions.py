@@ -232,7 +232,7 @@ class LedgerFunctions(Construct):
             settings.ENV_EVENT_BUS: inputs.event_bus_name,
             settings.ENV_LEDGER_TTL_DAYS: str(self._config.ledger_ttl_days),
         }
-        if name == "register":
+        if name in ("register", "gc"):  # gc hands unrecorded manifests to registration
             env[settings.ENV_REGISTRATION_QUEUE_URL] = self.registration_queue.queue_url
         if self._config.protect_latest and name in LEGAL_HOLD_FUNCTIONS:
             env[settings.ENV_PROTECT_LATEST] = "true"
@@ -453,6 +453,41 @@ class LedgerFunctions(Construct):
             "s3:DeleteObject",
             (snapshots, changelog),
             "deletes expired and orphaned snapshots and segments below the trim point",
+        )
+        # gc keeps what latest.json and generation.json name, and repairs a latest.json
+        # that lags the ledger (reading the latest's manifest, writing the pointer by
+        # conditional PutObject); the pointers only, as register's grant.
+        self._grant_objects(
+            fn["gc"],
+            "s3:GetObject",
+            (snapshots,),
+            "reads latest.json and generation.json, and the latest's manifest to repair one",
+        )
+        self._grant_objects(
+            fn["gc"],
+            "s3:PutObject",
+            (names.LATEST_POINTER_KEYS,),
+            "repairs a lineage's latest.json that lags the ledger",
+            wildcard=False,
+        )
+        fn["gc"].add_to_role_policy(
+            iam.PolicyStatement(
+                sid=REGISTER_POINTER_DENY_SID,
+                effect=iam.Effect.DENY,
+                actions=["s3:PutObject"],
+                resources=[
+                    self._inputs.bucket.arn_for_objects(pattern) for pattern in NOT_A_POINTER_KEYS
+                ],
+            )
+        )
+        # ... and hands a manifest the ledger never recorded to the registration queue
+        # (the orphan sweep never deletes a prefix holding one).
+        fn["gc"].add_to_role_policy(
+            iam.PolicyStatement(
+                sid="QueueUnrecordedManifests",
+                actions=["sqs:SendMessage"],
+                resources=[self.registration_queue.queue_arn],
+            )
         )
 
         if self._config.protect_latest:

@@ -14,7 +14,7 @@ from typing import Any
 from snapledger.adapters import dynamodb_codec as codec
 from snapledger.adapters.dynamodb_jobs import JOB_SK, DynamoJobStore, run_pk
 from snapledger.clock import ManualClock
-from snapledger.layout import segment_key, snapshot_prefix
+from snapledger.layout import latest_pointer_key, segment_key, snapshot_prefix
 from snapledger.models.jobs import JobState, JobTransition
 from tests.deployed.deployment import BUCKET, TABLE, EmulatedDeployment
 from tests.functions.support import s3_put_event, sample_event
@@ -223,7 +223,17 @@ def run_scenario(app: EmulatedDeployment) -> Scenario:
     answers["gc.policy_get"] = app.invoke("gc", {"action": "policy_get", "stream": STREAM})
     # A third snapshot becomes latest, so the first two may go.
     third = write_snapshot(store, STREAM, PARTITION, 2_000)
+    pointer = latest_pointer_key(STREAM, PARTITION)
+    before_third = store.get(pointer)
     answers["register.third"] = _register(app, third)
+    # latest.json left naming the previous latest (as if its write had kept failing): GC
+    # keeps what it names and repairs it (GetObject, conditional PutObject under gc's role).
+    store.put(pointer, before_third)
+    # A snapshot whose notification was lost: its manifest was never recorded. GC hands it
+    # to the registration queue (SendMessage under gc's role) and never deletes it.
+    answers["unrecorded"] = write_snapshot(
+        store, STREAM, PARTITION, 900, snapshot_id="01JW8Z3K9Q7N4M2P6R8T0V2X5A"
+    )
     # An upload that never finished: files, no manifest.
     orphan_prefix = snapshot_prefix(STREAM, PARTITION, 800, "01JW8Z3K9Q7N4M2P6R8T0V2X4Z")
     store.put(orphan_prefix + "part-00000.parquet", b"never registered")

@@ -163,6 +163,19 @@ def test_gc_expires_sweeps_trims_the_changelog_and_reconciles_stuck_jobs(
     # the segment wholly below the trim point (the latest snapshot's LSN, 2,000) is gone
     assert "changelog/orders/3/00000000000000000000-00000000000000000999.parquet" not in left
     assert not [key for key in left if "00000000000000000800-" in key]  # the orphan
+    # latest.json lagging the ledger was repaired under gc's role (issue 27 row 4)
+    runs = [deployed.scenario[name]["report"] for name in ("gc.stopped", "gc.run")]
+    assert sum(run["counts"]["pointers_repaired"] for run in runs) == 1
+    # the unrecorded manifest was handed to the registration queue, never deleted (row 1)
+    unrecorded = deployed.scenario["unrecorded"].removesuffix("_manifest.json")
+    actions = [
+        (orphan["prefix"], orphan["action"])
+        for run in runs
+        for lineage in run["lineages"]
+        for orphan in lineage["orphans"]
+    ]
+    assert (unrecorded, "registered") in actions, actions
+    assert [key for key in left if key.startswith(unrecorded)]
 
 
 def test_gc_adopts_the_run_of_a_launch_that_died_after_starting_it(deployed: Deployed) -> None:
