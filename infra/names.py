@@ -110,6 +110,10 @@ GC_SHARD_WORKERS = 4
 # --- Metrics -----------------------------------------------------------------------------
 # Emitted by gc (Powertools Metrics, EMF) with the default ``service`` dimension.
 STUCK_JOBS_METRIC = "StuckJobs"
+# Streams a GC run could not collect (one stream's failure never stops the others), and
+# lineages whose latest.json lags the ledger and could not be repaired (issue 27).
+GC_STREAMS_FAILED_METRIC = "Gc_streams_failed"
+GC_POINTERS_UNREPAIRED_METRIC = "Gc_pointers_unrepaired"
 SERVICE_DIMENSION = "service"
 
 # --- Context keys (``cdk deploy -c key=value``) -------------------------------------------

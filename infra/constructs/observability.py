@@ -104,6 +104,29 @@ class Observability(Construct):
             self.stuck_jobs,
             "snapledger: gc found jobs whose final state event never arrived",
         )
+        for construct_id, metric_name, description in (
+            (
+                "GcStreamsFailed",
+                names.GC_STREAMS_FAILED_METRIC,
+                "snapledger: gc could not collect a stream (the others were collected)",
+            ),
+            (
+                "GcPointersUnrepaired",
+                names.GC_POINTERS_UNREPAIRED_METRIC,
+                "snapledger: a latest.json lags the ledger and gc could not repair it",
+            ),
+        ):
+            self._alarm(
+                construct_id,
+                cloudwatch.Metric(
+                    namespace=METRICS_NAMESPACE,
+                    metric_name=metric_name,
+                    dimensions_map={names.SERVICE_DIMENSION: SERVICE_NAME},
+                    statistic="Maximum",
+                    period=STUCK_JOBS_PERIOD,
+                ),
+                description,
+            )
 
     def _build_dashboard(
         self,

@@ -462,6 +462,15 @@ def test_alarms_on_errors_throttles_queue_depth_and_stuck_jobs(synth: Synthesize
         name = json.dumps({"Fn::GetAtt": [synth.logical_id(queue), "QueueName"]}, sort_keys=True)
         assert ("AWS/SQS", "ApproximateNumberOfMessagesVisible", name) in alarms
     assert (METRICS_NAMESPACE, names.STUCK_JOBS_METRIC, json.dumps(SERVICE_NAME)) in alarms
+    # gc's failed streams and unrepaired pointers, under the names gc publishes them
+    from snapledger.entrypoints import gc as gc_entrypoint
+
+    for metric in (
+        gc_entrypoint.STREAMS_FAILED_METRIC,
+        gc_entrypoint.POINTERS_UNREPAIRED_METRIC,
+    ):
+        assert metric in (names.GC_STREAMS_FAILED_METRIC, names.GC_POINTERS_UNREPAIRED_METRIC)
+        assert (METRICS_NAMESPACE, metric, json.dumps(SERVICE_NAME)) in alarms
 
 
 def test_dashboards_exist(synth: Synthesized) -> None:
