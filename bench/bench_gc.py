@@ -102,6 +102,14 @@ class CountingStore:
         self._count("delete", math.ceil(len(keys) / MAX_KEYS_PER_REQUEST))
         return self.inner.delete_many(keys)
 
+    def get(self, key: str, **kwargs: Any) -> bytes:  # GC reads each lineage's latest.json
+        self._count("get", 1)
+        return self.inner.get(key, **kwargs)
+
+    def get_versioned(self, key: str, **kwargs: Any) -> Any:
+        self._count("get", 1)
+        return self.inner.get_versioned(key, **kwargs)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 

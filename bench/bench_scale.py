@@ -166,11 +166,13 @@ TABLE = "bench-scale"
 
 
 def floor(lineages: int, due_per_lineage: int, objects: int) -> int:
-    """S3's floor for deleting the due keys: batch limits only."""
+    """S3's floor for deleting the due keys: batch limits only, and one GET of each
+    lineage's latest.json (GC never deletes what it names, so it must read it once)."""
     keys_per_lineage = due_per_lineage * objects
     deletes = math.ceil(lineages * keys_per_lineage / MAX_KEYS_PER_REQUEST)
     listings = lineages * max(1, math.ceil(keys_per_lineage / MAX_KEYS_PER_REQUEST))
-    return deletes + listings
+    pointers = lineages
+    return deletes + listings + pointers
 
 
 def _gc_requests(config: Any) -> dict[str, object]:
@@ -219,12 +221,12 @@ def _gc_requests(config: Any) -> dict[str, object]:
                 }
             )
     print(
-        "   lineages  due snapshots  S3 requests (list/list_dirs/delete)  floor  ratio"
+        "   lineages  due snapshots  S3 requests (list/list_dirs/delete/get)  floor  ratio"
         "  DynamoDB  floor  ratio"
     )
     for row in rows:
         made: dict[str, int] = row["requests"]  # type: ignore[assignment]
-        split = "/".join(str(made.get(k, 0)) for k in ("list", "list_dirs", "delete"))
+        split = "/".join(str(made.get(k, 0)) for k in ("list", "list_dirs", "delete", "get"))
         total = sum(made.values())
         print(
             f"   {row['lineages']:>8}  {row['due_snapshots']:>13}  "

@@ -117,6 +117,19 @@ def test_each_call_sends_its_console_payload() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "expires_in", [timedelta(days=999_999_999), timedelta(hours=876_001), timedelta(0)]
+)
+def test_a_hold_past_its_bound_is_refused_before_anything_is_sent(expires_in) -> None:
+    # Issue 27 row 6: datetime.now() + 999,999,999 days raised OverflowError in the client.
+    from snapledger.errors import InvalidRequestError
+
+    transport = Recording()
+    with pytest.raises(InvalidRequestError, match="expires_in must be more than 0 and at most"):
+        Snapledger(transport).hold("orders", 3, "01JW8Z3K9Q7N4M2P6R8T0V2X4Y", expires_in=expires_in)
+    assert transport.sent == []
+
+
 def _job(state: str, reason: str | None = None) -> dict[str, Any]:
     return {"ok": True, "job": {"job_id": "j1", "state": state, "failure_reason": reason}}
 

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from snapledger.cli.transport import STACK_NAME, AwsTransport, Transport
-from snapledger.errors import SnapledgerError
+from snapledger.errors import InvalidRequestError, SnapledgerError
 from snapledger.ids import new_ulid
+from snapledger.limits import MAX_HOLD_HOURS
 from snapledger.models.jobs import TERMINAL_STATES
 
 Answer = dict[str, Any]
@@ -329,7 +330,15 @@ class Snapledger:
         reason: str | None = None,
         by: str | None = None,
     ) -> Answer:
-        """Keep a snapshot from GC until released (or until ``expires_in`` has passed)."""
+        """Keep a snapshot from GC until released (or until ``expires_in`` has passed, at
+        most ``limits.MAX_HOLD_HOURS``)."""
+        if expires_in is not None and not (
+            timedelta(0) < expires_in <= timedelta(hours=MAX_HOLD_HOURS)
+        ):
+            raise InvalidRequestError(
+                f"expires_in must be more than 0 and at most {MAX_HOLD_HOURS:,.0f} hours "
+                f"(100 years), got {expires_in}: omit it for a hold until released"
+            )
         expires = None if expires_in is None else (datetime.now(UTC) + expires_in).isoformat()
         return self.call(
             "gc",
