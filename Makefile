@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
 .PHONY: setup test lint format bench demo synth schema clean
 
-setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar
+setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar .local/restate/bin/restate-server
 
 .venv/.synced: pyproject.toml uv.lock
 	$(UV) sync --frozen
@@ -16,6 +16,9 @@ setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar
 
 .local/dynamodb-local/DynamoDBLocal.jar:
 	tools/install-dynamodb-local.sh
+
+.local/restate/bin/restate-server:
+	tools/install-restate.sh
 
 test: setup
 	$(UV) run --frozen pytest $(PYTEST_ARGS)
