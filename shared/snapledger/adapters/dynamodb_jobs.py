@@ -19,6 +19,7 @@ from snapledger.adapters.dynamodb_log import LedgerTableClient
 from snapledger.adapters.table_definition import (
     KIND_ATTRIBUTE,
     KIND_INDEX,
+    PARTITION_KEY,
     SORT_KEY,
     TTL_ATTRIBUTE,
 )
@@ -35,6 +36,14 @@ def job_pk(job_id: str) -> str:
 
 
 RUN_PREFIX = "RUN#"
+#: The query a ``list_jobs`` cursor belongs to: the JOB partition of ``by_kind``.
+JOBS_CURSOR = codec.CursorScope(
+    attributes=frozenset({KIND_ATTRIBUTE, PARTITION_KEY, SORT_KEY}),
+    partition=(KIND_ATTRIBUTE, JOB_KIND),
+    sort=PARTITION_KEY,
+    prefix=job_pk(""),
+    query=KIND_INDEX,
+)
 
 
 def run_pk(run_id: str) -> str:
@@ -130,11 +139,11 @@ class DynamoJobStore(LedgerTableClient):
             "Limit": limit,
         }
         if cursor:
-            request["ExclusiveStartKey"] = codec.decode_cursor(cursor)
+            request["ExclusiveStartKey"] = codec.decode_cursor(cursor, JOBS_CURSOR)
         response = self._call("query", **request)
         last = response.get("LastEvaluatedKey")
         jobs = [_job(item) for item in response.get("Items", [])]
-        return Page(jobs, codec.encode_cursor(last) if last else None)
+        return Page(jobs, codec.encode_cursor(last, JOBS_CURSOR) if last else None)
 
     def _call(self, operation: str, **kwargs: Any) -> Any:
         return writes.read(getattr(self.client, operation), what="a read of the jobs", **kwargs)

@@ -101,9 +101,11 @@ class DynamoLedger(DynamoLogTable):
         return items
 
     def record_unplaceable_manifest(self, key: str, reason: str, at: datetime) -> bool:
-        """Keep a manifest whose key names no lineage, so it is not silently dropped."""
+        """Keep a manifest whose key names no lineage, so it is not silently dropped: once,
+        under a bounded sort key (``codec.unplaceable_sk``: a key too long for one is
+        hashed), the whole key in ``manifest_key``."""
         item = {
-            **codec.key(codec.UNPLACEABLE_PK, codec.UNPLACEABLE_PREFIX + key),
+            **codec.key(codec.UNPLACEABLE_PK, codec.unplaceable_sk(key)),
             "manifest_key": {"S": key},
             "reason": {"S": reason},
             "at": {"S": at.isoformat()},

@@ -136,11 +136,13 @@ class DynamoLogTable(LedgerTableClient):
             request["ExpressionAttributeNames"]["#sk"] = index[1] if index else SORT_KEY
         if index:
             request["IndexName"] = index[0]
+        scope = _cursor_scope(pk, values, forward=forward, index=index)
         if cursor:
-            request["ExclusiveStartKey"] = codec.decode_cursor(cursor)
+            request["ExclusiveStartKey"] = codec.decode_cursor(cursor, scope)
         response = self._call(self.client.query, **request)
         last = response.get("LastEvaluatedKey")
-        return list(response.get("Items", [])), codec.encode_cursor(last) if last else None
+        next_cursor = codec.encode_cursor(last, scope) if last else None
+        return list(response.get("Items", [])), next_cursor
 
     def _events(
         self,
@@ -181,6 +183,29 @@ class DynamoLogTable(LedgerTableClient):
 
     def _call(self, operation: Any, **kwargs: Any) -> Any:
         return writes.read(operation, what="a read of the ledger", table=self.table_name, **kwargs)
+
+
+def _cursor_scope(
+    pk: str, values: dict[str, Any], *, forward: bool, index: tuple[str, str] | None
+) -> codec.CursorScope:
+    """The query a ``_query`` cursor belongs to: its partition, its sort key's range (the
+    ``:lo``/``:hi`` or ``:prefix`` of its condition), its index and direction."""
+    sort = index[1] if index else SORT_KEY
+    attributes = {PARTITION_KEY, SORT_KEY, sort}
+
+    def bound(name: str) -> str | None:
+        value = values.get(name)
+        return None if value is None else str(value["S"])
+
+    return codec.CursorScope(
+        attributes=frozenset(attributes),
+        partition=(PARTITION_KEY, pk),
+        sort=sort,
+        low=bound(":lo"),
+        high=bound(":hi"),
+        prefix=bound(":prefix"),
+        query=f"{index[0] if index else ''}|{'forward' if forward else 'backward'}",
+    )
 
 
 def _command_id_of_existing_event(reasons: list[Any], items: list[dict[str, Any]]) -> str | None:

@@ -14,6 +14,8 @@ Items (see docs/ledger.md):
 | ``STREAM#{stream}``       | ``POLICY``                       | the stream's retention etc. |
 | ``REJECTED``              | ``KEY#{object key}``             | a manifest at a bad key     |
 
+A ``KEY#`` sort key that would pass 1,024 bytes is ``KEY#sha256:{hex}`` of the key instead.
+
 Two sparse GSIs, each indexing only the items that carry its key attribute:
 
 - ``by_kind`` (``kind``, ``pk``): HEAD and JOB items (``kind = HEAD`` / ``JOB``), so GC and

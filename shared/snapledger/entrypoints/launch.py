@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from annotated_types import MaxLen
+
 from snapledger.entrypoints.answers import (
     Answer,
     MetricSink,
@@ -45,6 +47,10 @@ SUBJECT = "launch request"
 INVALID_METRIC = "Launch_invalid"
 EVENT_SOURCE = "snapledger"
 STREAM_DETAIL_TYPES = {SNAPSHOT_STREAM_DETAIL_TYPE: SNAPSHOT_STREAM_ACTION}
+#: An EventBridge event's id stands for the request id: it has ``request_id``'s bound.
+MAX_REQUEST_ID = next(
+    m.max_length for m in LaunchRequest.model_fields["request_id"].metadata if isinstance(m, MaxLen)
+)
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,7 @@ def _from_eventbridge(event: Mapping[str, Any]) -> ParsedLaunch:
     if event.get("source") != EVENT_SOURCE:
         problems.append(("source", f"must be {EVENT_SOURCE!r} for a launch request"))
     actions = {**{t: a.value for t, a in DETAIL_TYPE_ACTIONS.items()}, **STREAM_DETAIL_TYPES}
-    if detail_type not in actions:
+    if not isinstance(detail_type, str) or detail_type not in actions:
         known = ", ".join(actions)
         problems.append(("detail-type", f"{detail_type!r} is not one of {known}"))
     detail = event.get("detail")
@@ -93,11 +99,23 @@ def _from_eventbridge(event: Mapping[str, Any]) -> ParsedLaunch:
         )
     body = {**detail, "action": action}
     request = _request_model(body).model_validate(body)
+    event_id = event.get("id")
+    if request.request_id is None and not _is_event_id(event_id):
+        problem = (
+            "required: the EventBridge event's id (1 to 128 characters), or a "
+            "detail.request_id naming the request"
+        )
+        raise payload_error(SUBJECT, [("id", problem)], event)
     return ParsedLaunch(
         request=request,
-        request_id=str(detail.get("request_id") or event["id"]),
+        request_id=request.request_id or str(event_id),
         from_event=True,
     )
+
+
+def _is_event_id(value: object) -> bool:
+    """An EventBridge event id: a string of at most ``MAX_REQUEST_ID`` characters."""
+    return isinstance(value, str) and 1 <= len(value) <= MAX_REQUEST_ID
 
 
 def answer_launch(parsed: ParsedLaunch, rt: Runtime, metrics: MetricSink) -> Answer:
