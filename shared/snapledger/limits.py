@@ -35,6 +35,9 @@ MAX_PARQUET_FOOTER_BYTES = 16 * 1024 * 1024
 #: DynamoDB sort key (1,024 bytes, less the item's prefix); longer ones are hashed.
 MAX_OBJECT_KEY_BYTES = 1024
 MAX_SORT_KEY_BYTES = 1024
+#: A query's ``cursor`` as the console sends it back: the ones snapledger gives are a few
+#: hundred characters; a longer one is refused before it is decoded.
+MAX_CURSOR_CHARS = 8192
 
 #: Every duration a policy, a hold or a setting names, in hours: 100 years.
 MAX_HOURS = 876_000.0

@@ -132,6 +132,29 @@ def hold_hours_ok(n: int) -> bool:
     return hold_expiry_problem(now + timedelta(hours=n), now) is None
 
 
+def sort_key_ok(n: int) -> bool:
+    """Whether an unplaceable key whose ``KEY#`` sort key is ``n`` UTF-8 bytes is kept
+    verbatim (2-byte characters: bytes are counted, not characters)."""
+    from snapledger.adapters.dynamodb_codec import UNPLACEABLE_PREFIX, unplaceable_sk
+
+    room = n - len(UNPLACEABLE_PREFIX.encode()) - len("snapshots/")
+    key = "snapshots/" + "é" * (room // 2) + "x" * (room % 2)
+    return unplaceable_sk(key) == UNPLACEABLE_PREFIX + key
+
+
+def cursor_chars_ok(n: int) -> bool:
+    """Whether a cursor of ``n`` characters is decoded at all (not refused for its length)."""
+    from snapledger.adapters.dynamodb_codec import decode_cursor
+    from snapledger.adapters.dynamodb_jobs import JOBS_CURSOR
+    from snapledger.errors import InvalidRequestError
+
+    try:
+        decode_cursor("A" * n, JOBS_CURSOR)
+    except InvalidRequestError as refused:
+        return "characters" not in str(refused)
+    return True
+
+
 PROBES: dict[str, Callable[[int], bool]] = {
     "MAX_LSN": lsn_ok,
     "MAX_EPOCH": lambda n: parses(manifest(epoch=n)),
@@ -145,6 +168,8 @@ PROBES: dict[str, Callable[[int], bool]] = {
     "MAX_PARQUET_FOOTER_BYTES": footer_ok,
     "MAX_HOURS": policy_hours_ok,
     "MAX_HOLD_HOURS": hold_hours_ok,
+    "MAX_SORT_KEY_BYTES": sort_key_ok,
+    "MAX_CURSOR_CHARS": cursor_chars_ok,
 }
 
 
