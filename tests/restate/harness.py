@@ -1,0 +1,455 @@
+"""The real Restate 1.7.12 server on one machine, for tests: an S3 endpoint it writes its
+snapshots to (moto's server mode, in its own process on a free loopback port), the server
+itself (its own ports and base dir), and a Python service with keyed state (tests/restate/
+service.py under hypercorn) registered with it.
+
+Every process is started in its own session and stopped by its own pid (SIGTERM, then
+SIGKILL); each also gets SIGKILL if the test process dies without stopping it. Install the
+binaries with tools/install-restate.sh (or `make setup`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from snapledger.local.dynamodb_local import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+RESTATE_VERSION = "1.7.12"
+DEFAULT_BIN_DIR = REPO / ".local" / "restate" / "bin"
+SERVICE_APP = Path(__file__).with_name("service.py")
+
+BUCKET = "restate-snapshots"
+PREFIX = "cluster-a"
+CLUSTER_NAME = "snapledger-test"
+NODE_NAME = "node-1"
+REGION = "us-east-1"
+ACCESS_KEY = "testing"
+SECRET_KEY = "testing"  # moto accepts any key; not a secret
+
+# `restatectl snapshots create` prints one line per partition, e.g.
+# "Snapshot created for partition 0: snap_1745q2jaMGMSzzJs9zPIBEd (log 0 @ LSN >= 3)"
+_CREATED = re.compile(
+    r"^Snapshot created for partition (?P<partition>\d+): (?P<snapshot_id>snap_\w+) "
+    r"\(log (?P<log_id>\d+) @ LSN >= (?P<lsn>\d+)\)$"
+)
+
+
+class RestateHarnessError(RuntimeError):
+    """The Restate test harness could not be set up or a step of it failed."""
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """SIGKILL this child if the test process dies first (Linux prctl PR_SET_PDEATHSIG)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+
+
+def _spawn(command: list[str], log: Path, *, cwd: Path | None = None) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            command,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - only prctl, no locks or threads
+        )
+
+
+def _stop(process: subprocess.Popen[bytes] | None, *, kill: bool = False) -> None:
+    """Stop one process we started, by its pid: SIGTERM (or SIGKILL), wait, then SIGKILL."""
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+def _tail(log: Path, chars: int = 3000) -> str:
+    try:
+        return log.read_text(errors="replace")[-chars:]
+    except OSError:
+        return "(no log)"
+
+
+def _wait_for(
+    what: str,
+    probe: Any,
+    process: subprocess.Popen[bytes],
+    log: Path,
+    timeout_s: float,
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RestateHarnessError(
+                f"{what} exited with code {process.returncode} at start; log {log}:\n{_tail(log)}"
+            )
+        if probe():
+            return
+        time.sleep(0.05)
+    raise RestateHarnessError(f"{what} not ready after {timeout_s}s; log {log}:\n{_tail(log)}")
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return bool(200 <= response.status < 300)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@dataclass(frozen=True)
+class CreatedSnapshot:
+    """One line of `restatectl snapshots create`: the snapshot Restate just uploaded."""
+
+    partition: int
+    snapshot_id: str
+    log_id: int
+    archived_lsn: int  # the LSN the repository held before ("LSN >= n"), not the new one
+
+
+@dataclass(frozen=True)
+class S3Object:
+    key: str
+    size: int
+    etag: str
+
+
+class RestateHarness:
+    """moto S3 + restate-server + the test service; `start()`/`stop()` or a context manager.
+
+    `timings` records how long each step took (seconds), for the report and for tuning.
+    """
+
+    def __init__(
+        self,
+        work_dir: Path,
+        *,
+        bin_dir: Path | None = None,
+        partitions: int = 4,
+        num_retained: int = 3,
+        snapshot_interval_num_records: int | None = None,
+    ) -> None:
+        self.bin_dir = Path(bin_dir or os.environ.get("SNAPLEDGER_RESTATE_BIN") or DEFAULT_BIN_DIR)
+        self.work_dir = work_dir
+        self.base_dir = work_dir / "restate-data"
+        self.config_path = work_dir / "restate.toml"
+        self.partitions = partitions
+        self.num_retained = num_retained
+        self.snapshot_interval_num_records = snapshot_interval_num_records
+        self.s3_port = free_port()
+        self.fabric_port = free_port()
+        self.admin_port = free_port()
+        self.ingress_port = free_port()
+        self.service_port = free_port()
+        self.timings: dict[str, float] = {}
+        self.server_starts = 0
+        self._moto: subprocess.Popen[bytes] | None = None
+        self._server: subprocess.Popen[bytes] | None = None
+        self._service: subprocess.Popen[bytes] | None = None
+        self._s3: Any = None
+        self._last_stderr = ""
+
+    # --- addresses -------------------------------------------------------------------
+    @property
+    def s3_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.s3_port}"
+
+    @property
+    def admin_url(self) -> str:
+        return f"http://127.0.0.1:{self.admin_port}"
+
+    @property
+    def ingress_url(self) -> str:
+        return f"http://127.0.0.1:{self.ingress_port}"
+
+    @property
+    def fabric_url(self) -> str:
+        return f"http://127.0.0.1:{self.fabric_port}/"
+
+    @property
+    def service_url(self) -> str:
+        return f"http://127.0.0.1:{self.service_port}"
+
+    @property
+    def partition_store_dir(self) -> Path:
+        """The node's partition store (RocksDB); wiping it makes the node restore snapshots."""
+        return self.base_dir / NODE_NAME / "db"
+
+    @property
+    def server_log(self) -> Path:
+        return self.work_dir / f"restate-server.{self.server_starts}.log"
+
+    @property
+    def s3(self) -> Any:
+        if self._s3 is None:
+            self._s3 = boto3.client(
+                "s3",
+                endpoint_url=self.s3_endpoint,
+                region_name=REGION,
+                aws_access_key_id=ACCESS_KEY,
+                aws_secret_access_key=SECRET_KEY,
+            )
+        return self._s3
+
+    # --- configuration ---------------------------------------------------------------
+    def config_toml(self) -> str:
+        """The restate.toml the server runs with: its ports, and snapshots to moto's S3."""
+        interval = (
+            f"snapshot-interval-num-records = {self.snapshot_interval_num_records}\n"
+            if self.snapshot_interval_num_records is not None
+            else ""
+        )
+        return (
+            f'cluster-name = "{CLUSTER_NAME}"\n'
+            f'node-name = "{NODE_NAME}"\n'
+            f"default-num-partitions = {self.partitions}\n"
+            f'bind-address = "127.0.0.1:{self.fabric_port}"\n'
+            f'advertised-address = "{self.fabric_url}"\n'
+            "disable-telemetry = true\n"
+            'shutdown-timeout = "5s"\n'
+            'rocksdb-total-memory-size = "512 MiB"\n'
+            "\n[admin]\n"
+            f'bind-address = "127.0.0.1:{self.admin_port}"\n'
+            "disable-web-ui = true\n"
+            "\n[ingress]\n"
+            f'bind-address = "127.0.0.1:{self.ingress_port}"\n'
+            "\n[worker.snapshots]\n"
+            f'destination = "s3://{BUCKET}/{PREFIX}"\n'
+            f"num-retained = {self.num_retained}\n"
+            f"{interval}"
+            f'aws-endpoint-url = "{self.s3_endpoint}"\n'
+            "aws-allow-http = true\n"
+            f'aws-region = "{REGION}"\n'
+            f'aws-access-key-id = "{ACCESS_KEY}"\n'
+            f'aws-secret-access-key = "{SECRET_KEY}"\n'
+        )
+
+    # --- lifecycle -------------------------------------------------------------------
+    def start(self) -> RestateHarness:
+        for binary in ("restate-server", "restatectl"):
+            if not (self.bin_dir / binary).is_file():
+                raise RestateHarnessError(
+                    f"Restate {RESTATE_VERSION} is not installed at {self.bin_dir / binary}: "
+                    "run tools/install-restate.sh (or `make setup`)"
+                )
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.timed("start_s3", self._start_s3)
+            self.config_path.write_text(self.config_toml())
+            self.timed("start_server", self.start_server)
+            self.timed("start_service", self._start_service)
+            self.timed("register_service", self._register_service)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        for process in (self._service, self._server, self._moto):
+            _stop(process)
+        self._service = self._server = self._moto = None
+
+    def __enter__(self) -> RestateHarness:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def timed(self, step: str, action: Any) -> Any:
+        started = time.monotonic()
+        try:
+            return action()
+        finally:
+            self.timings[step] = round(time.monotonic() - started, 3)
+
+    def _start_s3(self) -> None:
+        log = self.work_dir / "moto.log"
+        command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.s3_port)]
+        self._moto = _spawn(command, log)
+        _wait_for("moto's S3 server", lambda: _http_ok(self.s3_endpoint + "/"), self._moto, log, 30)
+        self.s3.create_bucket(Bucket=BUCKET)
+
+    def start_server(self, timeout_s: float = 60) -> None:
+        """Start restate-server (again, after `kill_server`) and wait until it serves."""
+        if self._server is not None and self._server.poll() is None:
+            raise RestateHarnessError("restate-server is already running")
+        self.server_starts += 1
+        command = [
+            str(self.bin_dir / "restate-server"),
+            "--config-file",
+            str(self.config_path),
+            "--base-dir",
+            str(self.base_dir),
+            "--listen-mode",
+            "tcp",
+            "--no-logo",
+            "--log-disable-ansi-codes",
+            "true",
+        ]
+        self._server = _spawn(command, self.server_log, cwd=self.work_dir)
+        _wait_for(
+            "restate-server",
+            lambda: (
+                _http_ok(self.admin_url + "/health")
+                and _http_ok(self.ingress_url + "/restate/health")
+            ),
+            self._server,
+            self.server_log,
+            timeout_s,
+        )
+
+    def kill_server(self) -> None:
+        """SIGKILL the server: no clean shutdown, as a crashed node."""
+        _stop(self._server, kill=True)
+        self._server = None
+
+    def wipe_partition_store(self) -> None:
+        if self._server is not None and self._server.poll() is None:
+            raise RestateHarnessError("stop the server before wiping its partition store")
+        shutil.rmtree(self.partition_store_dir)
+
+    def _start_service(self) -> None:
+        log = self.work_dir / "service.log"
+        command = [
+            sys.executable,
+            "-m",
+            "hypercorn",
+            f"{SERVICE_APP}:app",
+            "--bind",
+            f"127.0.0.1:{self.service_port}",
+        ]
+        self._service = _spawn(command, log, cwd=self.work_dir)
+        _wait_for(
+            "the test service (hypercorn)",
+            lambda: _http_ok(self.service_url + "/health"),
+            self._service,
+            log,
+            30,
+        )
+
+    def _register_service(self) -> None:
+        body = {"uri": self.service_url, "use_http_11": True}
+        answer = self._post(self.admin_url + "/deployments", body, retry_s=10)
+        names = [service["name"] for service in answer["services"]]
+        if names != ["Store"]:
+            raise RestateHarnessError(f"registration answered services {names}, want ['Store']")
+
+    # --- calls -----------------------------------------------------------------------
+    def _post(self, url: str, body: Any = None, *, retry_s: float = 30) -> Any:
+        """POST JSON (no body and no content-type when body is None); retry while the
+        server is not serving yet (connection refused, 5xx), raise on anything else."""
+        data = None if body is None else json.dumps(body).encode()
+        headers = {} if body is None else {"content-type": "application/json"}
+        deadline = time.monotonic() + retry_s
+        while True:
+            request = urllib.request.Request(url, data=data, method="POST", headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    raw = response.read()
+                    return json.loads(raw) if raw else None
+            except urllib.error.HTTPError as error:
+                detail = error.read().decode(errors="replace")
+                if error.code < 500 or time.monotonic() > deadline:
+                    raise RestateHarnessError(f"POST {url}: {error.code} {detail}") from error
+            except (urllib.error.URLError, OSError) as error:
+                if time.monotonic() > deadline:
+                    raise RestateHarnessError(f"POST {url}: {error}") from error
+            time.sleep(0.2)
+
+    def put(self, key: str, value: str) -> None:
+        self._post(f"{self.ingress_url}/Store/{key}/put", value)
+
+    def get(self, key: str) -> str | None:
+        value = self._post(f"{self.ingress_url}/Store/{key}/get")
+        return None if value is None else str(value)
+
+    def put_many(self, values: dict[str, str], *, workers: int = 8) -> None:
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(lambda item: self.put(*item), values.items()))
+
+    def get_many(self, keys: Iterable[str], *, workers: int = 8) -> dict[str, str | None]:
+        keys = list(keys)
+        with ThreadPoolExecutor(workers) as pool:
+            return dict(zip(keys, pool.map(self.get, keys), strict=True))
+
+    # --- snapshots and the bucket ----------------------------------------------------
+    def restatectl(self, *args: str, timeout_s: float = 60) -> str:
+        command = [str(self.bin_dir / "restatectl"), "--address", self.fabric_url, "--yes", *args]
+        done = subprocess.run(
+            command, check=False, capture_output=True, text=True, timeout=timeout_s
+        )
+        if done.returncode != 0:
+            raise RestateHarnessError(
+                f"{' '.join(command)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+            )
+        self._last_stderr = done.stderr
+        return done.stdout
+
+    def create_snapshots(self, retry_s: float = 30) -> list[CreatedSnapshot]:
+        """`restatectl snapshots create`: a snapshot of every partition, uploaded when it
+        returns (latest.json already names it). Right after a (re)start the cluster
+        controller may not know the partition leaders yet ("Can not find a suitable node to
+        take snapshot of partition n", exit code 0): those partitions are asked again."""
+        created: dict[int, CreatedSnapshot] = {}
+        deadline = time.monotonic() + retry_s
+        while True:
+            missing = [str(p) for p in range(self.partitions) if p not in created]
+            output = self.restatectl("snapshots", "create", *missing)
+            for line in output.splitlines():
+                match = _CREATED.match(line.strip())
+                if match:
+                    created[int(match["partition"])] = CreatedSnapshot(
+                        partition=int(match["partition"]),
+                        snapshot_id=match["snapshot_id"],
+                        log_id=int(match["log_id"]),
+                        archived_lsn=int(match["lsn"]),
+                    )
+            if len(created) == self.partitions:
+                return [created[p] for p in range(self.partitions)]
+            if time.monotonic() > deadline:
+                raise RestateHarnessError(
+                    f"no snapshot of partitions {missing} after {retry_s}s; restatectl said:\n"
+                    f"{output}{self._last_stderr}"
+                )
+            time.sleep(0.25)
+
+    def list_bucket(self, prefix: str = PREFIX + "/") -> list[S3Object]:
+        objects: list[S3Object] = []
+        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
+            objects.extend(
+                S3Object(key=item["Key"], size=item["Size"], etag=item["ETag"])
+                for item in page.get("Contents", [])
+            )
+        return objects
+
+    def read_object(self, key: str, *, byte_range: str | None = None) -> bytes:
+        extra = {"Range": byte_range} if byte_range else {}
+        return bytes(self.s3.get_object(Bucket=BUCKET, Key=key, **extra)["Body"].read())
+
+    def read_json(self, key: str) -> Any:
+        return json.loads(self.read_object(key))
