@@ -152,6 +152,44 @@ def test_an_eventbridge_launch_without_id_but_with_a_request_id_starts_once(
     assert len(rt.jobs.list_jobs().items) == 1
 
 
+# --- numbers past their bounds ------------------------------------------------------------
+
+HUGE = 10**40  # past DynamoDB's 38 digits: it raised decimal.Rounded in the serializer
+PAST_BOUNDS = [
+    (
+        "launch",
+        {"action": "snapshot_stream", "stream": "orders", "partitions": [HUGE]},
+        "partitions[0]",
+    ),
+    (
+        "launch",
+        {"action": "snapshot_stream", "stream": "orders", "partitions": [10**9]},
+        "partitions[0]",
+    ),
+    ("launch", {"action": "restore", "stream": "orders", "partition": HUGE}, "partition"),
+    ("launch", {"action": "restore", "stream": "orders", "partitions": [3, HUGE]}, "partitions[1]"),
+    (
+        "launch",
+        {"action": "restore", "stream": "orders", "from": {"generation": HUGE}},
+        "from.FromGeneration.generation",
+    ),
+    ("query", {"action": "list", "stream": "orders", "partition": 2**63}, "partition"),
+    ("query", {"action": "history", "stream": "orders", "partition": HUGE}, "partition"),
+    ("query", {"action": "history", "stream": "orders", "after_seq": HUGE}, "after_seq"),
+    ("query", {"action": "as_of", **LINEAGE, "lsn": 2**63}, "lsn"),
+    ("query", {"action": "generation", "stream": "orders", "generation": HUGE}, "generation"),
+]
+
+
+@pytest.mark.parametrize(("handler", "payload", "field"), PAST_BOUNDS)
+def test_a_number_past_its_bound_is_a_validation_answer_naming_it(
+    seeded, query_handler, launch_handler, context, handler, payload, field
+):
+    answer = answered(query_handler if handler == "query" else launch_handler, payload, context)
+    assert (answer["ok"], answer["error"]) == (False, "validation")
+    assert field in [f["field"] for f in answer["fields"]]
+
+
 # --- fuzz: any JSON, never an exception -------------------------------------------------
 
 #: 100 KB of text (built, so that a report does not print it).

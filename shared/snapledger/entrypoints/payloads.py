@@ -20,6 +20,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from snapledger.layout import STREAM_PATTERN, ULID_PATTERN
+from snapledger.limits import MAX_PARTITION
 from snapledger.models.ledger import LineageId
 
 
@@ -39,7 +40,7 @@ class LineagePayload(ConsolePayload):
     """A console payload about one lineage."""
 
     stream: str = Field(pattern=f"^{STREAM_PATTERN}$", description="Stream name, e.g. orders")
-    partition: int = Field(ge=0, description="Partition number, 0 or more")
+    partition: int = Field(ge=0, le=MAX_PARTITION, description="Partition number, 0 or more")
 
     @property
     def lineage(self) -> LineageId:

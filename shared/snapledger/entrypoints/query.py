@@ -26,6 +26,7 @@ from snapledger.entrypoints.answers import (
 from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, SnapshotId
 from snapledger.errors import NotFoundError, SnapledgerError
 from snapledger.layout import STREAM_PATTERN
+from snapledger.limits import MAX_COUNT, MAX_LSN, MAX_PARTITION
 from snapledger.models.base import one_of_error
 from snapledger.models.events import LedgerEvent, StreamEvent
 from snapledger.models.ledger import LineageId
@@ -71,9 +72,12 @@ class HistoryQuery(QueryPayload):
     action: Literal["history"]
     stream: str = Field(pattern=f"^{STREAM_PATTERN}$", description="Stream name, e.g. orders")
     partition: int | None = Field(
-        default=None, ge=0, description="Omit it for the stream's own log (policy changes)"
+        default=None,
+        ge=0,
+        le=MAX_PARTITION,
+        description="Omit it for the stream's own log (policy changes)",
     )
-    after_seq: int = Field(default=0, ge=0)
+    after_seq: int = Field(default=0, ge=0, le=MAX_COUNT)
     limit: int = Field(default=100, ge=1, le=MAX_PAGE)
     cursor: str | None = Field(default=None, min_length=1, description="From the last answer")
 
@@ -82,7 +86,7 @@ class AsOfQuery(LineageQuery):
     """The snapshot to restore from as of an LSN, or as of a (registry) time."""
 
     action: Literal["as_of"]
-    lsn: int | None = Field(default=None, ge=0)
+    lsn: int | None = Field(default=None, ge=0, le=MAX_LSN)
     as_of_time: AwareDatetime | None = Field(
         default=None, strict=False, description="ISO-8601 with a timezone, e.g. ...Z"
     )
@@ -279,7 +283,9 @@ class GenerationQuery(QueryPayload):
 
     action: Literal["generation"]
     stream: str = Field(pattern=f"^{STREAM_PATTERN}$", description="Stream name, e.g. orders")
-    generation: int | None = Field(default=None, ge=1, description="Omit it for the newest")
+    generation: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="Omit it for the newest"
+    )
 
 
 class GenerationsQuery(QueryPayload):

@@ -13,6 +13,7 @@ from pydantic import AwareDatetime, Field, model_validator
 
 from snapledger.job_kinds import Base, job_kind
 from snapledger.layout import MAX_LSN, STREAM_PATTERN, ULID_PATTERN
+from snapledger.limits import MAX_COUNT, MAX_PARTITION
 from snapledger.models.base import Frozen, one_of_error
 from snapledger.models.jobs import JobKind
 
@@ -36,7 +37,7 @@ class FromTime(Frozen):
 class FromGeneration(Frozen):
     """Each partition's member snapshot of a completed stream snapshot (generation)."""
 
-    generation: Annotated[int, Field(ge=1)]
+    generation: Annotated[int, Field(ge=1, le=MAX_COUNT)]
 
 
 SnapshotSelector = Literal["latest"] | FromSnapshotId | FromLsn | FromTime | FromGeneration
@@ -56,9 +57,10 @@ class LaunchRequest(Frozen):
 
     action: JobKind
     stream: Annotated[str, Field(pattern=f"^{STREAM_PATTERN}$")]
-    partition: Annotated[int | None, Field(default=None, ge=0)] = None
+    partition: Annotated[int | None, Field(default=None, ge=0, le=MAX_PARTITION)] = None
     partitions: Annotated[
-        list[Annotated[int, Field(ge=0)]] | None, Field(default=None, min_length=1, max_length=64)
+        list[Annotated[int, Field(ge=0, le=MAX_PARTITION)]] | None,
+        Field(default=None, min_length=1, max_length=64),
     ] = None
     from_: Annotated[SnapshotSelector, Field(alias="from")] = "latest"
     target_lsn: Annotated[int | None, Field(default=None, ge=0, le=MAX_LSN)] = None
@@ -144,7 +146,9 @@ class StreamSnapshotRequest(Frozen):
 
     action: Literal["snapshot_stream"]
     stream: Annotated[str, Field(pattern=f"^{STREAM_PATTERN}$")]
-    partitions: Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1, max_length=64)]
+    partitions: Annotated[
+        list[Annotated[int, Field(ge=0, le=MAX_PARTITION)]], Field(min_length=1, max_length=64)
+    ]
     min_lsn: Annotated[
         dict[int, Annotated[int, Field(ge=0, le=MAX_LSN)]],
         Field(default_factory=dict, description="Partition -> the least LSN that counts"),
