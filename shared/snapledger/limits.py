@@ -31,9 +31,8 @@ MAX_JSON_DEPTH = 32
 #: file's footer is a few KiB; one row group per 128 MiB keeps it far below).
 MAX_PARQUET_FOOTER_BYTES = 16 * 1024 * 1024
 
-#: An object key's bytes (S3's own limit), and the longest key stored verbatim in a
-#: DynamoDB sort key (1,024 bytes, less the item's prefix); longer ones are hashed.
-MAX_OBJECT_KEY_BYTES = 1024
+#: The longest key stored verbatim in a DynamoDB sort key (1,024 bytes, with the item's
+#: prefix); longer ones are hashed.
 MAX_SORT_KEY_BYTES = 1024
 #: A query's ``cursor`` as the console sends it back: the ones snapledger gives are a few
 #: hundred characters; a longer one is refused before it is decoded.
