@@ -16,6 +16,9 @@ MAX_EPOCH = MAX_INT64
 #: A manifest's sizes and row counts (each file's and the total) are int64 too.
 MAX_COUNT = MAX_INT64
 MAX_PARTITION = 999_999_999
+#: Restate's unsigned 64-bit numbers: a snapshot's ``cluster_fingerprint`` and its
+#: ``key_range`` ends (Rust ``u64``s; a fingerprint is random, so half are above int64).
+MAX_UINT64 = 2**64 - 1
 
 #: ``_manifest.json``: its size, its files, its offsets and how deep its JSON nests
 #: (a v1 manifest nests 3 levels; anything past this bound is refused before parsing).

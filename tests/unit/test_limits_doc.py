@@ -155,11 +155,27 @@ def cursor_chars_ok(n: int) -> bool:
     return True
 
 
+def restate_fingerprint_ok(n: int) -> bool:
+    """Whether a Restate metadata.json (the real sample) with ``cluster_fingerprint`` = ``n``
+    is registered (its key_range ends have the same bound)."""
+    from snapledger.layouts.restate import RestateLocation, parse_metadata
+
+    sample = Path(__file__).resolve().parents[1] / "restate" / "samples" / "metadata.json"
+    document = json.loads(sample.read_text()) | {"cluster_fingerprint": n}
+    location = RestateLocation("cluster-a", 0, document["min_applied_lsn"], document["snapshot_id"])
+    try:
+        parse_metadata(location, json.dumps(document).encode())
+    except ManifestRejectedError:
+        return False
+    return True
+
+
 PROBES: dict[str, Callable[[int], bool]] = {
     "MAX_LSN": lsn_ok,
     "MAX_EPOCH": lambda n: parses(manifest(epoch=n)),
     "MAX_COUNT": lambda n: parses(manifest(files=[{"path": "a", "size": n, "rows": n}])),
     "MAX_PARTITION": lambda n: parses(manifest(partition=n), partition=n),
+    "MAX_UINT64": restate_fingerprint_ok,
     "MAX_MANIFEST_BYTES": lambda n: parses(manifest_of_size(n)),
     "MAX_MANIFEST_FILES": lambda n: parses(files(n)),
     "MAX_JSON_DEPTH": depth_ok,
