@@ -29,6 +29,10 @@ MAX_OFFSETS = 2_048
 #: stored in the snapshot's ledger item and event, under DynamoDB's 400 KB an item.
 MAX_OFFSETS_BYTES = 64 * 1024
 MAX_JSON_DEPTH = 32
+#: ``latest.json`` and ``generation.json``: a pointer lists its snapshot's files as the
+#: manifest does (up to 10,000), so it may pass the manifest's own bound; a bigger object
+#: is not one snapledger wrote: read no further, refused by readers, replaced by the registry.
+MAX_POINTER_BYTES = 2 * MAX_MANIFEST_BYTES
 
 #: A Parquet footer longer than this is refused without reading it (a key/value/lsn
 #: file's footer is a few KiB; one row group per 128 MiB keeps it far below).

@@ -103,9 +103,11 @@ class ObjectStore(Protocol):
         """Write only if absent (S3 ``IfNoneMatch: *``); ObjectExistsError otherwise."""
         ...
 
-    def get_versioned(self, key: str) -> tuple[bytes, str] | None:
+    def get_versioned(self, key: str, *, max_bytes: int | None = None) -> tuple[bytes, str] | None:
         """The object's bytes and its version tag (S3: its ETag), or None if absent: one
-        GET. The tag is what ``replace`` must be given to overwrite exactly this version."""
+        GET. The tag is what ``replace`` must be given to overwrite exactly this version.
+        With ``max_bytes``, at most ``max_bytes + 1`` bytes are read (more than ``max_bytes``
+        means the object is larger); the tag is still the whole object's."""
         ...
 
     def replace(self, key: str, data: bytes, *, if_match: str) -> None:

@@ -170,6 +170,32 @@ def restate_fingerprint_ok(n: int) -> bool:
     return True
 
 
+def pointer_bytes_ok(n: int) -> bool:
+    """Whether a valid ``latest.json`` padded to ``n`` bytes is read as a pointer."""
+    from snapledger.models.pointer import LatestPointer, PointerUnreadableError, parse_pointer
+
+    raw = json.dumps(
+        {
+            "format_version": 1,
+            "stream": "orders",
+            "partition": 3,
+            "snapshot_id": SID,
+            "lsn": 300,
+            "epoch": 1,
+            "prefix": f"snapshots/orders/3/{300:020d}-{SID}/",
+            "manifest_key": f"snapshots/orders/3/{300:020d}-{SID}/_manifest.json",
+            "format": "kv-parquet",
+            "files": [],
+            "registered_at": "2026-11-26T00:00:00Z",
+        }
+    )
+    try:
+        parse_pointer(LatestPointer, (raw[:-1] + " " * (n - len(raw)) + "}").encode())
+    except PointerUnreadableError:
+        return False
+    return True
+
+
 PROBES: dict[str, Callable[[int], bool]] = {
     "MAX_LSN": lsn_ok,
     "MAX_EPOCH": lambda n: parses(manifest(epoch=n)),
@@ -179,6 +205,7 @@ PROBES: dict[str, Callable[[int], bool]] = {
     "MAX_MANIFEST_BYTES": lambda n: parses(manifest_of_size(n)),
     "MAX_MANIFEST_FILES": lambda n: parses(files(n)),
     "MAX_JSON_DEPTH": depth_ok,
+    "MAX_POINTER_BYTES": pointer_bytes_ok,
     "MAX_OFFSETS": lambda n: parses(manifest(offsets={str(i): i for i in range(n)})),
     "MAX_OFFSETS_BYTES": lambda n: parses(offsets_of(n)),
     "MAX_PARQUET_FOOTER_BYTES": footer_ok,

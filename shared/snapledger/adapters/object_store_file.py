@@ -207,14 +207,29 @@ class FileObjectStore:
         finally:
             temp.unlink(missing_ok=True)
 
-    def get_versioned(self, key: str) -> tuple[bytes, str] | None:
+    def get_versioned(self, key: str, *, max_bytes: int | None = None) -> tuple[bytes, str] | None:
         """The bytes and a version tag: the sha256 of the content (S3's ETag of a
-        single-part upload is its MD5: content-derived too). None if absent."""
+        single-part upload is its MD5: content-derived too). None if absent. With
+        ``max_bytes``, only the first ``max_bytes + 1`` bytes are kept (the tag is still
+        of the whole content, hashed as it streams)."""
+        if max_bytes is None:
+            try:
+                data = self.get(key)
+            except NotFoundError:
+                return None
+            return data, _content_tag(data)
         try:
-            data = self.get(key)
-        except NotFoundError:
+            handle = self._path(key).open("rb")
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
-        return data, _content_tag(data)
+        digest = hashlib.sha256()
+        kept = bytearray()
+        with handle:
+            while chunk := handle.read(1024 * 1024):
+                digest.update(chunk)
+                if len(kept) <= max_bytes:
+                    kept += chunk[: max_bytes + 1 - len(kept)]
+        return bytes(kept), '"' + digest.hexdigest() + '"'
 
     def replace(self, key: str, data: bytes, *, if_match: str) -> None:
         """Overwrite only if the content is still the version ``if_match`` tags.

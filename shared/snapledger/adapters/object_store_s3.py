@@ -190,12 +190,18 @@ class S3ObjectStore:
         except BotoCoreError as exc:
             raise self._error(exc, "create", key) from exc
 
-    def get_versioned(self, key: str) -> tuple[bytes, str] | None:
-        """One GetObject: the bytes and the ETag; None if absent."""
+    def get_versioned(self, key: str, *, max_bytes: int | None = None) -> tuple[bytes, str] | None:
+        """One GetObject: the bytes (at most ``max_bytes + 1`` of them when bounded: the
+        rest is not read) and the ETag; None if absent."""
         try:
             with self._translated("get", key):
                 response = self._client.get_object(Bucket=self._bucket, Key=self._full(key))
-                return response["Body"].read(), str(response["ETag"])
+                body = response["Body"]
+                try:
+                    data = body.read() if max_bytes is None else body.read(max_bytes + 1)
+                finally:
+                    body.close()
+                return data, str(response["ETag"])
         except NotFoundError:
             return None
 

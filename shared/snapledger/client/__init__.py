@@ -24,7 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from snapledger.client.control import RequestRefusedError, Snapledger
-    from snapledger.client.errors import SnapshotCorruptError, SnapshotFormatError
+    from snapledger.client.errors import (
+        PointerRefusedError,
+        SnapshotCorruptError,
+        SnapshotFormatError,
+    )
     from snapledger.client.reader import OpenedSnapshot, SnapshotReader
     from snapledger.client.writer import SnapshotWriter, WrittenSnapshot
 
@@ -36,12 +40,14 @@ _EXPORTS = {
     "WrittenSnapshot": "snapledger.client.writer",
     "SnapshotReader": "snapledger.client.reader",
     "OpenedSnapshot": "snapledger.client.reader",
+    "PointerRefusedError": "snapledger.client.errors",
     "SnapshotCorruptError": "snapledger.client.errors",
     "SnapshotFormatError": "snapledger.client.errors",
 }
 
 __all__ = [
     "OpenedSnapshot",
+    "PointerRefusedError",
     "RequestRefusedError",
     "Snapledger",
     "SnapshotCorruptError",

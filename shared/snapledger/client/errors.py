@@ -66,5 +66,31 @@ class SnapshotCorruptError(SnapledgerError):
         )
 
 
+class PointerRefusedError(SnapshotCorruptError):
+    """A pointer object (``latest.json``, ``generation.json``) the reader will not follow:
+    it is not a pointer (not JSON, too large, nested too deep, not format v1) or it names
+    another lineage's (or stream's) snapshot, or one away from its own key
+    (``snapshots/{stream}/{partition}/{lsn:020d}-{id}/``): planted, or copied from
+    elsewhere. ``asked`` is the lineage or stream asked for, ``reason`` what is wrong.
+
+    A kind of :class:`SnapshotCorruptError`. Do not follow it: ask the registry for the
+    latest (``Snapledger.latest``, ``snapledger latest``), and tell whoever owns the bucket;
+    snapledger rewrites the pointer at the lineage's next registration.
+    """
+
+    def __init__(self, where: str, asked: str, reason: str) -> None:
+        self.where = where
+        self.problems = ()
+        self.asked = asked
+        self.reason = reason
+        SnapledgerError.__init__(
+            self,
+            f"pointer {where} refused for {asked}: {reason}. Do not follow it (it may have "
+            "been planted or copied from another lineage): ask the registry for the latest "
+            "(Snapledger.latest, `snapledger latest`) and tell the bucket's owner; snapledger "
+            "rewrites the pointer from its ledger at the next registration",
+        )
+
+
 class SnapshotFormatError(InvalidRequestError):
     """The snapshot's format cannot be read the way asked (e.g. ``to_arrow`` on ``opaque``)."""

@@ -11,6 +11,14 @@ checked before they are used:
 
 Anything that differs raises :class:`SnapshotCorruptError` naming the file and both values.
 A file listed without a checksum is checked by size only.
+
+``open_latest`` and ``open_generation`` find the snapshot through a pointer object
+(``latest.json``, ``generation.json``), which anyone allowed to write to the bucket could
+have planted or copied from another lineage: a pointer is followed only when it names the
+lineage (or stream) asked for, each snapshot at exactly its own key
+(``snapshots/{stream}/{partition}/{lsn:020d}-{id}/``); otherwise, and for an object that is
+no pointer at all (not JSON, over ``MAX_POINTER_BYTES``, nested too deep), the reader
+refuses with :class:`PointerRefusedError`.
 """
 
 from __future__ import annotations
@@ -28,7 +36,12 @@ from pydantic import ValidationError
 
 from snapledger.adapters.object_store_file import TEMP_PREFIX, check_key
 from snapledger.client.descriptors import RESTORE_DESCRIPTOR_NAME, RestoreDescriptorV1
-from snapledger.client.errors import FileProblem, SnapshotCorruptError, SnapshotFormatError
+from snapledger.client.errors import (
+    FileProblem,
+    PointerRefusedError,
+    SnapshotCorruptError,
+    SnapshotFormatError,
+)
 from snapledger.client.state_table import STATE_ARROW_SCHEMA, STATE_COLUMNS
 from snapledger.client.storage import BlobStore, format_checksum, open_store
 from snapledger.core.checksums import Checksum, ChecksumError, Hasher, mismatch, parse_checksum
@@ -43,10 +56,15 @@ from snapledger.layout import (
     parse_snapshot_prefix,
     restore_prefix,
 )
+from snapledger.limits import MAX_POINTER_BYTES
 from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestFile, ManifestV1, SnapshotFormat
-from snapledger.models.pointer import GenerationPointer, LatestPointer
-
-PointerT = TypeVar("PointerT", LatestPointer, GenerationPointer)
+from snapledger.models.pointer import (
+    GenerationPointer,
+    LatestPointer,
+    PointerT,
+    PointerUnreadableError,
+    parse_pointer,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -108,29 +126,52 @@ class SnapshotReader:
     def latest_pointer(self, stream: str, partition: int) -> LatestPointer:
         """The lineage's ``latest.json`` (one GET): the latest snapshot as snapledger last
         published it, readable while the registry's functions or table are not.
-        NotFoundError if the lineage has none yet."""
-        return self._pointer(LatestPointer, latest_pointer_key(stream, partition))
+        NotFoundError if the lineage has none yet; PointerRefusedError if the object is not
+        a pointer, or names another lineage's snapshot or one away from its own key."""
+        key = latest_pointer_key(stream, partition)
+        pointer = self._pointer(LatestPointer, key, f"lineage {stream}/{partition}")
+        problem = pointer.lineage_problem(stream, partition)
+        if problem is not None:
+            raise PointerRefusedError(self._where(key), f"lineage {stream}/{partition}", problem)
+        return pointer
 
     def generation_pointer(self, stream: str) -> GenerationPointer:
         """The stream's ``generation.json`` (one GET): its newest completed stream snapshot,
         each member's snapshot and offsets, readable without the registry. NotFoundError if
-        no stream snapshot has completed yet."""
-        return self._pointer(GenerationPointer, generation_pointer_key(stream))
+        no stream snapshot has completed yet; PointerRefusedError if the object is not a
+        pointer, or names another stream or a member away from its own key."""
+        key = generation_pointer_key(stream)
+        pointer = self._pointer(GenerationPointer, key, f"stream {stream}")
+        problem = pointer.stream_problem(stream)
+        if problem is not None:
+            raise PointerRefusedError(self._where(key), f"stream {stream}", problem)
+        return pointer
 
-    def _pointer(self, model: type[PointerT], key: str) -> PointerT:
-        """A pointer object (one GET), or SnapshotCorruptError naming it if it is not one."""
-        raw = self._descriptor(key, self._where(key))
+    def _pointer(self, model: type[PointerT], key: str, asked: str) -> PointerT:
+        """A pointer object (one GET, at most ``MAX_POINTER_BYTES`` + 1 bytes read), or
+        PointerRefusedError naming it if it is not one."""
+        chunks: list[bytes] = []
+        size = 0
         try:
-            return model.model_validate_json(raw)
-        except ValidationError as exc:
-            name = key.rsplit("/", 1)[-1]
-            raise SnapshotCorruptError(
-                self._where(key), detail=f"not a valid {name} v1 ({_first_error(exc)})"
+            for chunk in self._store.iter_chunks(key):
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > MAX_POINTER_BYTES:
+                    break
+        except NotFoundError as exc:
+            raise NotFoundError(
+                f"{self._where(key)} does not exist: {asked} has no {model.object_name} yet "
+                "(nothing published to it), or the name is wrong"
             ) from exc
+        try:
+            return parse_pointer(model, b"".join(chunks))
+        except PointerUnreadableError as exc:
+            raise PointerRefusedError(self._where(key), asked, exc.reason) from exc
 
     def open_generation(self, stream: str) -> dict[int, OpenedSnapshot]:
         """Every member snapshot of the stream's newest completed stream snapshot, by
-        partition, found through ``generation.json`` from the bucket alone."""
+        partition, found through ``generation.json`` from the bucket alone (refused,
+        PointerRefusedError, unless it names only this stream's snapshots)."""
         pointer = self.generation_pointer(stream)
         opened = {}
         for member in pointer.members:
@@ -146,7 +187,8 @@ class SnapshotReader:
 
     def open_latest(self, stream: str, partition: int) -> OpenedSnapshot:
         """The lineage's latest snapshot found through its ``latest.json``, from the bucket
-        alone: the pointer, then the manifest it names (which must agree with it)."""
+        alone: the pointer (refused, PointerRefusedError, unless it names this lineage's
+        snapshot at its own key), then the manifest it names (which must agree with it)."""
         pointer = self.latest_pointer(stream, partition)
         opened = self.open(pointer.manifest_key)
         if opened.snapshot_id != pointer.snapshot_id or opened.lsn != pointer.lsn:

@@ -6,7 +6,16 @@
   completed stream snapshot, written after the registration that completed it.
 
 So a processor can find and check its state with one GET, even while the registry's
-functions or table are unreachable. The JSON Schemas in ``docs/latest-pointer-v1.schema.json``
+functions or table are unreachable.
+
+Anyone who may write to the bucket can plant or copy such an object, so none is trusted
+for what it says of itself: ``parse_pointer`` reads one (bounded by ``MAX_POINTER_BYTES``,
+never raising anything but ``PointerUnreadableError``), ``LatestPointer.lineage_problem``
+and ``GenerationPointer.stream_problem`` say whether it names only the asked lineage's (or
+stream's) snapshots, each at its own key. Readers refuse one that does not; the registry
+compares it with the ledger and replaces it unless it is exactly what the ledger says.
+
+The JSON Schemas in ``docs/latest-pointer-v1.schema.json``
 and ``docs/generation-pointer-v1.schema.json`` are generated from these models
 (``make schema``); a test fails when they differ.
 """
@@ -14,11 +23,13 @@ and ``docs/generation-pointer-v1.schema.json`` are generated from these models
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from snapledger.layout import (
+    GENERATION_POINTER_NAME,
+    LATEST_POINTER_NAME,
     MANIFEST_NAME,
     MAX_LSN,
     STREAM_PATTERN,
@@ -26,6 +37,7 @@ from snapledger.layout import (
     SnapshotLocation,
     snapshot_prefix,
 )
+from snapledger.limits import MAX_POINTER_BYTES
 from snapledger.models.base import Stored
 from snapledger.models.generations import StreamGeneration
 from snapledger.models.ledger import SnapshotRecord, snapshot_sort_key
@@ -34,6 +46,8 @@ from snapledger.models.manifest import MAX_OFFSETS, ManifestFile, ManifestV1, Sn
 
 class LatestPointer(Stored):
     """Pointer format version 1 (fields a newer version adds are ignored when read)."""
+
+    object_name: ClassVar[str] = LATEST_POINTER_NAME
 
     format_version: Literal[1] = Field(description="Always 1 for this format.")
     stream: Annotated[str, Field(pattern=f"^{STREAM_PATTERN}$")]
@@ -83,6 +97,25 @@ class LatestPointer(Stored):
         """Orders pointers as the ledger orders snapshots: LSN, then snapshot id."""
         return snapshot_sort_key(self.lsn, self.snapshot_id)
 
+    def lineage_problem(self, stream: str, partition: int) -> str | None:
+        """Why this is not a pointer of lineage ``stream/partition`` (None: it is): it must
+        name that stream and partition, and its snapshot at exactly its own key,
+        ``snapshots/{stream}/{partition}/{lsn:020d}-{id}/`` and its ``_manifest.json``."""
+        if (self.stream, self.partition) != (stream, partition):
+            return (
+                f"it names {self.stream}/{self.partition}'s snapshot {self.snapshot_id} at "
+                f"LSN {self.lsn}, not one of {stream}/{partition}"
+            )
+        return _key_problem(
+            "its",
+            stream,
+            partition,
+            self.lsn,
+            self.snapshot_id,
+            prefix=self.prefix,
+            manifest_key=self.manifest_key,
+        )
+
 
 def pointer_json_schema() -> dict[str, object]:
     """The published JSON Schema of ``latest.json`` v1."""
@@ -104,6 +137,8 @@ class GenerationPointerMember(Stored):
 
 class GenerationPointer(Stored):
     """``generation.json`` format version 1: the newest completed stream snapshot."""
+
+    object_name: ClassVar[str] = GENERATION_POINTER_NAME
 
     format_version: Literal[1] = Field(description="Always 1 for this format.")
     stream: Annotated[str, Field(pattern=f"^{STREAM_PATTERN}$")]
@@ -135,6 +170,81 @@ class GenerationPointer(Stored):
             completed_at=generation.completed_at,
             members=members,
         )
+
+    def stream_problem(self, stream: str) -> str | None:
+        """Why this is not a ``generation.json`` of ``stream`` (None: it is): it must name
+        that stream, each partition once, and each member's snapshot at exactly its own key
+        in that partition's lineage."""
+        if self.stream != stream:
+            return (
+                f"it names stream {self.stream!r}'s generation {self.generation}, not {stream!r}'s"
+            )
+        partitions = [m.partition for m in self.members]
+        if len(set(partitions)) != len(partitions):
+            return "it names a partition more than once"
+        for m in self.members:
+            problem = _key_problem(
+                f"member {m.partition}'s",
+                stream,
+                m.partition,
+                m.lsn,
+                m.snapshot_id,
+                prefix=m.prefix,
+                manifest_key=m.manifest_key,
+            )
+            if problem is not None:
+                return problem
+        return None
+
+
+def _key_problem(
+    whose: str,
+    stream: str,
+    partition: int,
+    lsn: int,
+    snapshot_id: str,
+    *,
+    prefix: str,
+    manifest_key: str,
+) -> str | None:
+    own = snapshot_prefix(stream, partition, lsn, snapshot_id)
+    if prefix != own:
+        return f"{whose} prefix is {prefix!r}, not its snapshot's own {own!r}"
+    if manifest_key != own + MANIFEST_NAME:
+        return f"{whose} manifest_key is {manifest_key!r}, not {own + MANIFEST_NAME!r}"
+    return None
+
+
+PointerT = TypeVar("PointerT", LatestPointer, GenerationPointer)
+
+
+class PointerUnreadableError(ValueError):
+    """The object is not a pointer snapledger wrote: too large, not JSON, nested past any
+    pointer's shape, or not valid format v1. ``reason`` says which."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def parse_pointer(model: type[PointerT], raw: bytes) -> PointerT:
+    """``raw`` as ``model`` (``latest.json`` or ``generation.json`` v1); otherwise
+    PointerUnreadableError with the reason, never another exception (pydantic's JSON parser
+    refuses nesting past its recursion limit and numbers past its range itself)."""
+    if len(raw) > MAX_POINTER_BYTES:
+        raise PointerUnreadableError(
+            f"{model.object_name} is {len(raw):,} bytes or more, over the "
+            f"{MAX_POINTER_BYTES:,}-byte limit of a pointer"
+        )
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(root)"
+        raise PointerUnreadableError(
+            f"not a valid {model.object_name} v1 ({exc.error_count()} error(s), first: "
+            f"{where}: {err['msg']})"
+        ) from exc
 
 
 def generation_pointer_json_schema() -> dict[str, object]:

@@ -6,11 +6,20 @@ for every redelivered manifest (a duplicate), with the lineage's HEAD as it comm
 loaded it. It always publishes the ledger's latest, never the one an event named, so the
 order deliveries arrive in does not matter:
 
-- **never backwards**: the stored pointer is read first (one GET, with its ETag) and kept
-  when it names the same or a newer snapshot (LSN, then snapshot id, the ledger's order);
-  otherwise it is replaced with S3 conditional writes, ``If-None-Match: *`` to create and
-  ``If-Match: <ETag>`` to replace, so of two writers racing, the one that read an older
-  pointer loses and reads again;
+- **exactly what the ledger says**: the stored pointer is read first (one GET, with its
+  ETag, at most ``MAX_POINTER_BYTES``) and kept only when it is exactly the pointer of the
+  ledger's latest (the same snapshot, files, offsets, times: compared with the ledger's
+  record and manifest, never with itself). Anything else is replaced, always with S3
+  conditional writes, ``If-None-Match: *`` to create and ``If-Match: <ETag>`` to replace,
+  so of two writers racing, the one that read an older version loses and reads again.
+  Replaced too: an object that is not a pointer (not JSON, too large, nested too deep),
+  another lineage's pointer copied here, and one naming a "newer" snapshot than the
+  ledger's latest (a huge LSN, a made-up id): what a pointer says of itself is not trusted;
+- **never backwards**, against the ledger: the pointer published is always the ledger's
+  latest, which never moves backwards. A stored pointer that names a newer snapshot than
+  the HEAD the caller holds makes the publisher read HEAD again (consistently): if the
+  ledger has moved past the caller's HEAD, that newer latest is what is published (or
+  kept); if not, the stored pointer named nothing the ledger has as latest and is replaced;
 - **converges after a crash between the commit and the write**: the manifest's message
   is then not deleted from the registration queue, so SQS delivers it again; its
   registration is a duplicate, which publishes the pointer again. A failed write fails
@@ -22,26 +31,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import StrEnum
-from typing import TypeVar
-
-from pydantic import BaseModel, ValidationError
 
 from snapledger.core.stream import StreamState
 from snapledger.errors import LostRaceError, ObjectExistsError, StaleVersionError
 from snapledger.layout import generation_pointer_key, latest_pointer_key
+from snapledger.limits import MAX_POINTER_BYTES
 from snapledger.models.ledger import Head, LineageId, snapshot_sort_key
 from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestV1
-from snapledger.models.pointer import GenerationPointer, LatestPointer
+from snapledger.models.pointer import (
+    GenerationPointer,
+    LatestPointer,
+    PointerT,
+    PointerUnreadableError,
+    parse_pointer,
+)
 from snapledger.ports import LedgerStore, ObjectStore, StreamLogStore
 
 #: Conditional writes lost to other writers before giving up (each loser reads again).
 MAX_ATTEMPTS = 10
-PointerT = TypeVar("PointerT", bound=BaseModel)
 
 
 class PointerOutcome(StrEnum):
     WRITTEN = "written"  # latest.json now names the ledger's latest
-    CURRENT = "current"  # it already named it (or a newer one): nothing written
+    CURRENT = "current"  # it already was exactly the ledger's latest: nothing written
     NO_LATEST = "no_latest"  # the lineage has no latest snapshot (the stream no generation)
 
 
@@ -53,29 +65,51 @@ def publish_latest(
     store: ObjectStore,
     known: LatestPointer | None = None,
 ) -> PointerOutcome:
-    """Make ``latest.json`` name ``head``'s latest snapshot unless it names a newer one.
+    """Make ``latest.json`` exactly the pointer of the ledger's latest snapshot: ``head``'s,
+    or a newer one the ledger has when the stored pointer names one past ``head``'s.
 
     ``known``: the pointer, when the caller already has its record and manifest (the
     registration that made it latest); otherwise they are read (one BatchGetItem, one
-    GET of the manifest), and only when the stored pointer is behind.
+    GET of the manifest) when the stored pointer names the latest (to compare it) or is
+    to be replaced. A stored pointer past ``head``'s latest costs one consistent read of
+    HEAD more.
     """
-    if head.latest_lsn is None or head.latest_snapshot_id is None:
+    target = _latest_sort_key(head)
+    if target is None:
         return PointerOutcome.NO_LATEST
-    target = snapshot_sort_key(head.latest_lsn, head.latest_snapshot_id)
     key = latest_pointer_key(lineage.stream, lineage.partition)
     pointer = known if known is not None and known.sort_key == target else None
 
-    def current(raw: bytes) -> bool:
-        stored = _readable(LatestPointer, raw)
-        return stored is not None and stored.sort_key >= target
-
-    def render() -> bytes:
+    def expected() -> LatestPointer:
         nonlocal pointer
         if pointer is None:
+            assert target is not None
             pointer = read_pointer(lineage, target, ledger=ledger, store=store)
-        return pointer.model_dump_json(exclude_none=False).encode()
+        return pointer
+
+    def current(raw: bytes) -> bool:
+        nonlocal target, pointer
+        stored = _readable(LatestPointer, raw)
+        if stored is None or stored.lineage_problem(lineage.stream, lineage.partition):
+            return False  # not a pointer, or not this lineage's: replaced
+        assert target is not None
+        if stored.sort_key > target:
+            # It claims a newer latest than the HEAD held: only the ledger can say so.
+            fresh = _latest_sort_key(ledger.load(lineage).head)
+            if fresh is not None and fresh > target:
+                target, pointer = fresh, None  # the ledger moved on: publish its latest
+        return stored.sort_key == target and stored == expected()
+
+    def render() -> bytes:
+        return expected().model_dump_json(exclude_none=False).encode()
 
     return publish_unless_current(store, key, current=current, render=render)
+
+
+def _latest_sort_key(head: Head | None) -> str | None:
+    if head is None or head.latest_lsn is None or head.latest_snapshot_id is None:
+        return None
+    return snapshot_sort_key(head.latest_lsn, head.latest_snapshot_id)
 
 
 def publish_unless_current(
@@ -85,11 +119,13 @@ def publish_unless_current(
     current: Callable[[bytes], bool],
     render: Callable[[], bytes],
 ) -> PointerOutcome:
-    """Write ``render()`` at ``key`` unless what is stored there is ``current`` (the same or
-    newer), with S3 conditional writes: ``If-None-Match: *`` to create, ``If-Match`` on
-    the ETag read to replace; a writer that lost the race reads again."""
+    """Write ``render()`` at ``key`` unless what is stored there is ``current`` (exactly
+    what the ledger says), with S3 conditional writes: ``If-None-Match: *`` to create,
+    ``If-Match`` on the ETag read to replace; a writer that lost the race reads again.
+    At most ``MAX_POINTER_BYTES`` + 1 bytes are read: a larger object is not ``current``
+    (it is no pointer) and is replaced the same way."""
     for _ in range(MAX_ATTEMPTS):
-        stored = store.get_versioned(key)
+        stored = store.get_versioned(key, max_bytes=MAX_POINTER_BYTES)
         if stored is not None and current(stored[0]):
             return PointerOutcome.CURRENT
         data = render()
@@ -123,8 +159,8 @@ def read_pointer(
 def _readable(model: type[PointerT], raw: bytes) -> PointerT | None:
     """The stored pointer, or None when it is not one (it is then replaced)."""
     try:
-        return model.model_validate_json(raw)
-    except ValidationError:
+        return parse_pointer(model, raw)
+    except PointerUnreadableError:
         return None
 
 
@@ -135,8 +171,12 @@ def publish_generation(
     store: ObjectStore,
     known: StreamState | None = None,
 ) -> PointerOutcome:
-    """Make ``snapshots/{stream}/generation.json`` name the stream's newest completed
-    generation unless it names a newer one (never backwards, as ``latest.json``).
+    """Make ``snapshots/{stream}/generation.json`` exactly the pointer of the stream's
+    newest completed generation in its log, as ``latest.json``: anything else stored there
+    (not a pointer, another stream's, a generation the log has not completed, members
+    that differ) is replaced with conditional writes; never backwards, since the log's
+    newest completed generation never goes back (one past ``known``'s makes it read the
+    stream's HEAD again, consistently).
 
     Registration calls it after the commit that completed a generation, and for a
     redelivered manifest of a member that counted (its first delivery may have crashed
@@ -147,18 +187,34 @@ def publish_generation(
     if not state.head.completed_generations:
         return PointerOutcome.NO_LATEST
     newest = state.head.completed_generations[0]
+    pointer: GenerationPointer | None = None
+
+    def expected() -> GenerationPointer:
+        nonlocal pointer
+        if pointer is None:
+            generation = state.generations.get(newest)
+            if generation is None:
+                generation = streams.load(stream, (newest,)).generations.get(newest)
+            if generation is None:
+                raise LostRaceError(f"{stream}: generation {newest}'s record is not there")
+            pointer = GenerationPointer.of(generation)
+        return pointer
 
     def current(raw: bytes) -> bool:
+        nonlocal state, newest, pointer
         stored = _readable(GenerationPointer, raw)
-        return stored is not None and stored.generation >= newest
+        if stored is None or stored.stream_problem(stream):
+            return False  # not a pointer, or not this stream's: replaced
+        if stored.generation > newest:
+            # It claims a newer generation than the state held: only the log can say so.
+            fresh = streams.load(stream)
+            completed = fresh.head.completed_generations
+            if completed and completed[0] > newest:
+                state, newest, pointer = fresh, completed[0], None
+        return stored.generation == newest and stored == expected()
 
     def render() -> bytes:
-        generation = state.generations.get(newest)
-        if generation is None:
-            generation = streams.load(stream, (newest,)).generations.get(newest)
-        if generation is None:
-            raise LostRaceError(f"{stream}: generation {newest}'s record is not there")
-        return GenerationPointer.of(generation).model_dump_json(exclude_none=False).encode()
+        return expected().model_dump_json(exclude_none=False).encode()
 
     key = generation_pointer_key(stream)
     return publish_unless_current(store, key, current=current, render=render)
