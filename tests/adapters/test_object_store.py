@@ -235,6 +235,22 @@ def test_replace_overwrites_only_the_version_it_read(backend: Backend) -> None:
     assert store.get("p/latest.json") == b"second"
 
 
+def test_a_bounded_versioned_read_reads_one_byte_past_the_bound_and_tags_the_whole(
+    backend: Backend,
+) -> None:
+    # latest.json is read at most MAX_POINTER_BYTES + 1 bytes (issue 27 row 3); the tag is
+    # still the whole object's, so a larger (planted) pointer is replaced conditionally.
+    store = backend.store
+    store.put("p/latest.json", b"x" * 1000)
+    data, tag = store.get_versioned("p/latest.json", max_bytes=10)
+    assert data == b"x" * 11
+    assert tag == store.get_versioned("p/latest.json")[1]
+    assert store.get_versioned("p/latest.json", max_bytes=1000)[0] == b"x" * 1000
+    assert store.get_versioned("p/absent.json", max_bytes=10) is None
+    store.replace("p/latest.json", b"small", if_match=tag)
+    assert store.get("p/latest.json") == b"small"
+
+
 def test_concurrent_replaces_of_one_version_have_one_winner(backend: Backend) -> None:
     store = backend.store
     store.create("p/latest.json", b"base")

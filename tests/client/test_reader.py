@@ -352,3 +352,174 @@ def test_importing_the_client_package_imports_neither_pyarrow_nor_boto3():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path.cwd()
     )
     assert result.stdout.split() == ["False", "False", "SnapshotCorruptError"]
+
+
+# -- pointers that cannot be planted (issue 27 row 3) -----------------------------------
+
+
+def _write_lineage(backend: Backend, stream: str, partition: int, lsn: int) -> Any:
+    writer = SnapshotWriter(backend.root, stream, partition, s3_client=backend.client)
+    return writer.write(lsn, 1, STATE, offsets={f"{stream}-{partition}": lsn})
+
+
+def _pointer_of(stream: str, partition: int, written: Any) -> dict[str, Any]:
+    """The latest.json snapledger would publish for ``written`` (as its model dumps it)."""
+    from snapledger.models.pointer import LatestPointer
+
+    return LatestPointer(
+        format_version=1,
+        stream=stream,
+        partition=partition,
+        snapshot_id=written.snapshot_id,
+        lsn=written.lsn,
+        epoch=written.epoch,
+        prefix=written.prefix,
+        manifest_key=written.manifest_key,
+        format=written.format,
+        files=list(written.files),
+        row_count=written.row_count,
+        registered_at="2026-11-26T00:00:00Z",
+        offsets={f"{stream}-{partition}": written.lsn},
+    ).model_dump(mode="json")
+
+
+def _plant(backend: Backend, key: str, document: dict[str, Any] | bytes) -> None:
+    raw = document if isinstance(document, bytes) else json.dumps(document).encode()
+    backend.overwrite(key, raw) if backend.client is not None else _put_file(backend, key, raw)
+
+
+def _put_file(backend: Backend, key: str, raw: bytes) -> None:
+    assert backend.directory is not None
+    (backend.directory / key).parent.mkdir(parents=True, exist_ok=True)
+    (backend.directory / key).write_bytes(raw)
+
+
+LATEST = "snapshots/orders/3/latest.json"
+
+
+def test_open_latest_follows_its_own_lineage_s_pointer(backend: Backend):
+    written = _write_lineage(backend, STREAM, PARTITION, 20)
+    _plant(backend, LATEST, _pointer_of(STREAM, PARTITION, written))
+    reader = SnapshotReader(backend.root, s3_client=backend.client)
+    opened = reader.open_latest(STREAM, PARTITION)
+    assert (opened.stream, opened.partition, opened.snapshot_id) == (
+        STREAM,
+        PARTITION,
+        written.snapshot_id,
+    )
+
+
+def test_open_latest_refuses_a_pointer_copied_from_another_lineage(backend: Backend):
+    from snapledger.client import PointerRefusedError
+
+    payments = _write_lineage(backend, "payments", 9, 900)
+    _plant(backend, LATEST, _pointer_of("payments", 9, payments))  # copied over orders/3's
+    reader = SnapshotReader(backend.root, s3_client=backend.client)
+    with pytest.raises(PointerRefusedError) as refused:
+        reader.open_latest(STREAM, PARTITION)
+    message = str(refused.value)
+    assert "refused for lineage orders/3" in message  # what was asked
+    assert f"names payments/9's snapshot {payments.snapshot_id}" in message  # what it names
+    assert "ask the registry for the latest" in message  # what to do
+    assert isinstance(refused.value, SnapshotCorruptError)  # caught as before
+    with pytest.raises(PointerRefusedError):
+        reader.latest_pointer(STREAM, PARTITION)  # its offsets are not handed out either
+
+
+@pytest.mark.parametrize("field", ["prefix", "manifest_key"])
+def test_open_latest_refuses_a_pointer_whose_key_leads_into_another_lineage(
+    file_backend: Backend, field: str
+):
+    from snapledger.client import PointerRefusedError
+
+    mine = _write_lineage(file_backend, STREAM, PARTITION, 20)
+    payments = _write_lineage(file_backend, "payments", 9, 900)
+    document = _pointer_of(STREAM, PARTITION, mine)
+    document[field] = getattr(payments, field)  # stream and partition say orders/3
+    _plant(file_backend, LATEST, document)
+    with pytest.raises(PointerRefusedError, match=f"its {field} is 'snapshots/payments/9/"):
+        SnapshotReader(file_backend.root).open_latest(STREAM, PARTITION)
+
+
+@pytest.mark.parametrize(
+    ("garbage", "reason"),
+    [
+        (b"\xff\xfe{}", "not a valid latest.json v1"),
+        (b"{not json", "not a valid latest.json v1"),
+        (b"[" * 300_000, "not a valid latest.json v1"),
+        (b'{"lsn": 1' + b"0" * 5000 + b"}", "not a valid latest.json v1"),
+        (b" " * (3 * 1024 * 1024), "over the 2,097,152-byte limit of a pointer"),
+    ],
+    ids=["not_utf8", "not_json", "deep", "huge_int", "oversized"],
+)
+def test_a_garbage_pointer_is_a_clear_refusal(backend: Backend, garbage: bytes, reason: str):
+    from snapledger.client import PointerRefusedError
+
+    _plant(backend, LATEST, garbage)
+    reader = SnapshotReader(backend.root, s3_client=backend.client)
+    with pytest.raises(PointerRefusedError, match=reason) as refused:
+        reader.open_latest(STREAM, PARTITION)
+    assert "refused for lineage orders/3" in str(refused.value)
+
+
+def test_a_pointer_past_the_manifest_s_bound_is_still_read(file_backend: Backend):
+    # A pointer lists its snapshot's files as the manifest does: it may pass 1 MiB.
+    written = _write_lineage(file_backend, STREAM, PARTITION, 20)
+    raw = json.dumps(_pointer_of(STREAM, PARTITION, written)).encode()
+    _plant(file_backend, LATEST, raw[:-1] + b" " * (1024 * 1024) + b"}")
+    assert SnapshotReader(file_backend.root).latest_pointer(STREAM, PARTITION).lsn == 20
+
+
+GENERATION = "snapshots/orders/generation.json"
+
+
+def _generation_of(stream: str, members: dict[int, Any]) -> dict[str, Any]:
+    return {
+        "format_version": 1,
+        "stream": stream,
+        "generation": 1,
+        "completed_at": "2026-11-26T00:00:00Z",
+        "members": [
+            {
+                "partition": partition,
+                "snapshot_id": w.snapshot_id,
+                "lsn": w.lsn,
+                "epoch": w.epoch,
+                "prefix": w.prefix,
+                "manifest_key": w.manifest_key,
+                "offsets": None,
+            }
+            for partition, w in sorted(members.items())
+        ],
+    }
+
+
+def test_open_generation_follows_its_own_stream_s_pointer(file_backend: Backend):
+    members = {p: _write_lineage(file_backend, STREAM, p, 10 + p) for p in (0, 1)}
+    _plant(file_backend, GENERATION, _generation_of(STREAM, members))
+    opened = SnapshotReader(file_backend.root).open_generation(STREAM)
+    assert {p: o.snapshot_id for p, o in opened.items()} == {
+        p: w.snapshot_id for p, w in members.items()
+    }
+
+
+@pytest.mark.parametrize("planting", ["other_stream", "member_elsewhere", "garbage"])
+def test_open_generation_refuses_a_planted_generation_json(file_backend: Backend, planting):
+    from snapledger.client import PointerRefusedError
+
+    payments = {9: _write_lineage(file_backend, "payments", 9, 900)}
+    if planting == "other_stream":  # payments' generation.json copied over orders'
+        document: dict[str, Any] | bytes = _generation_of("payments", payments)
+        reason = "names stream 'payments'"
+    elif planting == "member_elsewhere":  # says orders, partition 0, leads to payments/9
+        document = _generation_of(STREAM, {0: payments[9]})
+        reason = "member 0's prefix is 'snapshots/payments/9/"
+    else:
+        document, reason = b"[" * 300_000, "not a valid generation.json v1"
+    _plant(file_backend, GENERATION, document)
+    reader = SnapshotReader(file_backend.root)
+    with pytest.raises(PointerRefusedError, match=reason) as refused:
+        reader.open_generation(STREAM)
+    assert "refused for stream orders" in str(refused.value)
+    with pytest.raises(PointerRefusedError):
+        reader.generation_pointer(STREAM)

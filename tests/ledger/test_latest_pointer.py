@@ -211,3 +211,226 @@ def test_concurrent_registrations_of_one_lineage_leave_the_pointer_on_the_latest
     assert not [r for r in results if isinstance(r, RegistrationFailed)]
     head = ledger.get_head(ORDERS_3)
     assert (head.latest_lsn, pointer(store).lsn) == (1600, 1600)
+
+
+# -- planted pointers (issue 27 row 3): the ledger decides, never the pointer itself ------
+
+MAX_LSN = 2**63 - 1
+
+
+def planted(real: LatestPointer, **changes) -> bytes:
+    """A pointer that looks like snapledger's but says what the planter chose."""
+    fields = real.model_dump() | changes
+    if "lsn" in changes or "snapshot_id" in changes:
+        from snapledger.layout import snapshot_prefix
+
+        prefix = snapshot_prefix(
+            fields["stream"], fields["partition"], fields["lsn"], fields["snapshot_id"]
+        )
+        fields |= {"prefix": prefix, "manifest_key": prefix + "_manifest.json"}
+    return LatestPointer.model_validate(fields).model_dump_json().encode()
+
+
+def exact_pointer(ledger, store) -> LatestPointer:
+    """What the ledger says latest.json must be, built from its record and manifest."""
+    from snapledger.services.latest_pointer import read_pointer
+
+    head = ledger.get_head(ORDERS_3)
+    sort_key = snapshot_sort_key(head.latest_lsn, head.latest_snapshot_id)
+    return read_pointer(ORDERS_3, sort_key, ledger=ledger, store=store)
+
+
+class RecordingStore:
+    """The file store, recording how the pointer was written (create, replace + If-Match)."""
+
+    def __init__(self, store) -> None:
+        self._store = store
+        self.writes: list[tuple[str, str | None]] = []
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def put(self, key, data):
+        assert key != POINTER, "latest.json written without a condition"
+        self._store.put(key, data)
+
+    def create(self, key, data):
+        if key == POINTER:
+            self.writes.append(("create", None))
+        self._store.create(key, data)
+
+    def replace(self, key, data, *, if_match):
+        if key == POINTER:
+            self.writes.append(("replace", if_match))
+        self._store.replace(key, data, if_match=if_match)
+
+
+@pytest.mark.parametrize("how", ["next_registration", "redelivery"])
+def test_a_planted_huge_lsn_pointer_is_replaced_conditionally(ledger, store, clock, how):
+    first = write_snapshot(store, lsn=100)
+    register_manifest(first, ledger=ledger, store=store, clock=clock)
+    store.put(POINTER, planted(pointer(store), lsn=MAX_LSN))
+    _, planted_tag = store.get_versioned(POINTER)
+    recording = RecordingStore(store)
+    key = write_snapshot(store, lsn=200) if how == "next_registration" else first
+    [result] = register_manifests([key], ledger=ledger, store=recording, clock=clock)
+    assert result.outcome is (
+        Outcome.BECAME_LATEST if how == "next_registration" else Outcome.DUPLICATE
+    )
+    assert pointer(store) == exact_pointer(ledger, store)
+    assert pointer(store).lsn == (200 if how == "next_registration" else 100)
+    assert recording.writes == [("replace", planted_tag)]
+
+
+def test_a_pointer_copied_from_another_lineage_is_replaced(ledger, store, clock):
+    payments = write_snapshot(store, "payments", 9, lsn=900)
+    register_manifest(payments, ledger=ledger, store=store, clock=clock)
+    mine = write_snapshot(store, lsn=100)
+    register_manifest(mine, ledger=ledger, store=store, clock=clock)
+    store.put(POINTER, store.get(latest_pointer_key("payments", 9)))  # copied over
+    assert pointer(store).stream == "payments"
+    [again] = register_manifests([mine], ledger=ledger, store=store, clock=clock)
+    assert again.outcome is Outcome.DUPLICATE
+    assert pointer(store) == exact_pointer(ledger, store)
+    assert (pointer(store).stream, pointer(store).partition, pointer(store).lsn) == (
+        "orders",
+        3,
+        100,
+    )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"offsets": {"orders-3": 10**9}},  # right snapshot, doctored offsets
+        {"epoch": 99},
+        {"files": []},
+        {"prefix": "snapshots/payments/9/"},  # right id and LSN, another folder
+    ],
+    ids=["offsets", "epoch", "files", "prefix"],
+)
+def test_a_pointer_naming_the_latest_but_not_exactly_is_replaced(ledger, store, clock, change):
+    key = write_snapshot(store, lsn=100, offsets={"orders-3": 101})
+    register_manifest(key, ledger=ledger, store=store, clock=clock)
+    store.put(POINTER, planted(pointer(store), **change))
+    assert (
+        publish_latest(ORDERS_3, ledger.get_head(ORDERS_3), ledger=ledger, store=store)
+        is PointerOutcome.WRITTEN
+    )
+    assert pointer(store) == exact_pointer(ledger, store)
+
+
+def test_a_pointer_newer_than_the_head_held_but_not_the_ledger_s_is_kept(ledger, store, clock):
+    # The ledger moved past a stale publisher's HEAD: what it names is the ledger's latest
+    # (checked by a consistent read of HEAD), so it is kept, and never moved back.
+    register_manifest(write_snapshot(store, lsn=100), ledger=ledger, store=store, clock=clock)
+    stale = ledger.get_head(ORDERS_3)
+    register_manifest(write_snapshot(store, lsn=300), ledger=ledger, store=store, clock=clock)
+    current = store.get(POINTER)
+    recording = RecordingStore(store)
+    outcome = publish_latest(ORDERS_3, stale, ledger=ledger, store=recording)
+    assert outcome is PointerOutcome.CURRENT and recording.writes == []
+    assert store.get(POINTER) == current
+    # ...but once the pointer is made to look past the ledger, the stale publisher
+    # publishes the ledger's latest (LSN 300), not its own stale one (LSN 100).
+    store.put(POINTER, planted(pointer(store), lsn=MAX_LSN))
+    assert publish_latest(ORDERS_3, stale, ledger=ledger, store=store) is PointerOutcome.WRITTEN
+    assert pointer(store) == exact_pointer(ledger, store) and pointer(store).lsn == 300
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    ["oversized", "deep", "not_utf8", "not_json", "huge_int"],
+)
+def test_a_garbage_pointer_object_is_replaced_never_raised(ledger, store, clock, garbage):
+    from snapledger.limits import MAX_POINTER_BYTES
+
+    key = write_snapshot(store, lsn=100)
+    register_manifest(key, ledger=ledger, store=store, clock=clock)
+    exact = store.get(POINTER)
+    store.put(
+        POINTER,
+        {
+            # the exact pointer, padded past the bound: no longer a pointer snapledger wrote
+            "oversized": exact[:-1] + b" " * MAX_POINTER_BYTES + b"}",
+            "deep": b"[" * 300_000 + b"]" * 300_000,
+            "not_utf8": b"\xff\xfe{}",
+            "not_json": b"{not json",
+            "huge_int": b'{"format_version": 1, "lsn": 1' + b"0" * 5000 + b"}",
+        }[garbage],
+    )
+    _, tag = store.get_versioned(POINTER)
+    recording = RecordingStore(store)
+    [again] = register_manifests([key], ledger=ledger, store=recording, clock=clock)
+    assert again.outcome is Outcome.DUPLICATE
+    assert store.get(POINTER) == exact
+    assert recording.writes == [("replace", tag)]
+
+
+def test_the_pointer_is_read_no_further_than_its_bound(ledger, store, clock):
+    from snapledger.limits import MAX_POINTER_BYTES
+
+    key = write_snapshot(store, lsn=100)
+    register_manifest(key, ledger=ledger, store=store, clock=clock)
+    store.put(POINTER, b" " * (3 * MAX_POINTER_BYTES))
+    data, _ = store.get_versioned(POINTER, max_bytes=MAX_POINTER_BYTES)
+    assert len(data) == MAX_POINTER_BYTES + 1
+    outcome = publish_latest(ORDERS_3, ledger.get_head(ORDERS_3), ledger=ledger, store=store)
+    assert outcome is PointerOutcome.WRITTEN and pointer(store) == exact_pointer(ledger, store)
+
+
+# -- generation.json: the same, against the stream's log ---------------------------------
+
+
+def _generation_setup(ledger, store, clock):
+    from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
+    from tests.ledger.test_generations import member, register, request
+
+    streams = DynamoStreamLog(ledger.table_name, client=ledger.client)
+    g = request(streams, clock, partitions=(0,))
+    key = member(store, 0, 100, g)
+    register(key, ledger, streams, store, clock)
+    return streams, key
+
+
+GENERATION_JSON = "snapshots/orders/generation.json"
+
+
+@pytest.mark.parametrize(
+    "planting", ["huge_generation", "other_stream", "member_elsewhere", "garbage"]
+)
+def test_a_planted_generation_json_is_replaced_at_the_next_publish(ledger, store, clock, planting):
+    from snapledger.models.pointer import GenerationPointer
+    from snapledger.services.latest_pointer import publish_generation
+
+    streams, key = _generation_setup(ledger, store, clock)
+    exact = store.get(GENERATION_JSON)
+    real = GenerationPointer.model_validate_json(exact)
+    if planting == "garbage":
+        raw = b"[" * 100_000
+    else:
+        fields = real.model_dump(mode="json")
+        if planting == "huge_generation":
+            fields["generation"] = 10**15
+        elif planting == "other_stream":
+            fields["stream"] = "payments"
+        else:
+            fields["members"][0]["prefix"] = "snapshots/payments/9/"
+        raw = json.dumps(fields).encode()
+    store.put(GENERATION_JSON, raw)
+    _, tag = store.get_versioned(GENERATION_JSON)
+    writes = []
+
+    class Recording(RecordingStore):
+        def replace(self, key, data, *, if_match):
+            writes.append((key, if_match))
+            self._store.replace(key, data, if_match=if_match)
+
+    # a redelivered member's registration publishes generation.json again
+    [again] = register_manifests(
+        [key], ledger=ledger, store=Recording(store), clock=clock, streams=streams
+    )
+    assert again.outcome is Outcome.DUPLICATE
+    assert GenerationPointer.model_validate_json(store.get(GENERATION_JSON)) == real
+    assert writes == [(GENERATION_JSON, tag)]
+    assert publish_generation(streams, "orders", store=store) is PointerOutcome.CURRENT
