@@ -38,16 +38,12 @@ from pydantic import ValidationError
 from snapledger.core.retention import KeepReason, Named
 from snapledger.errors import InvalidKeyError, ManifestTooLargeError, NotFoundError
 from snapledger.layout import generation_pointer_key, latest_pointer_key, parse_snapshot_prefix
-from snapledger.limits import MAX_MANIFEST_BYTES
+from snapledger.limits import MAX_POINTER_BYTES
 from snapledger.models.ledger import Head, LineageId, snapshot_sort_key
 from snapledger.models.pointer import GenerationPointer, LatestPointer
 from snapledger.ports import ObjectStore
 from snapledger.services.gc_deps import GcDeps
 from snapledger.services.latest_pointer import PointerOutcome, publish_latest
-
-#: A pointer lists its snapshot's files as the manifest does: it is read up to twice the
-#: manifest's bound, never more (a bigger object is not a pointer snapledger wrote).
-MAX_POINTER_BYTES = 2 * MAX_MANIFEST_BYTES
 
 
 @dataclass
