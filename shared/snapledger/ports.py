@@ -137,12 +137,6 @@ class ObjectHolds(Protocol):
         ...
 
 
-class RequestCounter(Protocol):
-    """Counts requests made to a backing service (for benchmarks)."""
-
-    def count(self) -> int: ...
-
-
 def chunked(items: Iterable[str], size: int) -> Iterator[list[str]]:
     """Split ``items`` into lists of at most ``size``."""
     batch: list[str] = []

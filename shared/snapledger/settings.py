@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from datetime import timedelta
-from functools import lru_cache
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError, model_validator
@@ -142,9 +141,3 @@ def settings_from_env(
             for err in exc.errors()
         )
         raise InvalidRequestError(f"configuration is incomplete: {problems}") from exc
-
-
-@lru_cache(maxsize=1)
-def ledger_settings() -> LedgerSettings:
-    """The function's settings, parsed once per cold start."""
-    return settings_from_env(LedgerSettings)

@@ -123,19 +123,6 @@ class LaunchRequest(Frozen):
         return [self.partition]
 
 
-def describe_selector(selector: SnapshotSelector) -> str:
-    if selector == "latest":
-        return "latest"
-    if isinstance(selector, FromSnapshotId):
-        return f"snapshot {selector.snapshot_id}"
-    if isinstance(selector, FromLsn):
-        return f"as of LSN {selector.lsn}"
-    if isinstance(selector, FromGeneration):
-        return f"generation {selector.generation}"
-    assert isinstance(selector, FromTime)
-    return f"as of {selector.time.isoformat()}"
-
-
 class StreamSnapshotRequest(Frozen):
     """Ask every partition of a stream for a snapshot at its next generation.
 
