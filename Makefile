@@ -4,7 +4,8 @@ SHELL := bash
 # where the system Python refuses `pip install`, PEP 668): see tools/project-uv.
 UV := tools/project-uv
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
+# jsii silences its Node end-of-life banner only for the major version named ("1" does not).
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
 
 .PHONY: setup test lint format bench demo synth schema clean
 

@@ -10,6 +10,7 @@ import atexit
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import warnings
 from dataclasses import dataclass
@@ -20,7 +21,16 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "1")
+# jsii silences its end-of-life banner only for the Node major version it is given.
+os.environ.setdefault(
+    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION",
+    subprocess.run(
+        ["node", "-p", "process.versions.node.split('.')[0]"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip(),
+)
 
 from aws_cdk import App
 from aws_cdk.assertions import Template
