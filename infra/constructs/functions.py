@@ -413,16 +413,7 @@ class LedgerFunctions(Construct):
         # IAM's * crosses '/': the grant above also matches a latest.json inside a snapshot
         # prefix (snapshots/s/0/<lsn>-<id>/latest.json) and a generation.json inside a
         # lineage. Only the lineage's own pointer and the stream's own are register's.
-        fn["register"].add_to_role_policy(
-            iam.PolicyStatement(
-                sid=REGISTER_POINTER_DENY_SID,
-                effect=iam.Effect.DENY,
-                actions=["s3:PutObject"],
-                resources=[
-                    self._inputs.bucket.arn_for_objects(pattern) for pattern in NOT_A_POINTER_KEYS
-                ],
-            )
-        )
+        self._deny_deeper_pointers(fn["register"])
 
         # track_changelog: heads segment objects, records counts, starts compactions (which
         # lists the changelog for coverage).
@@ -470,16 +461,7 @@ class LedgerFunctions(Construct):
             "repairs a lineage's latest.json that lags the ledger",
             wildcard=False,
         )
-        fn["gc"].add_to_role_policy(
-            iam.PolicyStatement(
-                sid=REGISTER_POINTER_DENY_SID,
-                effect=iam.Effect.DENY,
-                actions=["s3:PutObject"],
-                resources=[
-                    self._inputs.bucket.arn_for_objects(pattern) for pattern in NOT_A_POINTER_KEYS
-                ],
-            )
-        )
+        self._deny_deeper_pointers(fn["gc"])
         # ... and hands a manifest the ledger never recorded to the registration queue
         # (the orphan sweep never deletes a prefix holding one).
         fn["gc"].add_to_role_policy(
@@ -504,6 +486,20 @@ class LedgerFunctions(Construct):
                 sid="ListJobsOfThisApplication",
                 actions=["emr-serverless:ListJobRuns"],
                 resources=[self._inputs.spark.application_arn],
+            )
+        )
+
+    def _deny_deeper_pointers(self, function: lambda_.Function) -> None:
+        """Deny PutObject on a latest.json or generation.json anywhere but a lineage's own
+        and a stream's own: IAM's * crosses '/', so the pointer grants alone would match."""
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid=REGISTER_POINTER_DENY_SID,
+                effect=iam.Effect.DENY,
+                actions=["s3:PutObject"],
+                resources=[
+                    self._inputs.bucket.arn_for_objects(pattern) for pattern in NOT_A_POINTER_KEYS
+                ],
             )
         )
 
