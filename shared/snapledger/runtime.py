@@ -38,6 +38,7 @@ from snapledger.core.compaction_trigger import CompactionConfig, CompactionThres
 from snapledger.core.job_sizing import Capacity
 from snapledger.errors import JobStartError
 from snapledger.gc_settings import GcConfig
+from snapledger.layouts.lineage import NATIVE_ONLY, LayoutCatalog
 from snapledger.ports import (
     FoundJobRun,
     JobRunner,
@@ -103,6 +104,8 @@ class Runtime:
     event_archive: EventArchive | None = None  # where events past the TTL window are
     #: Legal holds on snapshot objects (SNAPLEDGER_PROTECT_LATEST); None: not protected.
     holds: ObjectHolds | None = None
+    #: Each stream's snapshot layout (SNAPLEDGER_RESTATE_PREFIXES; native for the rest).
+    layouts: LayoutCatalog = NATIVE_ONLY
 
 
 @dataclass(frozen=True)
@@ -206,6 +209,7 @@ def build_runtime(settings: LedgerSettings) -> Runtime:
         ),
         event_archive=_event_archive(settings),
         holds=object_holds(store) if settings.protect_latest else None,
+        layouts=LayoutCatalog(settings.restate_prefixes),
     )
 
 

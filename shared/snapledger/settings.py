@@ -38,6 +38,9 @@ ENV_LEDGER_TTL_DAYS = "SNAPLEDGER_LEDGER_TTL_DAYS"
 #: "true": register holds each registered snapshot's objects, GC releases them (S3 Object
 #: Lock; the CDK app sets it with ``-c protectLatest=true``).
 ENV_PROTECT_LATEST = "SNAPLEDGER_PROTECT_LATEST"
+#: Restate clusters' snapshot prefixes, each with its stream name: a JSON object such as
+#: ``{"restate/prod-1": "orders"}`` (the CDK app sets it from ``-c restatePrefixes``).
+ENV_RESTATE_PREFIXES = "SNAPLEDGER_RESTATE_PREFIXES"
 #: How long terminal ledger items stay before TTL removes them, unless configured.
 DEFAULT_LEDGER_TTL_DAYS = 30
 #: The longest TTL window: the longest duration anything names (``limits.MAX_HOURS``).
@@ -80,6 +83,11 @@ class LedgerSettings(BaseModel):
         description="register puts a legal hold on every file of a snapshot it registers, "
         "before the ledger commit; GC releases them before it marks the snapshot DELETED. "
         "Needs an s3:// root in a bucket created with Object Lock (docs/deploy.md)",
+    )
+    restate_prefixes: Json[dict[str, str]] = Field(
+        default_factory=dict,
+        description='Restate snapshot prefixes and their stream names, e.g. {"restate/prod-1": '
+        '"orders"}: the partitions of the cluster writing there are that stream\'s lineages',
     )
     registration_queue_url: str | None = Field(
         default=None,

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import assert_never
 
 from snapledger.core.state import LineageState, Sequencer
-from snapledger.models.commands import RegisterSnapshot
+from snapledger.models.commands import ManifestSummary, RegisterSnapshot
 from snapledger.models.events import (
     LatestAdvanced,
     LedgerEvent,
@@ -60,12 +60,9 @@ def decide_register(state: LineageState, cmd: RegisterSnapshot, now: datetime) -
         )
     if cmd.summary is None:
         return rejected("invalid", cmd.rejection or "the manifest is invalid")
-    if head.max_epoch is not None and cmd.summary.epoch < head.max_epoch:
-        return rejected(
-            "fenced",
-            f"epoch {cmd.summary.epoch} is below the lineage's highest epoch {head.max_epoch}: "
-            "a newer writer owns this partition, so this snapshot was fenced",
-        )
+    refusal = _writer_refusal(head, cmd.summary)
+    if refusal is not None:
+        return rejected(*refusal)
     events: list[LedgerEvent] = [
         SnapshotRegistered.model_validate(
             {
@@ -95,6 +92,26 @@ def decide_register(state: LineageState, cmd: RegisterSnapshot, now: datetime) -
     return events
 
 
+def _writer_refusal(head: Head, summary: ManifestSummary) -> tuple[str, str] | None:
+    """(code, reason) when the snapshot's writer may not write this lineage: an older
+    epoch than the lineage's (fenced), or another producer than its earlier snapshots'."""
+    if head.max_epoch is not None and summary.epoch < head.max_epoch:
+        return (
+            "fenced",
+            f"epoch {summary.epoch} is below the lineage's highest epoch {head.max_epoch}: "
+            "a newer writer owns this partition, so this snapshot was fenced",
+        )
+    if head.origin is not None and summary.origin != head.origin:
+        return (
+            "invalid",
+            f"the snapshot comes from {summary.origin or 'a producer that names none'} but "
+            f"this lineage's snapshots come from {head.origin}: two producers write into one "
+            "snapshot prefix; give each its own destination (its snapshots are not "
+            "registered, and the lineage's are left as they are)",
+        )
+    return None
+
+
 def evolve_registration(
     head: Head,
     snapshots: dict[str, SnapshotRecord],
@@ -119,6 +136,7 @@ def evolve_registration(
                 offsets=event.offsets,
                 generation=event.generation,
                 member_of=event.member_of,
+                origin=event.origin,
                 registered_at=event.at,
                 version=event.seq,
             )
@@ -126,6 +144,7 @@ def evolve_registration(
             head = head.model_copy(
                 update={
                     "max_epoch": max(event.epoch, head.max_epoch or 0),
+                    "origin": head.origin or event.origin,
                     "registered_count": head.registered_count + 1,
                 }
             )

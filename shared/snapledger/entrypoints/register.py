@@ -27,6 +27,7 @@ from snapledger.entrypoints.s3_events import Arrival, InvalidRecord, ObjectArriv
 from snapledger.entrypoints.stream_metrics import emit_for_stream
 from snapledger.errors import SnapledgerError
 from snapledger.layout import MANIFEST_NAME, SNAPSHOTS
+from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.ports import QueuedManifest, RegistrationQueue
 from snapledger.runtime import Runtime
 from snapledger.services.registration import (
@@ -112,16 +113,17 @@ def register_arrivals(
     answers: list[RecordAnswer | None] = []
     manifests: list[tuple[int, ObjectArrival, str]] = []
     for arrival in arrivals:
-        answer, key = _triage(arrival, rt.store.uri)
+        answer, key = _triage(arrival, rt.store.uri, rt.layouts)
         answers.append(answer)
         if key is not None:
             manifests.append((len(answers) - 1, arrival, key))  # type: ignore[arg-type]
     queue = rt.registration_queue
     if queue is not None:
-        queued = [(i, a, key) for i, a, key in manifests if lineage_group(key) is not None]
-        manifests = [(i, a, key) for i, a, key in manifests if lineage_group(key) is None]
+        layouts = rt.layouts
+        queued = [(i, a, k) for i, a, k in manifests if lineage_group(k, layouts) is not None]
+        manifests = [(i, a, k) for i, a, k in manifests if lineage_group(k, layouts) is None]
         for index, answer in zip(
-            (i for i, _, _ in queued), _queue(queued, queue, batch), strict=True
+            (i for i, _, _ in queued), _queue(queued, queue, batch, layouts), strict=True
         ):
             answers[index] = answer
     results = register_manifests(
@@ -131,6 +133,7 @@ def register_arrivals(
         clock=rt.clock,
         streams=rt.streams,
         holds=rt.holds,
+        layouts=rt.layouts,
     )
     for (index, arrival, key), result in zip(manifests, results, strict=True):
         answers[index] = _answer(key, result, batch, arrival.request_id)
@@ -159,6 +162,7 @@ def register_queued(
         clock=rt.clock,
         streams=rt.streams,
         holds=rt.holds,
+        layouts=rt.layouts,
     )
     retry: list[str] = []
     for message, result in zip(messages, results, strict=True):
@@ -177,7 +181,7 @@ def manifest_registrar(rt: Runtime) -> Callable[[str], str]:
     queue = rt.registration_queue
 
     def register(key: str) -> str:
-        group = lineage_group(key)
+        group = lineage_group(key, rt.layouts)
         if queue is not None and group is not None:
             # Repeated sweeps within SQS's 5 minutes send nothing new.
             dedup = deduplication_id(rt.store.uri, key, "orphan-sweep")
@@ -190,6 +194,7 @@ def manifest_registrar(rt: Runtime) -> Callable[[str], str]:
             clock=rt.clock,
             streams=rt.streams,
             holds=rt.holds,
+            layouts=rt.layouts,
         )
         if isinstance(result, RegistrationFailed):
             raise result.error
@@ -198,25 +203,30 @@ def manifest_registrar(rt: Runtime) -> Callable[[str], str]:
     return register
 
 
-def _triage(arrival: Arrival, store_uri: str) -> tuple[RecordAnswer | None, str | None]:
+def _triage(
+    arrival: Arrival, store_uri: str, layouts: LayoutCatalog
+) -> tuple[RecordAnswer | None, str | None]:
     """The answer of a record that names no manifest, or the manifest key it names."""
     if isinstance(arrival, InvalidRecord):
         problems = "; ".join(f"{p['field']}: {p['problem']}" for p in arrival.fields)
         _log.error("record %d is not an S3 record: %s", arrival.index, problems)
         return RecordAnswer(None, INVALID_RECORD, reason=problems), None
-    key, ignored = _manifest_key(arrival, store_uri)
+    key, ignored = _manifest_key(arrival, store_uri, layouts)
     if ignored:
         return RecordAnswer(key, IGNORED, reason=ignored), None
     return None, key
 
 
 def _queue(
-    queued: list[tuple[int, ObjectArrival, str]], queue: RegistrationQueue, batch: RegistrationBatch
+    queued: list[tuple[int, ObjectArrival, str]],
+    queue: RegistrationQueue,
+    batch: RegistrationBatch,
+    layouts: LayoutCatalog,
 ) -> list[RecordAnswer]:
     messages = [
         QueuedManifest(
             key=key,
-            group_id=lineage_group(key) or "",
+            group_id=lineage_group(key, layouts) or "",
             deduplication_id=deduplication_id(arrival.bucket, key, arrival.write_token),
         )
         for _, arrival, key in queued
@@ -259,13 +269,20 @@ def _answer(
     return RecordAnswer(key, result.outcome.value, result.reason, result.snapshot_id, result.lsn)
 
 
-def _manifest_key(arrival: ObjectArrival, store_uri: str) -> tuple[str, str | None]:
-    """The manifest key relative to the store root, or why the object is not one."""
+def _manifest_key(
+    arrival: ObjectArrival, store_uri: str, layouts: LayoutCatalog
+) -> tuple[str, str | None]:
+    """The manifest key relative to the store root (or a Restate ``metadata.json``'s),
+    or why the object is not one."""
     if not arrival.created:
         return arrival.key, "not an ObjectCreated event"
     key = key_in_store(store_uri, arrival.bucket, arrival.key)
     if key is None:
         return arrival.key, f"outside the object store root {store_uri}"
+    if layouts.locate_restate(key) is not None:
+        return key, None
+    if layouts.under_restate(key) is not None:
+        return key, "not a Restate snapshot's metadata.json (an SST, or latest.json)"
     if not (key.startswith(f"{SNAPSHOTS}/") and key.endswith(f"/{MANIFEST_NAME}")):
         return key, f"not a snapshot manifest ({SNAPSHOTS}/.../{MANIFEST_NAME})"
     return key, None

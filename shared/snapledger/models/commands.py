@@ -28,6 +28,11 @@ class ManifestSummary(Frozen):
     generation: int | None = Field(
         default=None, description="The stream snapshot generation the manifest names"
     )
+    origin: str | None = Field(
+        default=None,
+        description="Who wrote it, for a foreign layout (Restate: its cluster name and "
+        "fingerprint); every registered snapshot of a lineage has the same",
+    )
 
 
 class RegisterSnapshot(Frozen):

@@ -55,6 +55,11 @@ class SnapshotRegistered(EventBase):
     member_of: int | None = Field(
         default=None, description="The generation it counted for (None: it did not count)"
     )
+    origin: str | None = Field(
+        default=None,
+        description="Who wrote it, for a foreign layout (Restate: its cluster name and "
+        "fingerprint); every registered snapshot of a lineage has the same",
+    )
 
 
 class SnapshotRejected(EventBase):

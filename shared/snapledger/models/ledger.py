@@ -75,6 +75,11 @@ class SnapshotRecord(Stored):
     member_of: int | None = Field(
         default=None, description="The generation it counted for (GC protects its members)"
     )
+    origin: str | None = Field(
+        default=None,
+        description="Who wrote it, for a foreign layout (Restate: its cluster name and "
+        "fingerprint); every registered snapshot of a lineage has the same",
+    )
     registered_at: datetime = Field(description="Registry (server) time it was recorded")
     rejection_code: str | None = None
     rejection_reason: str | None = None
@@ -119,6 +124,11 @@ class Head(Stored):
     latest_snapshot_id: str | None = None
     latest_lsn: int | None = None
     max_epoch: int | None = None
+    origin: str | None = Field(
+        default=None,
+        description="Who writes the lineage's snapshots, for a foreign layout (set by the "
+        "first registered; a snapshot from another is rejected)",
+    )
     registered_count: int = 0
     rejected_count: int = 0
     compaction_job_id: str | None = None

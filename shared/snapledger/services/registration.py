@@ -25,12 +25,14 @@ from snapledger.core.manifest_rules import (
 )
 from snapledger.errors import InvalidKeyError, ManifestTooLargeError, NotFoundError
 from snapledger.layout import SnapshotLocation, parse_manifest_key
+from snapledger.layouts.lineage import NATIVE_ONLY, LayoutCatalog
 from snapledger.models.commands import RegisterSnapshot
 from snapledger.models.events import LatestAdvanced, SnapshotRegistered, SnapshotRejected
 from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
 from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestV1
 from snapledger.models.pointer import LatestPointer
 from snapledger.ports import LedgerStore, ObjectHolds, ObjectStore, StreamLogStore
+from snapledger.services import restate_snapshots
 from snapledger.services.commands import CommandResult, RetryPolicy
 from snapledger.services.generations import MemberRegistration, register_member
 from snapledger.services.latest_pointer import publish_generation, publish_latest
@@ -96,6 +98,7 @@ def register_manifest(
     combiner: LineageCombiner = COMBINER,
     streams: StreamLogStore | None = None,
     holds: ObjectHolds | None = None,
+    layouts: LayoutCatalog = NATIVE_ONLY,
 ) -> RegistrationResult:
     """Record the snapshot whose ``_manifest.json`` is at ``key`` (relative to the root)."""
     (answer,) = register_manifests(
@@ -107,6 +110,7 @@ def register_manifest(
         combiner=combiner,
         streams=streams,
         holds=holds,
+        layouts=layouts,
     )
     if isinstance(answer, RegistrationFailed):
         raise answer.error
@@ -123,6 +127,7 @@ def register_manifests(
     combiner: LineageCombiner = COMBINER,
     streams: StreamLogStore | None = None,
     holds: ObjectHolds | None = None,
+    layouts: LayoutCatalog = NATIVE_ONLY,
 ) -> list[RegistrationResult | RegistrationFailed]:
     """Record each manifest of ``keys``; one answer per key, in order.
 
@@ -136,12 +141,29 @@ def register_manifests(
     published (``services/latest_pointer.py``); if that fails, the lineage's keys fail
     too, so their redelivery (a duplicate) publishes it again. With ``holds`` (the latest
     protected in the bucket), every valid manifest's files are held before the commit
-    (``services/latest_protection.py``).
+    (``services/latest_protection.py``). A ``metadata.json`` under a Restate prefix of
+    ``layouts`` is a Restate snapshot (``services/restate_snapshots.py``): Restate owns its
+    lineage's ``latest.json``, so none is published for it.
     """
     answers: list[RegistrationResult | RegistrationFailed | None] = [None] * len(keys)
     lineages: dict[tuple[str, int], list[tuple[int, SnapshotLocation, RegisterSnapshot]]] = {}
     manifests: dict[str, ManifestV1] = {}  # manifest key -> the manifest, when valid
     for index, key in enumerate(keys):
+        arrival = layouts.locate_restate(key)
+        if arrival is not None:
+            place = arrival.location
+            location = SnapshotLocation(
+                arrival.stream, place.partition, place.lsn, place.snapshot_id
+            )
+            try:
+                command = restate_snapshots.register_command(arrival, store)
+            except Exception as failure:  # answered per key
+                answers[index] = RegistrationFailed(key, failure)
+                continue
+            lineages.setdefault((location.stream, location.partition), []).append(
+                (index, location, command)
+            )
+            continue
         try:
             location = parse_manifest_key(key)
         except InvalidKeyError as exc:
@@ -161,10 +183,11 @@ def register_manifests(
             manifests[key] = manifest
         lineage = lineages.setdefault((location.stream, location.partition), [])
         lineage.append((index, location, command))
-    for members in lineages.values():
+    for (stream, _), members in lineages.items():
         for index, answer in _register_lineage(
             members,
             manifests,
+            publishes_latest=layouts.for_stream(stream).owner == "snapledger",
             ledger=ledger,
             store=store,
             streams=streams,
@@ -180,6 +203,7 @@ def _register_lineage(
     all_members: Sequence[tuple[int, SnapshotLocation, RegisterSnapshot]],
     manifests: dict[str, ManifestV1],
     *,
+    publishes_latest: bool,
     ledger: LedgerStore,
     store: ObjectStore,
     streams: StreamLogStore | None,
@@ -217,7 +241,8 @@ def _register_lineage(
         for (_, location, command), result in zip(members, results, strict=True)
     ]
     try:
-        _publish_latest(members, results, manifests, ledger=ledger, store=store)
+        if publishes_latest:
+            _publish_latest(members, results, manifests, ledger=ledger, store=store)
         completing = [note for note in notes.values() if _completes(note)]
         if streams is not None and completing:
             newest = max(completing, key=lambda note: note.stream.head.version)
