@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from snapledger import emr_release
+from snapledger.models.requests import DETAIL_TYPE_ACTIONS, SNAPSHOT_STREAM_DETAIL_TYPE
 
 SERVICE_NAME = "snapledger"
 STACK_NAME = "Snapledger"
@@ -17,14 +18,10 @@ JOB_PYTHON = emr_release.JOB_PYTHON
 # Lambda functions: name -> handler ("functions/{name}.py" defines ``handler``).
 FUNCTION_NAMES = ("register", "track_changelog", "launch", "job_state", "query", "gc")
 
-# Custom EventBridge source and detail types accepted by the launch function.
+# Custom EventBridge source and detail types accepted by the launch function: one per job
+# kind (snapledger.job_kinds' rows), then the stream snapshot's.
 EVENT_SOURCE = "snapledger"
-LAUNCH_DETAIL_TYPES = (
-    "BootstrapRequested",
-    "RestoreRequested",
-    "CompactionRequested",
-    "SnapshotStreamRequested",
-)
+LAUNCH_DETAIL_TYPES = (*DETAIL_TYPE_ACTIONS, SNAPSHOT_STREAM_DETAIL_TYPE)
 
 # Stack outputs the CLI reads to find a deployment.
 OUTPUT_TABLE = "LedgerTableName"

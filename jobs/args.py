@@ -10,16 +10,15 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, NoReturn
+from typing import NoReturn
 
 from jobs.errors import JobArgumentError
 from jobs.layout import MAX_LSN, is_valid_job_id, is_valid_stream, snapshot_location
 from snapledger.core.coverage import LATEST_AVAILABLE
+from snapledger.job_kinds import JOB_KIND_NAMES as JOB_KINDS
 from snapledger.job_kinds import JOB_KINDS as KIND_TABLE
-from snapledger.job_kinds import Base
+from snapledger.job_kinds import Base, JobKind
 
-JobKind = Literal["bootstrap", "restore", "compaction"]
-JOB_KINDS: tuple[str, ...] = tuple(KIND_TABLE)
 NO_BASE = "none"
 DEFAULT_MAX_ROWS_PER_FILE = 10_000_000
 
@@ -184,7 +183,7 @@ def parse_job_args(argv: Sequence[str]) -> JobArgs:
             raise JobArgumentError(f"--target given twice for partition {partition}")
         targets[partition] = target
     return JobArgs(
-        kind=namespace.kind,
+        kind=JobKind(namespace.kind),
         root=namespace.root,
         stream=namespace.stream,
         partitions=namespace.partitions,

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.status import Status
 
 from snapledger.client.control import Answer, JobWaitTimeoutError, Snapledger
+from snapledger.job_kinds import JOB_KINDS
 from snapledger.layout import SNAPSHOTS, restore_prefix
 
 #: How often the CLI asks for the job's state while it waits.
@@ -20,7 +21,8 @@ def output_locations(job: dict[str, Any]) -> list[str]:
     """Where a job writes, relative to the store's root: a restore's folder per partition,
     a bootstrap's or compaction's new snapshot under its lineage."""
     partitions = [p["partition"] for p in job.get("partitions") or []]
-    if job.get("job_kind", job.get("kind")) == "restore":
+    spec = JOB_KINDS.get(str(job.get("job_kind", job.get("kind"))))
+    if spec is not None and not spec.writes_snapshot:
         return [restore_prefix(job["job_id"], p) for p in partitions]
     return [f"{SNAPSHOTS}/{job['stream']}/{p}/" for p in partitions]
 

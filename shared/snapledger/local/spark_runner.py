@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from snapledger.errors import JobStartError
 from snapledger.job_arguments import job_arguments
+from snapledger.job_kinds import job_kind
 from snapledger.ports import FoundJobRun, JobRunSpec, JobRunStatus
 
 if TYPE_CHECKING:
@@ -187,7 +188,7 @@ class LocalSparkRunner:
             self._report(spec, run_id, "FAILED", f"Job failed: {type(exc).__name__}: {exc}")
             return
         for partition in result.partitions:
-            if spec.kind != "restore":  # a new snapshot's manifest: S3 would notify register
+            if job_kind(spec.kind).writes_snapshot:  # its manifest: S3 would notify register
                 info = self._router.store.head(partition.descriptor_key)
                 if info is not None:
                     self._router.object_created(info)

@@ -7,13 +7,8 @@ from enum import StrEnum
 
 from pydantic import Field
 
+from snapledger.job_kinds import JobKind  # declared with its row there
 from snapledger.models.base import Frozen
-
-
-class JobKind(StrEnum):
-    BOOTSTRAP = "bootstrap"  # empty base + changelog -> a first snapshot
-    RESTORE = "restore"  # a chosen snapshot + changelog tail -> restores/{job_id}/
-    COMPACTION = "compaction"  # the latest snapshot + changelog tail -> a new snapshot
 
 
 class JobState(StrEnum):

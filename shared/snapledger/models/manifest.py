@@ -7,10 +7,11 @@ The JSON Schema in ``docs/manifest-v1.schema.json`` is generated from this model
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from snapledger.job_kinds import JOB_KIND_NAMES
 from snapledger.layout import STREAM_PATTERN, ULID_PATTERN
 from snapledger.limits import (
     MAX_COUNT,
@@ -80,10 +81,19 @@ class ManifestProducer(Frozen):
     version: Annotated[str | None, Field(default=None, max_length=128)] = None
 
 
+#: A snapshot written by the stream processor itself; the other source kinds are the jobs'.
+PROCESSOR_SOURCE = "processor"
+
+if TYPE_CHECKING:
+    SourceKind = str
+else:  # the literal's values come from the job-kinds table (the schema lists them)
+    SourceKind = Literal[(PROCESSOR_SOURCE, *JOB_KIND_NAMES)]
+
+
 class ManifestSource(Frozen):
     """What the snapshot was built from."""
 
-    kind: Literal["processor", "bootstrap", "compaction", "restore"] = Field(
+    kind: SourceKind = Field(
         description="'processor': written by the stream processor itself; "
         "'bootstrap'/'compaction': written by a snapledger job."
     )

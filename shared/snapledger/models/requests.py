@@ -11,11 +11,10 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, Field, model_validator
 
-from snapledger.job_kinds import Base, job_kind
+from snapledger.job_kinds import DETAIL_TYPE_KINDS, JOB_KINDS, Base, JobKind, job_kind
 from snapledger.layout import MAX_LSN, STREAM_PATTERN, ULID_PATTERN
 from snapledger.limits import MAX_COUNT, MAX_PARTITION
 from snapledger.models.base import Frozen, one_of_error
-from snapledger.models.jobs import JobKind
 
 
 class FromSnapshotId(Frozen):
@@ -42,11 +41,8 @@ class FromGeneration(Frozen):
 
 SnapshotSelector = Literal["latest"] | FromSnapshotId | FromLsn | FromTime | FromGeneration
 
-DETAIL_TYPE_ACTIONS = {
-    "BootstrapRequested": JobKind.BOOTSTRAP,
-    "RestoreRequested": JobKind.RESTORE,
-    "CompactionRequested": JobKind.COMPACTION,
-}
+#: EventBridge detail-type -> the job kind it launches (the job-kinds table's rows).
+DETAIL_TYPE_ACTIONS = DETAIL_TYPE_KINDS
 #: The EventBridge detail-type that asks for a stream snapshot (``StreamSnapshotRequest``).
 SNAPSHOT_STREAM_DETAIL_TYPE = "SnapshotStreamRequested"
 SNAPSHOT_STREAM_ACTION = "snapshot_stream"
@@ -93,8 +89,11 @@ class LaunchRequest(Frozen):
         return self
 
     def _check_target_lsns(self) -> None:
-        if self.action is not JobKind.RESTORE:
-            raise one_of_error(("target_lsns",), "only a restore takes a target LSN per partition")
+        if not job_kind(self.action).per_partition_targets:
+            takers = " or ".join(s.name for s in JOB_KINDS.values() if s.per_partition_targets)
+            raise one_of_error(
+                ("target_lsns",), f"only a {takers} takes a target LSN per partition"
+            )
         if self.target_lsn is not None:
             raise one_of_error(
                 ("target_lsn", "target_lsns"), "give 'target_lsn' (all) or 'target_lsns', not both"

@@ -21,9 +21,10 @@ from snapledger.core.compaction_trigger import (
     due,
 )
 from snapledger.errors import InvalidKeyError, InvalidRequestError
+from snapledger.job_kinds import JobKind
 from snapledger.layout import parse_changelog_lineage, parse_segment_key
 from snapledger.models.commands import RejectSegment
-from snapledger.models.jobs import JobKind, JobState
+from snapledger.models.jobs import JobState
 from snapledger.models.ledger import LineageId
 from snapledger.models.requests import LaunchRequest
 from snapledger.ports import LedgerStore, SegmentStore

@@ -19,12 +19,11 @@ from snapledger.clock import Clock
 from snapledger.core.coverage import CoverageError, changelog_range, segments_named
 from snapledger.core.job_sizing import PartitionInput
 from snapledger.errors import InvalidRequestError, JobStartError, NotFoundError
-from snapledger.job_kinds import Base, job_kind
+from snapledger.job_kinds import Base, JobKind, job_kind
 from snapledger.layout import lineage_changelog_prefix, snapshot_prefix
 from snapledger.models.commands import RequestJob
 from snapledger.models.generations import GenerationStatus, StreamGeneration
 from snapledger.models.jobs import (
-    JobKind,
     JobRecord,
     JobResources,
     JobState,
@@ -102,7 +101,8 @@ def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> Laun
         planned = [plan_partition(request, p, deps, generation=generation) for p in partitions]
         plans = [plan for plan, _ in planned]
         inputs = {plan.partition: read for plan, read in planned}
-        if request.action is not JobKind.RESTORE and len({p.epoch for p in plans}) > 1:
+        writes_snapshots = job_kind(request.action).writes_snapshot
+        if writes_snapshots and len({p.epoch for p in plans}) > 1:
             epochs = ", ".join(f"{p.partition}: {p.epoch}" for p in plans)
             raise InvalidRequestError(
                 f"the partitions have different writer epochs ({epochs}) and the snapshots "
