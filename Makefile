@@ -24,7 +24,9 @@ setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar .local/restate/bin/
 test: setup
 	$(UV) run --frozen pytest $(PYTEST_ARGS)
 
+# The import layers ([tool.layers] in pyproject.toml) first: the fastest, standard library only.
 lint: setup
+	$(UV) run --frozen python tools/check_layers.py
 	$(UV) run --frozen ruff check .
 	$(UV) run --frozen ruff format --check .
 	$(UV) run --frozen mypy shared/snapledger functions

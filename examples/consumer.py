@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+import snapledger.local
 from snapledger.client import Snapledger, SnapshotReader
 
 
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None, *, registry: Snapledger | None = None) -
         if registry is not None:
             key = latest_manifest_key(registry, args.stream, args.partition)
         else:
-            opened = Snapledger.local() if args.local else Snapledger.for_stack(args.stack)
+            opened = snapledger.local.connect() if args.local else Snapledger.for_stack(args.stack)
             with opened as own:
                 key = latest_manifest_key(own, args.stream, args.partition)
         loaded = load_snapshot(args.root, key)

@@ -14,14 +14,21 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from snapledger.entrypoints.ledger_events import publish_records
+from snapledger.adapters import dynamodb_stream_records as records
+from snapledger.entrypoints.ledger_events import RecordFormat, publish_records
 
 logger = Logger()
+STREAM_RECORDS = RecordFormat(
+    event=records.event_of,
+    event_type=records.event_type_of,
+    undecodable=records.undecodable_event,
+    known_event_types=records.EVENT_TYPES,
+)
 
 
 @logger.inject_lambda_context
 def handler(event: list[dict[str, Any]], context: LambdaContext) -> list[dict[str, Any]]:
-    published = publish_records(event)
+    published = publish_records(event, STREAM_RECORDS)
     for undecodable in published.undecodable:
         logger.error(
             "a ledger stream record could not be decoded: published as LedgerEventUndecodable",

@@ -180,6 +180,10 @@ class LedgerStore(Protocol):
         ...
 
 
+#: The most items a listing gives in one page (a console query's ``limit`` is bounded by it).
+MAX_PAGE = 1000
+
+
 @dataclass(frozen=True)
 class Page(Generic[T]):
     """One page of a listing; pass ``cursor`` back to get the next (None: no more)."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from snapledger.cli import main as cli
-from snapledger.local.router import invoke
+from snapledger.local.handlers import invoke
 from snapledger.runtime import runtime_override
 from snapledger.services.registration import register_manifest
 from tests.support import make_runtime, moto_ledger, write_segments, write_snapshot

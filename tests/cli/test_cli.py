@@ -8,7 +8,7 @@ import pytest
 
 from snapledger.cli import main as cli
 from snapledger.cli.render import make_console, readable_fields, render
-from snapledger.local.router import invoke
+from snapledger.local.handlers import invoke
 from snapledger.services.registration import register_manifest
 from tests.cli.conftest import InProcess
 from tests.cli.support import run_cli

@@ -12,7 +12,7 @@ from snapledger.client.control import (
     RequestRefusedError,
     Snapledger,
 )
-from snapledger.local.router import invoke
+from snapledger.local.handlers import invoke
 from snapledger.runtime import runtime_override
 from snapledger.services.registration import register_manifest
 from tests.functions.support import POWERTOOLS_ENV

@@ -166,7 +166,7 @@ def opaque_restore_refusal(ledger: Any, root: Path) -> dict[str, Any]:
     """What the launch function answers to a restore whose base (the latest) is opaque.
     Needs the Powertools variables of the functions set (see tests/functions/support.py)."""
     from snapledger.client import RequestRefusedError, Snapledger
-    from snapledger.local.router import invoke
+    from snapledger.local.handlers import invoke
     from snapledger.runtime import runtime_override
     from tests.support import make_runtime
 

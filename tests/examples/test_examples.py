@@ -18,7 +18,7 @@ from snapledger.adapters.object_store_s3 import S3ObjectStore
 from snapledger.client import Snapledger, SnapshotFormatError, SnapshotReader
 from snapledger.clock import ManualClock
 from snapledger.layout import restore_prefix
-from snapledger.local.router import invoke
+from snapledger.local.handlers import invoke
 from snapledger.models.manifest import ManifestV1
 from snapledger.runtime import runtime_override
 from tests.examples import mistakes

@@ -19,7 +19,7 @@ from moto import mock_aws
 
 from snapledger.adapters.object_store_s3 import S3ObjectStore
 from snapledger.client import Snapledger, SnapshotFormatError, SnapshotReader, SnapshotWriter
-from snapledger.local.router import invoke
+from snapledger.local.handlers import invoke
 from snapledger.runtime import runtime_override
 from tests.functions.support import FakeLambdaContext, object_created_event
 from tests.support import make_runtime

@@ -10,6 +10,7 @@ import pytest
 
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.clock import ManualClock
+from snapledger.local.handlers import HANDLERS
 from snapledger.local.router import Router
 from snapledger.models.ledger import LineageId
 from snapledger.runtime import runtime_override
@@ -43,7 +44,7 @@ def manifest_in_chunks(rt, count: int) -> tuple[str, list[bytes]]:
 
 
 def test_a_manifest_written_in_chunks_is_delivered_only_once_complete(rt):
-    router = Router(rt.store)
+    router = Router(rt.store, HANDLERS)
     key, chunks = manifest_in_chunks(rt, 4)
     # Given a writer that writes the manifest in place, a chunk between two polls
     with (rt.store.root / key).open("wb") as handle:
@@ -59,7 +60,7 @@ def test_a_manifest_written_in_chunks_is_delivered_only_once_complete(rt):
 
 
 def test_a_slow_writer_racing_the_poller_never_gets_its_manifest_rejected(rt):
-    router = Router(rt.store)
+    router = Router(rt.store, HANDLERS)
     key, chunks = manifest_in_chunks(rt, 20)
 
     def write_slowly() -> None:
@@ -82,7 +83,7 @@ def test_a_slow_writer_racing_the_poller_never_gets_its_manifest_rejected(rt):
 
 
 def test_a_reput_is_a_new_arrival_as_s3_notifies_every_put(rt):
-    router = Router(rt.store)
+    router = Router(rt.store, HANDLERS)
     key = write_snapshot(rt.store, "orders", 3, 100)
     assert outcomes(router.scan(settled=True)) == [(key, "became_latest")]
     # An unchanged file is not delivered again
@@ -99,7 +100,7 @@ def test_a_reput_is_a_new_arrival_as_s3_notifies_every_put(rt):
 
 
 def test_a_file_rewritten_in_place_is_a_new_arrival(rt):
-    router = Router(rt.store)
+    router = Router(rt.store, HANDLERS)
     key = "changelog/orders/3/" + "0" * 20 + "-" + "0" * 18 + "99.parquet"
     (rt.store.root / key).parent.mkdir(parents=True)
     (rt.store.root / key).write_bytes(b"segment")
@@ -109,7 +110,7 @@ def test_a_file_rewritten_in_place_is_a_new_arrival(rt):
 
 
 def test_a_changelog_file_that_is_not_a_segment_is_rejected_on_its_lineage(rt):
-    router = Router(rt.store)
+    router = Router(rt.store, HANDLERS)
     key = "changelog/orders/3/segment-1.parquet"
     rt.store.put(key, b"not a segment")
     [answer] = router.scan(settled=True)
@@ -119,7 +120,7 @@ def test_a_changelog_file_that_is_not_a_segment_is_rejected_on_its_lineage(rt):
 
 
 def test_a_file_deleted_before_it_settled_is_forgotten(rt):
-    router = Router(rt.store)
+    router = Router(rt.store, HANDLERS)
     key = write_snapshot(rt.store, "orders", 3, 100)
     assert router.scan() == []
     (rt.store.root / key).unlink()

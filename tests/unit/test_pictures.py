@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from snapledger import pictures
 from snapledger.adapters.object_store_file import FileObjectStore
+from snapledger.cli import pictures
 from snapledger.clock import ManualClock
 from snapledger.models.ledger import LineageId
 from snapledger.models.requests import LaunchRequest

@@ -20,7 +20,7 @@ from typing import Any
 
 from snapledger.adapters import dynamodb_codec as codec
 from snapledger.adapters import dynamodb_writes as writes
-from snapledger.adapters.dynamodb_log import MAX_PAGE, DynamoLogTable
+from snapledger.adapters.dynamodb_log import DynamoLogTable
 from snapledger.adapters.table_definition import (
     KIND_ATTRIBUTE,
     KIND_INDEX,
@@ -32,7 +32,7 @@ from snapledger.adapters.table_definition import (
 from snapledger.core.lineage import LineageState
 from snapledger.models.events import LedgerEvent
 from snapledger.models.ledger import Head, LineageId, SnapshotRecord
-from snapledger.ports import Page
+from snapledger.ports import MAX_PAGE, Page
 
 __all__ = ["MAX_PAGE", "DynamoLedger"]
 

@@ -26,12 +26,11 @@ from snapledger.adapters import dynamodb_codec as codec
 from snapledger.adapters import dynamodb_writes as writes
 from snapledger.adapters.table_definition import PARTITION_KEY, SORT_KEY
 from snapledger.errors import InvalidRequestError, LostRaceError, TransientStoreError
-from snapledger.ports import Page
+from snapledger.ports import MAX_PAGE, Page
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-MAX_PAGE = 1000
 MAX_TRANSACTION_ITEMS = 100
 EventT = TypeVar("EventT")
 

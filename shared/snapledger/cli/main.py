@@ -22,11 +22,9 @@ from typing import Any, TypeVar
 
 import click
 
-from snapledger import pictures
-from snapledger.cli import confirm
+from snapledger.cli import confirm, pictures
 from snapledger.cli.params import BASE_FORMS, NON_NEGATIVE, PARTITION_LSN, PARTITIONS, TIME
 from snapledger.cli.render import as_json, make_console, render
-from snapledger.cli.transport import STACK_NAME, AwsTransport, Transport
 from snapledger.cli.waiting import wait_for_job
 from snapledger.client.control import (
     WAIT_TIMEOUT_SECONDS,
@@ -34,6 +32,7 @@ from snapledger.client.control import (
     RequestRefusedError,
     Snapledger,
 )
+from snapledger.client.transport import STACK_NAME, AwsTransport, Transport
 from snapledger.errors import SnapledgerError
 from snapledger.limits import MAX_COUNT, MAX_HOLD_HOURS, MAX_HOURS
 from snapledger.models.policy import MAX_MIN_COUNT, MAX_MIN_GENERATIONS

@@ -12,7 +12,7 @@ written = writer.write(lsn=18213, epoch=7, data=[("k1", b"v1"), ("k2", None)],
                        offsets={"orders-3": 18213})
 table = SnapshotReader("s3://bucket/root").open(written.prefix).to_arrow()
 
-with Snapledger.for_stack("Snapledger") as registry:   # or Snapledger.local()
+with Snapledger.for_stack("Snapledger") as registry:   # or snapledger.local.connect()
     head = registry.latest("orders", 3)["head"]
 ```
 """

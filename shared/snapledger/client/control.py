@@ -6,7 +6,7 @@ runtime's handlers in-process, so the client, the CLI and the console share one
 validation and one set of answers. An answer is the function's JSON object; a refusal
 (``"ok": false``) raises ``RequestRefusedError`` carrying it.
 
-    with Snapledger.local() as registry:             # or Snapledger.for_stack("Snapledger")
+    with snapledger.local.connect() as registry:     # or Snapledger.for_stack("Snapledger")
         head = registry.latest("orders", 3)["head"]
         job = registry.restore("orders", 3, target_lsn=2_500)
         done = registry.wait(job["job_id"])           # SUCCESS, FAILED or CANCELLED
@@ -17,10 +17,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-from snapledger.cli.transport import STACK_NAME, AwsTransport, Transport
+from snapledger.client.transport import STACK_NAME, AwsTransport, Transport
 from snapledger.errors import InvalidRequestError, SnapledgerError
 from snapledger.ids import new_ulid
 from snapledger.limits import MAX_HOLD_HOURS
@@ -56,7 +55,8 @@ def _drop_none(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 class Snapledger:
-    """One registry: a deployment (``for_stack``) or the local runtime (``local``)."""
+    """One registry: a deployment (``for_stack``), or the local runtime
+    (``snapledger.local.connect()``, which gives one over its own transport)."""
 
     def __init__(self, transport: Transport, *, close: Callable[[], None] | None = None) -> None:
         self._transport = transport
@@ -67,15 +67,6 @@ class Snapledger:
         """The deployment of the CloudFormation stack ``stack_name`` (AWS credentials of the
         environment; ``lambda:InvokeFunction`` on its functions)."""
         return cls(AwsTransport(stack_name=stack_name, region=region))
-
-    @classmethod
-    def local(cls, home: str | Path | None = None) -> Snapledger:
-        """The local runtime in ``home`` (default ``.local/state``), started in-process;
-        close it (or use ``with``) to stop it. A job it starts runs before the call returns."""
-        from snapledger.local.transport import LocalTransport
-
-        transport = LocalTransport.open(home)
-        return cls(transport, close=transport.close)
 
     def close(self) -> None:
         if self._close is not None:

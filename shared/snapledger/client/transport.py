@@ -1,7 +1,10 @@
-"""How the CLI reaches the functions: Lambda in AWS, or the same handlers in-process locally.
+"""How the client reaches the functions: ``Transport``, and ``AwsTransport`` for a deployment.
 
-Either way the CLI sends the payloads the console sends (docs/console.md), so the CLI,
-the console and the functions share one validation and one set of answers.
+The client (and the CLI, through it) sends the payloads the console sends (docs/console.md),
+so the client, the CLI, the console and the functions share one validation and one set of
+answers. The local runtime's transport, the same handlers in-process, is
+``snapledger.local.transport.LocalTransport`` (``snapledger.local.connect()``): the client
+never imports the local runtime, the local runtime builds on the client.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ FUNCTION_OUTPUT_PREFIX = "Function"
 
 
 class TransportError(SnapledgerError):
-    """The CLI could not reach the deployment or the local runtime."""
+    """The client could not reach the deployment or the local runtime."""
 
 
 class Transport(Protocol):

@@ -13,27 +13,34 @@ failure queue. The item itself stays in the ledger table.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
-from snapledger.adapters.dynamodb_codec import (
-    KNOWN_EVENT_TYPES,
-    KNOWN_STREAM_EVENT_TYPES,
-    any_event_from_item,
-    plain,
-)
-from snapledger.adapters.table_definition import PARTITION_KEY, SORT_KEY
 from snapledger.entrypoints.answers import field_problems
-from snapledger.models.bus_events import EVENT_TYPE_ATTRIBUTE, LedgerEventUndecodable
+from snapledger.models.bus_events import LedgerEventUndecodable
+from snapledger.models.events import LedgerEvent, StreamEvent
 
 # Bound the reason so an item with many bad fields still fits in one EventBridge event.
 MAX_REASON_CHARS = 2000
-# What boto3's TypeDeserializer raises for an attribute value that is not DynamoDB JSON
-# (decimal.InvalidOperation, for a number that is not one, is an ArithmeticError).
-_NOT_DYNAMODB_JSON = (TypeError, ValueError, KeyError, AttributeError, ArithmeticError)
+
+
+@dataclass(frozen=True)
+class RecordFormat:
+    """How the stream's records are read: an adapter's (functions/ledger_events.py wires
+    ``snapledger.adapters.dynamodb_stream_records``)."""
+
+    #: A record's event; a pydantic ValidationError if its item is not a valid event, a
+    #: ValueError saying why if the record holds no item at all.
+    event: Callable[[Any], LedgerEvent | StreamEvent]
+    #: The ``type`` a record's item says it is, if any.
+    event_type: Callable[[Any], str | None]
+    #: The event published in a record's place, with whatever of its origin it has.
+    undecodable: Callable[[Any, str], LedgerEventUndecodable]
+    #: The event types this code publishes.
+    known_event_types: frozenset[str]
 
 
 @dataclass
@@ -44,12 +51,12 @@ class Published:
     undecodable: list[LedgerEventUndecodable] = field(default_factory=list)
 
 
-def publish_records(records: Iterable[Any]) -> Published:
+def publish_records(records: Iterable[Any], record_format: RecordFormat) -> Published:
     """One domain event per stream record, in the records' order."""
     published = Published()
     for record in records:
         try:
-            published.events.append(domain_event(record))
+            published.events.append(domain_event(record, record_format))
         except UndecodableRecordError as exc:
             published.undecodable.append(exc.event)
             published.events.append(exc.event.model_dump(mode="json"))
@@ -64,39 +71,16 @@ class UndecodableRecordError(Exception):
         self.event = event
 
 
-def domain_event(record: Any) -> dict[str, Any]:
+def domain_event(record: Any, record_format: RecordFormat) -> dict[str, Any]:
     """The event of one stream record as the bus publishes it: its model's JSON."""
-    image = _mapping(_mapping(record).get("dynamodb")).get("NewImage")
-    if not isinstance(image, Mapping):
-        raise _undecodable(
-            record,
-            "the stream record has no dynamodb.NewImage: the table's stream must carry new "
-            "images (StreamViewType NEW_IMAGE or NEW_AND_OLD_IMAGES)",
-        )
     try:
-        event = any_event_from_item(dict(image))
-    except ValidationError as exc:
-        raise _undecodable(record, _validation_reason(image, exc)) from exc
-    except _NOT_DYNAMODB_JSON as exc:
-        raise _undecodable(record, _not_dynamodb_json_reason(image)) from exc
+        event = record_format.event(record)
+    except ValueError as exc:  # a pydantic ValidationError too
+        raise _undecodable(record, record_format, exc) from exc
     return event.model_dump(mode="json")
 
 
-def _not_dynamodb_json_reason(image: Mapping[str, Any]) -> str:
-    for name, value in image.items():
-        try:
-            plain({name: value})
-        except _NOT_DYNAMODB_JSON as exc:
-            return (
-                f"the item's attribute {name!r} is not DynamoDB JSON ({value!r}: "
-                f"{type(exc).__name__})"
-            )
-    return "the item is not DynamoDB JSON"  # pragma: no cover - some attribute failed
-
-
-def _validation_reason(image: Mapping[str, Any], exc: ValidationError) -> str:
-    event_type = _string_attribute(image, EVENT_TYPE_ATTRIBUTE)
-    known = KNOWN_EVENT_TYPES | KNOWN_STREAM_EVENT_TYPES
+def _validation_reason(event_type: str | None, known: frozenset[str], exc: ValidationError) -> str:
     if event_type not in known:
         return (
             f"unknown event type {event_type!r}: this code publishes "
@@ -109,34 +93,15 @@ def _validation_reason(image: Mapping[str, Any], exc: ValidationError) -> str:
     return f"the {event_type} item is malformed: {problems}"
 
 
-def _undecodable(record: Any, reason: str) -> UndecodableRecordError:
-    """The ``LedgerEventUndecodable`` of a record: whatever of its key and origin it has."""
-    record = _mapping(record)
-    stream = _mapping(record.get("dynamodb"))
-    keys, image = _mapping(stream.get("Keys")), _mapping(stream.get("NewImage"))
+def _undecodable(
+    record: Any, record_format: RecordFormat, exc: ValueError
+) -> UndecodableRecordError:
+    """The ``LedgerEventUndecodable`` of a record, in its place."""
+    if isinstance(exc, ValidationError):
+        known = record_format.known_event_types
+        reason = _validation_reason(record_format.event_type(record), known, exc)
+    else:
+        reason = str(exc)
     if len(reason) > MAX_REASON_CHARS:
         reason = reason[: MAX_REASON_CHARS - 1] + "…"
-    return UndecodableRecordError(
-        LedgerEventUndecodable(
-            pk=_string_attribute(keys, PARTITION_KEY),
-            sk=_string_attribute(keys, SORT_KEY),
-            event_type=_string_attribute(image, EVENT_TYPE_ATTRIBUTE),
-            reason=reason,
-            stream_event_id=_string(record.get("eventID")),
-            stream_sequence_number=_string(stream.get("SequenceNumber")),
-            event_source_arn=_string(record.get("eventSourceARN")),
-        )
-    )
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _string(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _string_attribute(item: Mapping[str, Any], name: str) -> str | None:
-    """The value of a DynamoDB JSON string attribute (``{"S": ...}``), else None."""
-    return _string(_mapping(item.get(name)).get("S"))
+    return UndecodableRecordError(record_format.undecodable(record, reason))

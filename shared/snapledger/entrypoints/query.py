@@ -13,7 +13,6 @@ from typing import Any, Literal, Self, TypeVar, get_args
 
 from pydantic import AwareDatetime, Field, model_validator
 
-from snapledger.adapters.dynamodb_ledger import MAX_PAGE
 from snapledger.entrypoints.answers import (
     Answer,
     MetricSink,
@@ -30,7 +29,7 @@ from snapledger.limits import MAX_COUNT, MAX_LSN, MAX_PARTITION
 from snapledger.models.base import one_of_error
 from snapledger.models.events import LedgerEvent, StreamEvent
 from snapledger.models.ledger import LineageId
-from snapledger.ports import Page
+from snapledger.ports import MAX_PAGE, Page
 from snapledger.runtime import Runtime
 from snapledger.services import generations, queries
 

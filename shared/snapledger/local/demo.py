@@ -37,8 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds
+from snapledger.local.handlers import HANDLERS, invoke
 from snapledger.local.replay import check_restore_equals_replay
-from snapledger.local.router import Router, invoke
+from snapledger.local.router import Router
 from snapledger.local.runtime import LocalRuntime
 from snapledger.local.spark_runner import LocalSparkRunner
 
@@ -329,7 +330,7 @@ def stream_snapshot(demo: Demo) -> None:
 
 def draw_pictures(demo: Demo) -> None:
     """A lineage's timeline and the GC plan, drawn from the functions' answers."""
-    from snapledger import pictures
+    from snapledger.cli import pictures
 
     with demo.report.step("7. pictures: a lineage's timeline and the GC plan"):
         lineage = {"stream": STREAM, "partition": 0}
@@ -409,7 +410,7 @@ def main(argv: list[str] | None = None, *, spark: Any = None) -> int:
     demo: Demo | None = None
     try:
         with local as runtime:
-            router = Router(runtime.store)
+            router = Router(runtime.store, HANDLERS)
             runner.bind(router)
             demo = Demo(args.root, args.partitions, args.rows, local, runner, router)
             run_scenario(demo)

@@ -4,7 +4,8 @@ Files under the local root become S3 ``ObjectCreated`` notifications for the sam
 the bucket notifications trigger in AWS (``snapshots/**/_manifest.json`` → register,
 ``changelog/**.parquet`` → track_changelog); the local runner's job state changes become
 ``EMR Serverless Job Run State Change`` events for job_state. ``scan()`` finds what
-arrived since the last scan (``snapledger local up`` polls it).
+arrived since the last scan (``snapledger local up`` polls it). The router is given the
+handler table it calls (``snapledger.local.handlers.HANDLERS``: the functions).
 
 Two rules make a folder behave like S3, which notifies once per completed PUT:
 
@@ -19,11 +20,10 @@ Two rules make a folder behave like S3, which notifies once per completed PUT:
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,19 +51,14 @@ class LocalContext:
         return 15 * 60 * 1000
 
 
-def function_handler(name: str) -> Handler:
-    """``functions.{name}.handler``, imported on first use."""
-    module = importlib.import_module(f"functions.{name}")
-    handler: Handler = module.handler
-    return handler
-
-
-def invoke(name: str, event: dict[str, Any], request_id: str | None = None) -> dict[str, Any]:
-    """Call a function's handler as Lambda would (a new request id per invocation)."""
+def call_handler(
+    handlers: Mapping[str, Handler], name: str, event: dict[str, Any], request_id: str | None = None
+) -> dict[str, Any]:
+    """Call the handler ``name`` of ``handlers`` as Lambda would (a new request id per call)."""
     context = LocalContext(
         function_name=f"snapledger-{name}", aws_request_id=request_id or str(uuid.uuid4())
     )
-    return function_handler(name)(event, context)
+    return handlers[name](event, context)
 
 
 def route_for(key: str) -> str | None:
@@ -91,8 +86,9 @@ def file_version(store: ObjectStore, info: ObjectInfo) -> Version:
 class Router:
     """Delivers local arrivals and job state changes to the functions, in-process."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectStore, handlers: Mapping[str, Handler]) -> None:
         self.store = store
+        self.handlers = handlers
         self._delivered: dict[str, Version] = {}  # key -> the version delivered last
         self._pending: dict[str, Version] = {}  # key -> the version the last scan saw
         self._lock = threading.Lock()
@@ -105,7 +101,7 @@ class Router:
         with self._lock:
             self._delivered[info.key] = file_version(self.store, info)
             self._pending.pop(info.key, None)
-        return invoke(function, s3_object_created(info.key, info.size))
+        return call_handler(self.handlers, function, s3_object_created(info.key, info.size))
 
     def scan(
         self,
@@ -144,4 +140,4 @@ class Router:
         event = emr_job_state_change(
             job_id=job_id, run_id=run_id, state=state, previous_state=previous, details=details
         )
-        return invoke("job_state", event, request_id=event["id"])
+        return call_handler(self.handlers, "job_state", event, request_id=event["id"])

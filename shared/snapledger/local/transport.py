@@ -1,15 +1,20 @@
-"""The CLI's way to the local runtime: the same handlers, called in-process."""
+"""The client's way to the local runtime: the same handlers, called in-process.
+
+``snapledger.local.connect()`` gives a ``Snapledger`` client over it; the CLI's ``--local``
+uses it too.
+"""
 
 from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from snapledger.local.router import Router, invoke
+from snapledger.local.handlers import HANDLERS
+from snapledger.local.router import Handler, Router, call_handler
 from snapledger.local.runtime import LocalRuntime, local_home, running_endpoint
 
 #: Said on stderr before a command starts its own DynamoDB Local (no ``local up`` running).
@@ -25,14 +30,19 @@ def _to_stderr(line: str) -> None:
 
 @dataclass
 class LocalTransport:
-    """Invokes ``functions.{name}.handler`` against a LocalRuntime (started on open)."""
+    """Invokes ``handlers[name]`` (the functions) against a LocalRuntime (started on open)."""
 
     local: LocalRuntime
     router: Router
+    handlers: Mapping[str, Handler]
 
     @classmethod
     def open(
-        cls, home: str | Path | None = None, *, say: Callable[[str], None] = _to_stderr
+        cls,
+        home: str | Path | None = None,
+        *,
+        say: Callable[[str], None] = _to_stderr,
+        handlers: Mapping[str, Handler] = HANDLERS,
     ) -> LocalTransport:
         """Start the local runtime for ``home``: ``local up``'s DynamoDB Local if it runs,
         else one of its own, announced with ``say`` first (it takes a while)."""
@@ -41,14 +51,14 @@ class LocalTransport:
             say(STARTING_NOTICE)
         local = LocalRuntime(home=folder)
         runtime = local.start()
-        router = Router(runtime.store)
+        router = Router(runtime.store, handlers)
         bind = getattr(local.runner, "bind", None)
         if bind is not None:
             bind(router)
-        return cls(local=local, router=router)
+        return cls(local=local, router=router, handlers=handlers)
 
     def invoke(self, function: str, payload: dict[str, Any]) -> dict[str, Any]:
-        answer = invoke(function, payload, request_id=str(uuid.uuid4()))
+        answer = call_handler(self.handlers, function, payload, request_id=str(uuid.uuid4()))
         drain = getattr(self.local.runner, "drain", None)
         if drain is not None:
             drain()  # a job started by this command finishes before the CLI exits

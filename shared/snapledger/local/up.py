@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from snapledger.local.handlers import HANDLERS
 from snapledger.local.router import Router
 from snapledger.local.runtime import RUNTIME_FILE, LocalRuntime, local_home, running_endpoint
 
@@ -35,7 +36,7 @@ def run_local_up(*, home: str | Path | None, poll_seconds: float = 1.0) -> int:
     signal.signal(signal.SIGTERM, stop)
     runtime = local.start()
     try:
-        router = Router(runtime.store)
+        router = Router(runtime.store, HANDLERS)
         bind = getattr(local.runner, "bind", None)
         if bind is not None:
             bind(router)

@@ -1,0 +1,84 @@
+"""The local runtime's handler table: each function's ``handler`` by name, as Lambda runs it.
+
+The table is what ``Router`` and the local transport are given; each entry imports its
+function on first use, so a command imports only the functions it calls (``functions.*``
+build their Powertools and runtime objects at import). The imports are written out, not
+built from a name, so the layer check (tools/check_layers.py) sees them. The events Pipe's
+enrichment (``ledger_events``) is not here: the local runtime has no Pipe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from snapledger.local.router import Handler, call_handler
+
+
+def _gc() -> Handler:
+    from functions.gc import handler
+
+    return handler
+
+
+def _job_state() -> Handler:
+    from functions.job_state import handler
+
+    return handler
+
+
+def _launch() -> Handler:
+    from functions.launch import handler
+
+    return handler
+
+
+def _query() -> Handler:
+    from functions.query import handler
+
+    return handler
+
+
+def _register() -> Handler:
+    from functions.register import handler
+
+    return handler
+
+
+def _track_changelog() -> Handler:
+    from functions.track_changelog import handler
+
+    return handler
+
+
+_LOADERS: dict[str, Callable[[], Handler]] = {
+    "gc": _gc,
+    "job_state": _job_state,
+    "launch": _launch,
+    "query": _query,
+    "register": _register,
+    "track_changelog": _track_changelog,
+}
+
+
+class FunctionHandlers(Mapping[str, Handler]):
+    """``functions.{name}.handler`` by name, each imported when first looked up."""
+
+    def __getitem__(self, name: str) -> Handler:
+        if name not in _LOADERS:
+            raise KeyError(f"there is no function {name!r}: one of {', '.join(_LOADERS)}")
+        return _LOADERS[name]()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_LOADERS)
+
+    def __len__(self) -> int:
+        return len(_LOADERS)
+
+
+HANDLERS = FunctionHandlers()
+
+
+def invoke(name: str, event: dict[str, Any], request_id: str | None = None) -> dict[str, Any]:
+    """Call the function ``name``'s handler as Lambda would (a new request id per call)."""
+    return call_handler(HANDLERS, name, event, request_id)
