@@ -30,11 +30,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from snapledger.adapters.object_store_file import TEMP_PREFIX, check_key
+from snapledger.client._arrow import pa, pq
 from snapledger.client.descriptors import RESTORE_DESCRIPTOR_NAME, RestoreDescriptorV1
 from snapledger.client.errors import (
     FileProblem,

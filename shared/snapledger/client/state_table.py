@@ -14,8 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain
 from typing import Any, TypeAlias
 
-import pyarrow as pa
-import pyarrow.compute as pc
+from snapledger.client._arrow import pa, pc
 
 STATE_ARROW_SCHEMA = pa.schema(
     [

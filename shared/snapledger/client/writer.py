@@ -22,11 +22,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from snapledger.adapters.object_store_file import check_key
+from snapledger.client._arrow import pa, pq
 from snapledger.client.state_table import StateData, to_state_table
 from snapledger.client.storage import (
     DEFAULT_MULTIPART_THRESHOLD,

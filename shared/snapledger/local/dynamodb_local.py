@@ -2,6 +2,11 @@
 
 Installed by ``tools/install-dynamodb-local.sh`` into ``.local/dynamodb-local``; started
 by the test fixtures, the demo and ``snapledger local up``; stopped on exit.
+
+The local runtime runs the functions and Spark jobs of a checkout (``functions/``,
+``jobs/``), which a wheel of snapledger does not hold: installed from one, ``--local`` and
+``local up`` say so in one line (:data:`NEEDS_CHECKOUT`) instead of looking for DynamoDB
+Local beside ``site-packages``.
 """
 
 from __future__ import annotations
@@ -18,10 +23,38 @@ from snapledger.errors import SnapledgerError
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_INSTALL_DIR = REPO_ROOT / ".local" / "dynamodb-local"
+INSTALL_SCRIPT = REPO_ROOT / "tools" / "install-dynamodb-local.sh"
+#: What a checkout has beside ``shared/snapledger`` that the local runtime needs.
+_CHECKOUT_FILES = ("functions/__init__.py", "jobs/__init__.py", "tools/install-dynamodb-local.sh")
+#: Said by ``--local`` and ``local up`` when snapledger was installed from a wheel.
+NEEDS_CHECKOUT = (
+    "--local and `snapledger local up` run the functions and Spark jobs of a snapledger "
+    "checkout, which an installed package does not hold: clone the repository, run "
+    "`make setup` in it and use its .venv/bin/snapledger"
+)
 
 
 class DynamoDBLocalError(SnapledgerError):
     """DynamoDB Local could not be found or started."""
+
+
+class NotACheckoutError(DynamoDBLocalError):
+    """snapledger runs from an installed package, not a checkout: no local runtime."""
+
+    def __init__(self) -> None:
+        super().__init__(NEEDS_CHECKOUT)
+
+
+def in_checkout() -> bool:
+    """True when this package runs from a checkout (``make setup``'s editable install),
+    False when it was installed from a wheel."""
+    return all((REPO_ROOT / name).is_file() for name in _CHECKOUT_FILES)
+
+
+def require_checkout() -> None:
+    """Raise :class:`NotACheckoutError` unless this package runs from a checkout."""
+    if not in_checkout():
+        raise NotACheckoutError
 
 
 def free_port() -> int:
@@ -55,9 +88,10 @@ class DynamoDBLocal:
     def start(self, timeout_s: float = 60.0) -> DynamoDBLocal:
         jar = self.install_dir / "DynamoDBLocal.jar"
         if not jar.is_file():
+            require_checkout()  # from a wheel: no DynamoDB Local, nor the script to get it
             raise DynamoDBLocalError(
                 f"DynamoDB Local is not installed at {self.install_dir}: "
-                "run tools/install-dynamodb-local.sh (or `make setup`)"
+                f"run {INSTALL_SCRIPT} (or `make setup`)"
             )
         java = shutil.which("java")
         if java is None:

@@ -40,7 +40,7 @@ from snapledger.clock import SystemClock
 from snapledger.core.compaction_trigger import CompactionConfig
 from snapledger.gc_settings import GcConfig
 from snapledger.local.clients import local_dynamodb_client
-from snapledger.local.dynamodb_local import REPO_ROOT, DynamoDBLocal, free_port
+from snapledger.local.dynamodb_local import REPO_ROOT, DynamoDBLocal, free_port, require_checkout
 from snapledger.ports import JobRunner
 from snapledger.runtime import Runtime, reset_runtime, use_runtime
 
@@ -58,7 +58,9 @@ POWERTOOLS_LOCAL_ENV = {
 
 
 def local_home(home: str | Path | None = None) -> Path:
-    """The local runtime's folder: ``--home``, ``$SNAPLEDGER_LOCAL_HOME`` or .local/state."""
+    """The local runtime's folder: ``--home``, ``$SNAPLEDGER_LOCAL_HOME`` or .local/state.
+    Outside a checkout (installed from a wheel) there is no local runtime: NotACheckoutError."""
+    require_checkout()
     chosen = home or os.environ.get("SNAPLEDGER_LOCAL_HOME") or DEFAULT_HOME
     return Path(chosen).resolve()
 

@@ -16,13 +16,18 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from snapledger.local.dynamodb_local import NotACheckoutError
 from snapledger.local.handlers import HANDLERS
 from snapledger.local.router import Router
 from snapledger.local.runtime import RUNTIME_FILE, LocalRuntime, local_home, running_endpoint
 
 
 def run_local_up(*, home: str | Path | None, poll_seconds: float = 1.0) -> int:
-    folder = local_home(home)
+    try:
+        folder = local_home(home)
+    except NotACheckoutError as exc:  # installed from a wheel: one line, no traceback
+        print(f"snapledger: {exc}", file=sys.stderr)
+        return 2
     if running_endpoint(folder) is not None:
         print(f"a local runtime is already running for {folder}", file=sys.stderr)
         return 2
