@@ -7,7 +7,7 @@ import pytest
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.core.coverage import CoverageError
 from snapledger.core.job_sizing import PartitionInput
-from snapledger.errors import NotFoundError
+from snapledger.errors import InvalidRequestError, NotFoundError
 from snapledger.layout import segment_key
 from snapledger.models.jobs import JobResources, JobState, WorkerSize
 from snapledger.models.ledger import LineageId, snapshot_sort_key
@@ -308,3 +308,64 @@ def test_the_job_records_the_resources_its_run_was_started_with(deps, latest):
 def test_a_job_run_on_defaults_records_no_resources(deps, latest):
     job = launch(restore(), request_id="req-defaults", deps=deps).job
     assert job.run_id is not None and deps.jobs.get(job.job_id).resources is None
+
+
+class EagerRunner(SizingRunner):
+    """A runner whose RUNNING event arrives before the launch has recorded SUBMITTED."""
+
+    def __init__(self, deps: LaunchDeps) -> None:
+        super().__init__()
+        self.deps = deps
+
+    def start(self, spec):
+        run_id = super().start(spec)
+        record_job_state(
+            run_id=run_id,
+            job_name=spec.job_id,
+            state="RUNNING",
+            reason=None,
+            jobs=self.deps.jobs,
+            ledger=self.deps.ledger,
+            clock=self.deps.clock,
+        )
+        return run_id
+
+
+def test_a_state_reported_before_the_launch_records_submitted_is_kept(deps, ledger, latest):
+    eager = LaunchDeps(**{**deps.__dict__, "runner": EagerRunner(deps)})
+    job = launch(restore(), request_id="req-eager", deps=eager).job
+    # The job stays RUNNING (SUBMITTED is stale now) and still records its run's size.
+    stored = deps.jobs.get(job.job_id)
+    assert stored.state is JobState.RUNNING and job.state is JobState.RUNNING
+    assert stored.resources == SizingRunner.RESOURCES
+    assert [t.state for t in stored.transitions] == ["REQUESTED", "RUNNING"]
+
+
+def compaction():
+    return LaunchRequest.model_validate(
+        {"action": "compaction", "stream": "orders", "partition": 3}
+    )
+
+
+def test_a_second_compaction_of_a_lineage_is_refused_while_one_runs(deps, ledger, latest, runner):
+    auto = launch(compaction(), request_id="auto-compaction", deps=deps).job
+    assert ledger.get_head(ORDERS_3).compaction_job_id == auto.job_id
+    # A console compaction beside it is refused, and HEAD still names the running one.
+    with pytest.raises(InvalidRequestError, match=f"already runs job {auto.job_id}"):
+        launch(compaction(), request_id="console-compaction", deps=deps)
+    assert ledger.get_head(ORDERS_3).compaction_job_id == auto.job_id
+    assert list(runner.started) == [auto.job_id]
+    # A restore is not exclusive: it runs beside the compaction.
+    assert launch(restore(), request_id="req-beside", deps=deps).job.state is JobState.SUBMITTED
+    # Once the compaction has ended, another may start.
+    record_job_state(
+        run_id=auto.run_id,
+        job_name=auto.job_id,
+        state="SUCCESS",
+        reason=None,
+        jobs=deps.jobs,
+        ledger=ledger,
+        clock=deps.clock,
+    )
+    again = launch(compaction(), request_id="console-compaction", deps=deps).job
+    assert ledger.get_head(ORDERS_3).compaction_job_id == again.job_id != auto.job_id

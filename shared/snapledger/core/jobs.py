@@ -1,7 +1,9 @@
-"""Job rules on a lineage: requesting a job (pinning its base), recording its states."""
+"""Job rules: on a lineage, requesting a job (pinning its base, one exclusive job at a
+time) and recording its states; on the job record, its one transition (``advance_job``)."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import assert_never
 
@@ -18,7 +20,15 @@ from snapledger.models.events import (
     SnapshotPinned,
     SnapshotUnpinned,
 )
-from snapledger.models.jobs import STATE_RANK, TERMINAL_STATES, JobState, parse_state
+from snapledger.models.jobs import (
+    STATE_RANK,
+    TERMINAL_STATES,
+    JobRecord,
+    JobResources,
+    JobState,
+    JobTransition,
+    parse_state,
+)
 from snapledger.models.ledger import (
     FINISHED_JOBS_KEPT,
     ActiveJob,
@@ -30,10 +40,66 @@ from snapledger.models.ledger import (
 )
 
 
+def advance_job(
+    job: JobRecord,
+    state: str,
+    now: datetime,
+    *,
+    run_id: str | None = None,
+    reason: str | None = None,
+    resources: JobResources | None = None,
+) -> JobRecord | None:
+    """The job record once its run reports ``state`` (as reported: a state this version
+    does not know is recorded, never acted on), or None when that changes nothing.
+
+    A terminal job never changes. A state already seen, or of a rank at or below the
+    job's (a late or reordered report), moves nothing; it still fills in the run id and
+    the resources the job lacks (a launch recording SUBMITTED after the runner's RUNNING
+    arrived). A FAILED or CANCELLED state's reason is the job's failure reason.
+    """
+    if job.terminal:
+        return None
+    new_state = parse_state(state)
+    seen = any(t.state == state for t in job.transitions)
+    stale = new_state is not None and STATE_RANK[new_state] <= STATE_RANK[job.state]
+    moves = not seen and not stale
+    update: dict[str, object] = {}
+    if job.run_id is None and run_id is not None:
+        update["run_id"] = run_id
+    if job.resources is None and resources is not None:
+        update["resources"] = resources
+    if moves:
+        update["transitions"] = (
+            *job.transitions,
+            JobTransition(state=state, at=now, reason=reason),
+        )
+        if new_state is not None:
+            update["state"] = new_state
+            if reason and new_state in (JobState.FAILED, JobState.CANCELLED):
+                update["failure_reason"] = reason
+    elif not update:
+        return None
+    return job.model_copy(update={**update, "updated_at": now, "version": job.version + 1})
+
+
+def check_exclusive(head: Head, kind: str) -> None:
+    """Raise InvalidRequestError if ``kind`` runs one per lineage and HEAD names one
+    running (``compaction_job_id``: set while such a job runs)."""
+    running = head.compaction_job_id
+    spec = JOB_KINDS.get(kind)
+    if running is not None and spec is not None and spec.one_per_lineage:
+        query = json.dumps({"action": "job", "job_id": running})
+        raise InvalidRequestError(
+            f"{head.lineage} already runs job {running}; a {kind} runs alone on its "
+            f"lineage: wait for that job to end ({query}), then launch again"
+        )
+
+
 def decide_request_job(state: LineageState, cmd: RequestJob, now: datetime) -> list[LedgerEvent]:
     head = state.head
     if cmd.job_id in head.active_jobs or cmd.job_id in head.finished_jobs:
         return []  # already requested: launch is idempotent by request id
+    check_exclusive(head, cmd.job_kind)
     ev = Sequencer(state, cmd.command_id, now)
     events: list[LedgerEvent] = [
         JobRequested.model_validate(

@@ -7,18 +7,14 @@ records the failure reason. Unknown future states are recorded, never acted on.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from snapledger.clock import Clock
+from snapledger.core.jobs import advance_job
 from snapledger.models.commands import RecordJobState
-from snapledger.models.jobs import (
-    STATE_RANK,
-    JobRecord,
-    JobTransition,
-    PartitionPlan,
-    parse_state,
-)
+from snapledger.models.jobs import JobRecord, PartitionPlan
 from snapledger.models.ledger import snapshot_sort_key
 from snapledger.ports import JobStore, LedgerStore
 from snapledger.services.commands import execute
@@ -59,8 +55,11 @@ def record_job_state(
         return JobStateResult(None, state, False, f"run {run_id} is not a snapledger job")
     if job.run_id is not None and job.run_id != run_id:
         return JobStateResult(job.job_id, state, False, f"run {run_id} is not this job's run")
-    job, changed = _update_job(
-        job, run_id=run_id, raw_state=state, reason=reason, jobs=jobs, clock=clock
+    job, changed = update_job(
+        jobs,
+        job,
+        clock,
+        lambda current, now: advance_job(current, state, now, run_id=run_id, reason=reason),
     )
     # The lineages are updated even when the job item already was: a crash between the
     # two writes then converges on the redelivery (each lineage command is idempotent).
@@ -105,35 +104,25 @@ def record_on_lineages(
         )
 
 
-def _update_job(
-    job: JobRecord, *, run_id: str, raw_state: str, reason: str | None, jobs: JobStore, clock: Clock
+def update_job(
+    jobs: JobStore,
+    job: JobRecord,
+    clock: Clock,
+    change: Callable[[JobRecord, datetime], JobRecord | None],
 ) -> tuple[JobRecord, bool]:
+    """Write ``change`` of the job item, conditioned on the version it was read at; on a
+    lost race, read it again and apply ``change`` to that. The job as it now is, and
+    whether this call changed it (False: ``change`` had nothing to do, the item is gone,
+    or the races outlasted the attempts)."""
+    current = job
     for _ in range(MAX_JOB_UPDATE_ATTEMPTS):
-        new_state = parse_state(raw_state)
-        seen = any(t.state == raw_state for t in job.transitions)
-        if seen or job.terminal:
-            return job, False
-        if new_state is not None and STATE_RANK[new_state] <= STATE_RANK[job.state]:
-            return job, False
-        now = clock.now()
-        update: dict[str, object] = {
-            "run_id": job.run_id or run_id,
-            "updated_at": now,
-            "transitions": (
-                *job.transitions,
-                JobTransition(state=raw_state, at=now, reason=reason),
-            ),
-            "version": job.version + 1,
-        }
-        if new_state is not None:
-            update["state"] = new_state
-            if reason and new_state.value in ("FAILED", "CANCELLED"):
-                update["failure_reason"] = reason
-        updated = job.model_copy(update=update)
-        if jobs.replace(job, updated):
+        updated = change(current, clock.now())
+        if updated is None:
+            return current, False
+        if jobs.replace(current, updated):
             return updated, True
-        fresh = jobs.get(job.job_id)
+        fresh = jobs.get(current.job_id)
         if fresh is None:
-            return job, False
-        job = fresh
-    return job, False
+            return current, False
+        current = fresh
+    return current, False

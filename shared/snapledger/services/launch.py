@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from snapledger.clock import Clock
 from snapledger.core.coverage import CoverageError, changelog_range, segments_named
 from snapledger.core.job_sizing import PartitionInput
+from snapledger.core.jobs import advance_job, check_exclusive
 from snapledger.errors import InvalidRequestError, JobStartError, NotFoundError
 from snapledger.job_kinds import Base, JobKind, job_kind
 from snapledger.layout import lineage_changelog_prefix, snapshot_prefix
@@ -25,7 +26,6 @@ from snapledger.models.commands import RequestJob
 from snapledger.models.generations import GenerationStatus, StreamGeneration
 from snapledger.models.jobs import (
     JobRecord,
-    JobResources,
     JobState,
     JobTransition,
     PartitionPlan,
@@ -48,7 +48,7 @@ from snapledger.ports import (
 )
 from snapledger.services import generations, queries
 from snapledger.services.commands import execute
-from snapledger.services.job_state import base_keys, record_on_lineages
+from snapledger.services.job_state import base_keys, record_on_lineages, update_job
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> Laun
             _request_on_lineage(job, plan, deps)
             pinned.append(plan)
     except InvalidRequestError as exc:
-        failed = _fail(job, pinned, f"could not pin the base snapshot: {exc}", deps)
+        failed = _fail(job, pinned, f"the lineage refused the job: {exc}", deps)
         return LaunchResult(job=failed, created=existing is None)
     spec = JobRunSpec(
         job_id=job.job_id,
@@ -145,8 +145,14 @@ def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> Laun
     except JobStartError as exc:
         failed = _fail(job, pinned, f"the job runner refused the job: {exc}", deps)
         return LaunchResult(job=failed, created=existing is None)
-    submitted = _advance(
-        job, JobState.SUBMITTED, deps, run_id=run_id, resources=deps.runner.resources(spec)
+    resources = deps.runner.resources(spec)
+    submitted, _ = update_job(
+        deps.jobs,
+        job,
+        deps.clock,
+        lambda current, now: advance_job(
+            current, JobState.SUBMITTED.value, now, run_id=run_id, resources=resources
+        ),
     )
     record_on_lineages(
         deps.ledger,
@@ -185,6 +191,8 @@ def plan_partition(
     target_lsn = request.target_for(partition)
     target, changes = _changelog_span(request.stream, partition, deps, base_lsn, target_lsn)
     head = deps.ledger.get_head(lineage)
+    if head is not None:
+        check_exclusive(head, request.action)  # the lineage's Decider checks it again
     epoch = head.max_epoch if head is not None and head.max_epoch is not None else 0
     if base is None:
         plan = PartitionPlan(partition=partition, target_lsn=target, epoch=epoch)
@@ -312,49 +320,16 @@ def _request_on_lineage(job: JobRecord, plan: PartitionPlan, deps: LaunchDeps) -
     )
 
 
-def _advance(
-    job: JobRecord,
-    state: JobState,
-    deps: LaunchDeps,
-    *,
-    run_id: str | None = None,
-    reason: str | None = None,
-    resources: JobResources | None = None,
-) -> JobRecord:
-    """Move the job item to ``state`` (conditioned on its version); re-read on a lost race."""
-    current = job
-    for _ in range(10):
-        if current.state is state or current.terminal:
-            return current
-        now = deps.clock.now()
-        updated = current.model_copy(
-            update={
-                "state": state,
-                "run_id": run_id or current.run_id,
-                "resources": resources or current.resources,
-                "failure_reason": reason or current.failure_reason,
-                "updated_at": now,
-                "transitions": (
-                    *current.transitions,
-                    JobTransition(state=state.value, at=now, reason=reason),
-                ),
-                "version": current.version + 1,
-            }
-        )
-        if deps.jobs.replace(current, updated):
-            return updated
-        fresh = deps.jobs.get(job.job_id)
-        if fresh is None:
-            raise NotFoundError(f"job {job.job_id} vanished while it was being updated")
-        current = fresh
-    return current
-
-
 def _fail(
     job: JobRecord, requested: list[PartitionPlan], reason: str, deps: LaunchDeps
 ) -> JobRecord:
     """Record the job FAILED with its cause and release what it had pinned."""
-    failed = _advance(job, JobState.FAILED, deps, reason=reason)
+    failed, _ = update_job(
+        deps.jobs,
+        job,
+        deps.clock,
+        lambda current, now: advance_job(current, JobState.FAILED.value, now, reason=reason),
+    )
     record_on_lineages(
         deps.ledger, job, requested, state=JobState.FAILED.value, reason=reason, clock=deps.clock
     )

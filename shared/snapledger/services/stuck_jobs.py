@@ -22,14 +22,15 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from snapledger.core.jobs import advance_job
 from snapledger.errors import SnapledgerError
 from snapledger.gc_settings import GcConfig
-from snapledger.models.jobs import JobRecord, JobState, JobTransition, parse_state
+from snapledger.models.jobs import JobRecord, JobState, parse_state
 from snapledger.models.ledger import Head
 from snapledger.ports import FoundJobRun
 from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_report import StuckJob
-from snapledger.services.job_state import record_job_state
+from snapledger.services.job_state import record_job_state, update_job
 
 NO_RUN_ID = ""  # record_job_state's run id for a job the runner never accepted
 #: A run is looked for among those created since its job's request less this (the
@@ -165,19 +166,15 @@ def _fail_never_started(deps: GcDeps, job: JobRecord, entry: StuckJob, now: date
         f"after {entry.stuck_for_hours:.1f}h (the launch stopped before the runner accepted "
         "it); launch it again with a new request id"
     )
-    failed = job.model_copy(
-        update={
-            "state": JobState.FAILED,
-            "failure_reason": reason,
-            "updated_at": now,
-            "transitions": (
-                *job.transitions,
-                JobTransition(state=JobState.FAILED.value, at=now, reason=reason),
-            ),
-            "version": job.version + 1,
-        }
-    )
-    if not deps.jobs.replace(job, failed):
+
+    def fail(current: JobRecord, _: datetime) -> JobRecord | None:
+        if current.version != job.version:
+            return None  # it changed since it was found stuck: look again next run
+        # Dated when the sweep found it stuck, as the reason says.
+        return advance_job(current, JobState.FAILED.value, now, reason=reason)
+
+    _, failed = update_job(deps.jobs, job, deps.clock, fail)
+    if not failed:
         entry.note = "the job changed meanwhile: left for the next run"
         return
     # The job item is FAILED; now each lineage records it and releases the pins. A crash
