@@ -350,4 +350,5 @@ def _gc_deps(rt: Runtime) -> GcDeps:
         streams=rt.streams,
         holds=rt.holds,
         register=manifest_registrar(rt),
+        layouts=rt.layouts,
     )

@@ -43,6 +43,15 @@ class SnapshotFolder:
     manifest_key: str
 
 
+def folder_of_manifest(manifest_key: str) -> str:
+    """The folder of the snapshot whose manifest (or ``metadata.json``) is at the key, with
+    its trailing slash: every layout keeps a snapshot's manifest directly in its folder."""
+    folder, slash, _ = manifest_key.rpartition("/")
+    if not slash:
+        raise InvalidKeyError(f"{manifest_key!r} is in no folder: it is no snapshot's manifest")
+    return folder + "/"
+
+
 class LineageLayout(Protocol):
     """How one stream's lineages lay their snapshots out (see the module docstring)."""
 

@@ -38,7 +38,8 @@ from snapledger.core.retention import (
 from snapledger.core.state import LineageState
 from snapledger.errors import InvalidKeyError
 from snapledger.gc_settings import GcConfig
-from snapledger.layout import lineage_changelog_prefix, parse_segment_key, snapshot_prefix
+from snapledger.layout import lineage_changelog_prefix, parse_segment_key
+from snapledger.layouts.lineage import folder_of_manifest
 from snapledger.models.commands import (
     MAX_EXPIRE_PER_COMMAND,
     MAX_MARK_PER_COMMAND,
@@ -152,7 +153,7 @@ def queue_deletions(
     for record in expiring:
         if batch.stopped:
             return
-        prefix = snapshot_prefix(record.stream, record.partition, record.lsn, record.snapshot_id)
+        prefix = folder_of_manifest(record.manifest_key)
         unit = DeletionUnit(
             prefix=prefix,
             keys=[info.key for info in listing.get(prefix, [])],

@@ -28,10 +28,12 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 
 from snapledger.core.retention import RetentionPlan
-from snapledger.errors import SnapledgerError
+from snapledger.errors import InvalidKeyError, SnapledgerError
 from snapledger.gc_settings import GcConfig
 from snapledger.ids import new_ulid
-from snapledger.layout import check_stream_name, parse_snapshot_prefix
+from snapledger.layout import check_stream_name
+from snapledger.layouts.lineage import LineageLayout, RestateLayout
+from snapledger.models.commands import DeletedPrefix
 from snapledger.models.gc import GcCheckpoint, GcPhase
 from snapledger.models.ledger import (
     Head,
@@ -41,7 +43,8 @@ from snapledger.models.ledger import (
     snapshot_sort_key,
 )
 from snapledger.ports import LineageIndex, ObjectInfo
-from snapledger.services.deletion_batch import DeletionBatch, LineageTicket
+from snapledger.services import restate_pointer
+from snapledger.services.deletion_batch import DeletionBatch, Finish, LineageTicket
 from snapledger.services.expiry import expire_plan, finisher, plan_lineage, queue_deletions
 from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_fanout import GcShard, dispatch, shard_heads
@@ -52,6 +55,7 @@ from snapledger.services.generations import GenerationGuards
 from snapledger.services.object_deletion import list_lineage
 from snapledger.services.orphans import sweep_lineage, sweep_unledgered_streams
 from snapledger.services.policies import PolicyCache, StoredPolicyError
+from snapledger.services.restate_pointer import PointerUnreadableError, RestatePointers
 from snapledger.services.stuck_jobs import reconcile_stuck_jobs, settle_lineage_jobs
 
 _log = logging.getLogger(__name__)
@@ -255,7 +259,7 @@ class _Run:
         ticket.on_failure = report.fail
         try:
             return self._collect_lineage(head, batch, ticket, report)
-        except StoredPolicyError as exc:
+        except (StoredPolicyError, PointerUnreadableError) as exc:  # the run alarms
             report.fail(str(exc))
         except SnapledgerError as exc:
             report.errors.append(str(exc))
@@ -272,7 +276,14 @@ class _Run:
         generations = self.generations(head.stream)
         policy = self.policies(head.stream)
         report.plan, records = plan_lineage(self.deps, head, policy, self.config, generations)
-        pointers = LineagePointers(self.deps.store, head, self.generation_pointers)
+        layout = self.deps.layouts.for_stream(head.stream)
+        restate_layout = self.deps.layouts.restate_for(head.stream)
+        pointers: LineagePointers | RestatePointers = (
+            LineagePointers(self.deps.store, head, self.generation_pointers)
+            if restate_layout is None
+            else RestatePointers(self.deps.store, restate_layout, head.partition)
+        )
+        sort_key_of = _folder_sort_key(layout, head.partition)
         if report.plan.doomed:  # something to delete: what do the pointers name?
             members = any(d.record.member_of is not None for d in report.plan.doomed)
             named = pointers.named(members=members)
@@ -307,14 +318,14 @@ class _Run:
             statuses, expiring = applied.statuses, applied.expiring
         listing, stopped = list_lineage(
             self.deps.store,
-            head.stream,
+            layout,
             head.partition,
-            skip=_owned_by_ledger(statuses),
+            skip=_owned_by_ledger(statuses, sort_key_of),
             stop=self.budget.exhausted,
         )
         if stopped:
             return report, True
-        listing, kept = self._unnamed(listing, statuses, pointers, report)
+        listing, kept = self._unnamed(listing, statuses, pointers, report, sort_key_of)
         if not self.dry_run:
             ticket.finish = finisher(
                 self.deps,
@@ -324,6 +335,8 @@ class _Run:
                 policy=policy,
                 run_id=self.report.run_id,
             )
+            if restate_layout is not None:
+                ticket.finish = _pruning(ticket.finish, self.deps, restate_layout, report)
             queue_deletions(batch, ticket, report, expiring, listing)
         swept, stopped = sweep_lineage(
             self.deps,
@@ -346,13 +359,14 @@ class _Run:
         self,
         listing: dict[str, list[ObjectInfo]],
         statuses: Mapping[str, SnapshotStatus],
-        pointers: LineagePointers,
+        pointers: LineagePointers | RestatePointers,
         report: LineageReport,
+        sort_key_of: Callable[[str], str],
     ) -> tuple[dict[str, list[ObjectInfo]], list[OrphanOutcome]]:
         """The listing less the prefixes the orphan sweep would look at (no live record)
         that a pointer names, and those, each ``kept``; the pointers are read only when
         there is such a prefix."""
-        candidates = [p for p in listing if _record_status(statuses, p) in _DELETABLE_OR_NONE]
+        candidates = [p for p in listing if statuses.get(sort_key_of(p)) in _DELETABLE_OR_NONE]
         if not candidates:
             return listing, []
         pointers.named()
@@ -389,18 +403,46 @@ class _Run:
             )
 
 
-def _record_status(statuses: Mapping[str, SnapshotStatus], prefix: str) -> SnapshotStatus | None:
-    location = parse_snapshot_prefix(prefix)
-    return statuses.get(snapshot_sort_key(location.lsn, location.snapshot_id))
+def _folder_sort_key(layout: LineageLayout, partition: int) -> Callable[[str], str]:
+    """The sort key of the snapshot in a folder the lineage's listing returned."""
+
+    def sort_key(prefix: str) -> str:
+        folder = layout.folder(partition, prefix)
+        if folder is None:  # list_lineage returns only the layout's snapshot folders
+            raise InvalidKeyError(f"{prefix!r} is not a snapshot folder of {layout.stream}")
+        return snapshot_sort_key(folder.lsn, folder.snapshot_id)
+
+    return sort_key
 
 
-def _owned_by_ledger(statuses: Mapping[str, SnapshotStatus]) -> Callable[[str], bool]:
+def _pruning(finish: Finish, deps: GcDeps, layout: RestateLayout, report: LineageReport) -> Finish:
+    """``finish``, then the snapshots it deleted dropped from Restate's latest.json
+    ``retained_snapshots`` by compare-and-swap (a failure is the lineage's error; the
+    next run prunes again, as their records are DELETED)."""
+
+    def finish_and_prune(remaining: list[DeletedPrefix], budget: Budget) -> bool:
+        stopped = finish(remaining, budget)
+        if report.deleted:
+            try:
+                restate_pointer.prune(deps.store, layout, report.lineage.partition, report.deleted)
+            except Exception as exc:  # the deletions stand; latest.json is pruned next run
+                report.errors.append(
+                    f"dropping deleted snapshots from Restate's latest.json failed: "
+                    f"{type(exc).__name__}: {exc}"
+                )
+        return stopped
+
+    return finish_and_prune
+
+
+def _owned_by_ledger(
+    statuses: Mapping[str, SnapshotStatus], sort_key_of: Callable[[str], str]
+) -> Callable[[str], bool]:
     """Whether a prefix is a snapshot GC leaves alone this run (neither EXPIRING, DELETED
     nor unknown to the ledger): the lineage's listing skips over its objects."""
 
     def owned(prefix: str) -> bool:
-        location = parse_snapshot_prefix(prefix)
-        status = statuses.get(snapshot_sort_key(location.lsn, location.snapshot_id))
+        status = statuses.get(sort_key_of(prefix))
         return status is not None and status not in _DELETABLE
 
     return owned

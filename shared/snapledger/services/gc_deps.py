@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from snapledger.clock import Clock
+from snapledger.layouts.lineage import NATIVE_ONLY, LayoutCatalog
 from snapledger.ports import (
     JobRunner,
     JobStore,
@@ -41,6 +42,8 @@ class GcDeps:
     #: Hands a manifest the ledger has no record of to registration (the queue in AWS,
     #: in-process locally) and says what became of it; None: such a prefix is only kept.
     register: Callable[[str], str] | None = None
+    #: Each stream's snapshot layout (Restate prefixes; native for every other stream).
+    layouts: LayoutCatalog = NATIVE_ONLY
 
 
 class Budget:

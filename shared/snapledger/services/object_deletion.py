@@ -5,7 +5,8 @@ batch: while a large prefix is half deleted its manifest is still there to say w
 was; the ledger (EXPIRING before the first delete) is what makes the deletion resumable.
 
 GC lists a lineage once (``list_lineage``): the whole ``snapshots/{stream}/{partition}/``
-prefix, grouped by snapshot prefix, serves both the deletion of its EXPIRING snapshots
+prefix (or its layout's root: a Restate partition's folder), grouped by snapshot prefix,
+serves both the deletion of its EXPIRING snapshots
 (every object in the prefix, strays included) and the orphan sweep. Snapshots GC will not
 touch are skipped over rather than read: a page that ends inside one starts the next
 listing after it, so a live snapshot costs at most one listing however big it is.
@@ -15,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from snapledger.errors import InvalidKeyError, StoreUnavailableError
-from snapledger.layout import MANIFEST_NAME, lineage_snapshots_prefix, parse_snapshot_prefix
+from snapledger.errors import StoreUnavailableError
+from snapledger.layouts.lineage import MANIFEST_NAMES, LineageLayout
 from snapledger.ports import MAX_KEYS_PER_REQUEST, ObjectInfo, ObjectStore
 
 
@@ -42,10 +43,11 @@ def list_prefix(
 
 
 def delete_objects(store: ObjectStore, keys: Sequence[str]) -> int:
-    """Delete ``keys`` (manifests last); the number deleted, or DeletionFailedError."""
+    """Delete ``keys`` (manifests last: ``_manifest.json``, or a Restate snapshot's
+    ``metadata.json``); the number deleted, or DeletionFailedError."""
     if not keys:
         return 0
-    ordered = sorted(keys, key=lambda key: (key.endswith("/" + MANIFEST_NAME), key))
+    ordered = sorted(keys, key=lambda key: (key.rpartition("/")[2] in MANIFEST_NAMES, key))
     result = store.delete_many(ordered)
     if result.failed:
         raise DeletionFailedError(failure_message(result.failed, len(ordered)))
@@ -63,7 +65,7 @@ def failure_message(failed: Sequence[tuple[str, str]], total: int) -> str:
 
 def list_lineage(
     store: ObjectStore,
-    stream: str,
+    layout: LineageLayout,
     partition: int,
     *,
     skip: Callable[[str], bool],
@@ -71,10 +73,11 @@ def list_lineage(
 ) -> tuple[dict[str, list[ObjectInfo]], bool]:
     """The lineage's objects by snapshot prefix, leaving out the prefixes ``skip`` names.
 
-    Keys outside any snapshot prefix are not ours and left out. ``stop`` is asked before
-    every listing request; returns the objects and whether it stopped before the end.
+    Keys outside any snapshot prefix (of ``layout``) are not ours and left out: a Restate
+    partition's ``latest.json`` among them. ``stop`` is asked before every listing
+    request; returns the objects and whether it stopped before the end.
     """
-    root = lineage_snapshots_prefix(stream, partition)
+    root = layout.root(partition)
     prefixes: dict[str, str | None] = {}  # directory name -> its snapshot prefix, if one
 
     def prefix_of(key: str) -> str | None:
@@ -82,12 +85,8 @@ def list_lineage(
         if not slash:
             return None
         if name not in prefixes:
-            directory: str | None = f"{root}{name}/"
-            try:
-                parse_snapshot_prefix(f"{root}{name}/")
-            except InvalidKeyError:
-                directory = None  # not a snapshot prefix: not ours
-            prefixes[name] = directory
+            folder = layout.folder(partition, f"{root}{name}/")
+            prefixes[name] = None if folder is None else folder.prefix  # None: not ours
         return prefixes[name]
 
     found: dict[str, list[ObjectInfo]] = {}

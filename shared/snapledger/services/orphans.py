@@ -29,12 +29,8 @@ from datetime import datetime
 
 from snapledger.errors import InvalidKeyError, SnapledgerError
 from snapledger.gc_settings import GcConfig
-from snapledger.layout import (
-    SNAPSHOTS,
-    SnapshotLocation,
-    check_stream_name,
-    parse_snapshot_prefix,
-)
+from snapledger.layout import SNAPSHOTS, check_stream_name
+from snapledger.layouts.lineage import SnapshotFolder
 from snapledger.models.commands import ClaimOrphan
 from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
 from snapledger.ports import ObjectInfo
@@ -63,8 +59,11 @@ def sweep_lineage(
     ``batch``. Returns the outcomes and whether the time budget ran out first.
     """
     outcomes: list[OrphanOutcome] = []
+    layout = deps.layouts.for_stream(lineage.stream)
     for prefix, objects in sorted(listing.items()):
-        location = parse_snapshot_prefix(prefix)
+        location = layout.folder(lineage.partition, prefix)
+        if location is None:  # list_lineage returns only the layout's snapshot folders
+            continue
         status = statuses.get(snapshot_sort_key(location.lsn, location.snapshot_id))
         if status is not None and status is not SnapshotStatus.DELETED:
             continue  # the ledger owns it: never touched here
@@ -73,10 +72,11 @@ def sweep_lineage(
         try:
             outcome = _sweep_prefix(
                 deps,
+                lineage,
                 location,
-                objects,
-                status,
-                config,
+                objects=objects,
+                status=status,
+                config=config,
                 dry_run=dry_run,
                 queue=functools.partial(batch.add, ticket),
             )
@@ -134,7 +134,11 @@ def _sweep_unledgered_stream(
             continue  # swept with its lineage in the lineage pass
         lineage = LineageId(stream=name, partition=partition)
         listing, stopped = list_lineage(
-            deps.store, name, partition, skip=lambda _: False, stop=budget.exhausted
+            deps.store,
+            deps.layouts.for_stream(name),
+            partition,
+            skip=lambda _: False,
+            stop=budget.exhausted,
         )
         if stopped:
             return outcomes, True
@@ -161,11 +165,12 @@ def _sweep_unledgered_stream(
 
 def _sweep_prefix(  # noqa: PLR0911 - one return per outcome
     deps: GcDeps,
-    location: SnapshotLocation,
+    lineage: LineageId,
+    location: SnapshotFolder,
+    *,
     objects: list[ObjectInfo],
     status: SnapshotStatus | None,
     config: GcConfig,
-    *,
     dry_run: bool,
     queue: Callable[[DeletionUnit], None],
 ) -> OrphanOutcome | None:
@@ -188,7 +193,10 @@ def _sweep_prefix(  # noqa: PLR0911 - one return per outcome
         outcome.note = "objects written again after the snapshot was deleted"
         queue(_unit(outcome, keys, sort_key=None))
         return outcome
-    if not _claim(deps, location, newest=newest, count=len(objects), config=config, now=now):
+    claimed = _claim(
+        deps, lineage, location, newest=newest, count=len(objects), config=config, now=now
+    )
+    if not claimed:
         outcome.action, outcome.note = "registered_meanwhile", "the ledger recorded it first"
         return outcome
     outcome.note = "no ledger record"
@@ -197,7 +205,7 @@ def _sweep_prefix(  # noqa: PLR0911 - one return per outcome
 
 
 def _hand_to_registration(
-    deps: GcDeps, location: SnapshotLocation, outcome: OrphanOutcome, *, dry_run: bool
+    deps: GcDeps, location: SnapshotFolder, outcome: OrphanOutcome, *, dry_run: bool
 ) -> OrphanOutcome:
     """A prefix holding a manifest the ledger never recorded: registered, never deleted."""
     outcome.note = "holds a manifest the ledger has no record of: registered, not deleted"
@@ -236,7 +244,8 @@ def _unit(outcome: OrphanOutcome, keys: list[str], *, sort_key: str | None) -> D
 
 def _claim(
     deps: GcDeps,
-    location: SnapshotLocation,
+    lineage: LineageId,
+    location: SnapshotFolder,
     *,
     newest: datetime,
     count: int,
@@ -248,8 +257,8 @@ def _claim(
     result = execute(
         deps.ledger,
         ClaimOrphan(
-            stream=location.stream,
-            partition=location.partition,
+            stream=lineage.stream,
+            partition=lineage.partition,
             lsn=location.lsn,
             snapshot_id=location.snapshot_id,
             manifest_key=location.manifest_key,

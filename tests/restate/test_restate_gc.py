@@ -1,0 +1,163 @@
+"""GC of Restate snapshots by snapledger's policy (no server: fixtures.py).
+
+GC deletes an expired Restate snapshot's files and metadata.json (metadata.json last) at
+the batch floor, drops it from Restate's latest.json ``retained_snapshots`` by
+compare-and-swap, keeps what latest.json names whatever the policy says, and sweeps a
+failed upload (no metadata.json) past the grace window; latest.json is never deleted.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from snapledger.gc_settings import GcConfig
+from snapledger.layouts.lineage import LayoutCatalog
+from snapledger.models.ledger import LineageId
+from snapledger.services.gc import run_gc
+from snapledger.services.holds import hold_snapshot
+from snapledger.services.registration import register_manifest
+from tests.gc.support import age_objects, gc_deps, records, statuses
+from tests.ledger.conftest import clock, ledger, store
+from tests.restate.fixtures import PREFIX, STREAM, write_latest, write_restate_snapshot
+
+__all__ = ["clock", "ledger", "store"]
+
+LAYOUTS = LayoutCatalog({PREFIX: STREAM})
+LINEAGE = LineageId(stream=STREAM, partition=0)
+LATEST = f"{PREFIX}/0/latest.json"
+CONFIG = GcConfig(default_min_count=2, default_min_age_hours=1)
+DAYS_2 = timedelta(days=2)
+
+
+def deps(ledger, store, clock):
+    return replace(gc_deps(ledger, store, clock), layouts=LAYOUTS)
+
+
+@pytest.fixture
+def four(ledger, store, clock):
+    """Restate snapshots at LSN 1000..4000 of partition 0, registered; latest.json names
+    4000 and retains all four (Restate's num-retained=4). Two days old."""
+    written = [write_restate_snapshot(store, lsn) for lsn in (1000, 2000, 3000, 4000)]
+    for w in written:
+        register_manifest(
+            w.location.metadata_key, ledger=ledger, store=store, clock=clock, layouts=LAYOUTS
+        )
+    write_latest(store, written[-1], list(reversed(written)))
+    clock.advance(DAYS_2)
+    return written
+
+
+def retained(store) -> list[str]:
+    return [e["snapshot_id"] for e in json.loads(store.get(LATEST))["retained_snapshots"]]
+
+
+def keys(store) -> set[str]:
+    return {info.key for info in store.list(PREFIX + "/")}
+
+
+def test_gc_deletes_what_the_policy_expires_and_drops_it_from_latest_json(
+    ledger, store, clock, four
+):
+    before = json.loads(store.get(LATEST))
+    report = run_gc(deps(ledger, store, clock), config=CONFIG)
+    assert not report.failed, report.to_dict()
+    assert statuses(ledger, STREAM, 0) == {
+        1000: "DELETED",
+        2000: "DELETED",
+        3000: "REGISTERED",
+        4000: "REGISTERED",
+    }
+    left = keys(store)
+    for gone in four[:2]:
+        assert not any(k.startswith(gone.location.folder) for k in left)
+    for kept in four[2:]:
+        assert {kept.location.metadata_key, *kept.sst_keys} <= left
+    assert LATEST in left
+    # latest.json: the deleted ones dropped, every other field as Restate wrote it
+    after = json.loads(store.get(LATEST))
+    assert retained(store) == [four[3].location.snapshot_id, four[2].location.snapshot_id]
+    assert {k: v for k, v in after.items() if k != "retained_snapshots"} == {
+        k: v for k, v in before.items() if k != "retained_snapshots"
+    }
+    assert records(ledger, STREAM, 0)[1000].objects_deleted == 3  # 2 SSTs + metadata.json
+
+
+def test_what_latest_json_names_is_kept_whatever_the_policy_says(ledger, store, clock, four):
+    # Restate restores from 1000 (healed, or an operator's choice): kept, though the
+    # policy would delete it; 2000 is not named and goes
+    write_latest(store, four[0], list(reversed(four)))
+    report = run_gc(deps(ledger, store, clock), config=CONFIG)
+    assert not report.failed, report.to_dict()
+    assert statuses(ledger, STREAM, 0)[1000] != "DELETED"
+    assert statuses(ledger, STREAM, 0)[2000] == "DELETED"
+    assert four[0].location.metadata_key in keys(store)
+    assert four[0].location.snapshot_id in retained(store)
+    lineage = report.lineages[0].to_dict()
+    assert "named_by_latest_json" in json.dumps(lineage)
+
+
+def test_a_held_restate_snapshot_is_kept(ledger, store, clock, four):
+    hold_snapshot(ledger, LINEAGE, four[0].location.snapshot_id, clock=clock, reason="audit")
+    run_gc(deps(ledger, store, clock), config=CONFIG)
+    assert statuses(ledger, STREAM, 0)[1000] == "REGISTERED"
+    assert statuses(ledger, STREAM, 0)[2000] == "DELETED"
+    assert four[0].location.snapshot_id in retained(store)
+
+
+def test_a_lost_race_with_restate_reads_latest_json_again(ledger, store, clock, four):
+    """Restate writes latest.json (a new snapshot) between GC's read and its write: the
+    write's If-Match fails, GC reads Restate's version and drops from that one."""
+    fifth = write_restate_snapshot(store, 5000)
+
+    class RestateWritesFirst:
+        def __init__(self, inner):
+            self.inner, self.raced = inner, False
+
+        def replace(self, key, data, *, if_match):
+            if key == LATEST and not self.raced:
+                self.raced = True
+                write_latest(self.inner, fifth, [fifth, *reversed(four)])
+            return self.inner.replace(key, data, if_match=if_match)
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    racing = RestateWritesFirst(store)
+    report = run_gc(deps(ledger, racing, clock), config=CONFIG)
+    assert racing.raced and not report.failed, report.to_dict()
+    after = json.loads(store.get(LATEST))
+    assert after["snapshot_id"] == fifth.location.snapshot_id  # Restate's write stands
+    assert retained(store) == [
+        fifth.location.snapshot_id,
+        four[3].location.snapshot_id,
+        four[2].location.snapshot_id,
+    ]
+
+
+def test_an_unreadable_latest_json_stops_the_lineages_deletions(ledger, store, clock, four):
+    store.put(LATEST, b"{not json")
+    report = run_gc(deps(ledger, store, clock), config=CONFIG)
+    assert report.failed
+    assert set(statuses(ledger, STREAM, 0).values()) == {"REGISTERED"}
+    assert all(w.location.metadata_key in keys(store) for w in four)
+    assert store.get(LATEST) == b"{not json"
+
+
+def test_a_failed_upload_is_swept_after_the_grace_window_and_latest_json_never(
+    ledger, store, clock, four
+):
+    failed = write_restate_snapshot(store, 4500, metadata=False)  # SSTs, no metadata.json
+    store.put(f"{PREFIX}/0/stray-not-a-snapshot.txt", b"left alone")
+    age_objects(store, failed.location.folder, clock.now() - timedelta(hours=23))
+    report = run_gc(deps(ledger, store, clock), config=CONFIG)
+    assert failed.sst_keys[0] in keys(store)  # within the 24 h grace window: in flight
+    age_objects(store, failed.location.folder, clock.now() - timedelta(hours=25))
+    report = run_gc(deps(ledger, store, clock), config=CONFIG)
+    assert not report.failed, report.to_dict()
+    left = keys(store)
+    assert not any(k.startswith(failed.location.folder) for k in left)
+    assert {LATEST, f"{PREFIX}/0/stray-not-a-snapshot.txt"} <= left
