@@ -607,6 +607,8 @@ def test_the_samples_with_any_field_replaced_are_parsed_or_rejected(data):
             data.draw(st.booleans())
             and isinstance(document.get("files"), list)
             and document["files"]
+            and isinstance(document["files"][0], dict)
+            and document["files"][0]
         ):
             entry = dict(document["files"][0])
             entry[data.draw(st.sampled_from(sorted(entry)))] = data.draw(JSON)
