@@ -216,3 +216,12 @@ def test_any_delivery_order_with_redeliveries_keeps_the_pointer_right(spec_list,
     # and every distinct id is recorded exactly once
     ids = {c.snapshot_id for c in order}
     assert {r.snapshot_id for r in state.snapshots.values()} == ids
+
+
+def test_every_lineage_command_has_its_rule():
+    """A command added to the union without a rule would fail only when first sent."""
+    from typing import get_args
+
+    from snapledger.core import lineage
+
+    assert set(get_args(lineage.Command)) == set(lineage._DECIDERS)

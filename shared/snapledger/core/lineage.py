@@ -20,10 +20,10 @@ Retention rules (expiring, deleting, orphans, holds, the trim point) are in
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import datetime
-from typing import assert_never
+from typing import Any
 
 from snapledger.core.gc_rules import (
     decide_claim_orphan,
@@ -35,6 +35,11 @@ from snapledger.core.gc_rules import (
     evolve_gc,
 )
 from snapledger.core.jobs import decide_job_state, decide_request_job, evolve_job
+from snapledger.core.producer_pointers import (
+    decide_broken,
+    decide_repoint,
+    evolve_producer_pointer,
+)
 from snapledger.core.registration import decide_register, evolve_registration
 from snapledger.core.segments import decide_reject_segment
 from snapledger.core.state import LineageState
@@ -44,7 +49,9 @@ from snapledger.models.commands import (
     ExpireSnapshots,
     HoldSnapshot,
     MarkSnapshotsDeleted,
+    RecordBrokenSnapshot,
     RecordJobState,
+    RecordRepoint,
     RegisterSnapshot,
     RejectSegment,
     ReleaseHold,
@@ -55,8 +62,10 @@ from snapledger.models.events import (
     LatestAdvanced,
     LedgerEvent,
     OrphanClaimed,
+    ProducerLatestRepointed,
     SnapshotDeleted,
     SnapshotExpiring,
+    SnapshotFoundBroken,
     SnapshotHeld,
     SnapshotRegistered,
     SnapshotRejected,
@@ -75,37 +84,36 @@ Command = (
     | HoldSnapshot
     | ReleaseHold
     | RejectSegment
+    | RecordBrokenSnapshot
+    | RecordRepoint
 )
 
 __all__ = ["Command", "LineageState", "decide", "evolve", "evolve_all"]
 
 
+#: Each command's decision rule.
+_DECIDERS: dict[type[Command], Callable[[LineageState, Any, datetime], list[LedgerEvent]]] = {
+    RegisterSnapshot: decide_register,
+    RequestJob: decide_request_job,
+    RecordJobState: decide_job_state,
+    ExpireSnapshots: decide_expire,
+    ClaimOrphan: decide_claim_orphan,
+    MarkSnapshotsDeleted: decide_mark_deleted,
+    AdvanceTrimPoint: decide_trim,
+    HoldSnapshot: decide_hold,
+    ReleaseHold: decide_release,
+    RejectSegment: decide_reject_segment,
+    RecordBrokenSnapshot: decide_broken,
+    RecordRepoint: decide_repoint,
+}
+
+
 def decide(state: LineageState, command: Command, now: datetime) -> list[LedgerEvent]:
     """The events ``command`` produces in ``state`` (empty: nothing to do)."""
-    match command:
-        case RegisterSnapshot():
-            events = decide_register(state, command, now)
-        case RequestJob():
-            events = decide_request_job(state, command, now)
-        case RecordJobState():
-            events = decide_job_state(state, command, now)
-        case ExpireSnapshots():
-            events = decide_expire(state, command, now)
-        case ClaimOrphan():
-            events = decide_claim_orphan(state, command, now)
-        case MarkSnapshotsDeleted():
-            events = decide_mark_deleted(state, command, now)
-        case AdvanceTrimPoint():
-            events = decide_trim(state, command, now)
-        case HoldSnapshot():
-            events = decide_hold(state, command, now)
-        case ReleaseHold():
-            events = decide_release(state, command, now)
-        case RejectSegment():
-            events = decide_reject_segment(state, command, now)
-        case _:
-            assert_never(command)
-    return events
+    rule = _DECIDERS.get(type(command))
+    if rule is None:
+        raise TypeError(f"no lineage rule decides {type(command).__name__}")
+    return rule(state, command, now)
 
 
 def evolve(state: LineageState, event: LedgerEvent) -> LineageState:
@@ -116,6 +124,8 @@ def evolve(state: LineageState, event: LedgerEvent) -> LineageState:
     snapshots = dict(state.snapshots)
     if isinstance(event, ChangelogSegmentRejected):
         pass  # a fact about a file, not about the lineage's snapshots or jobs
+    elif isinstance(event, SnapshotFoundBroken | ProducerLatestRepointed):
+        head = evolve_producer_pointer(head, snapshots, event)
     elif isinstance(event, SnapshotRegistered | SnapshotRejected | LatestAdvanced):
         head = evolve_registration(head, snapshots, event)
     elif isinstance(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -59,6 +59,50 @@ class RegisterSnapshot(Frozen):
     @property
     def command_id(self) -> str:
         return f"register:{self.manifest_key}:{self.manifest_digest}"
+
+
+#: How many problems a broken snapshot's record keeps (the first ones), and their length.
+MAX_RECORDED_PROBLEMS = 16
+MAX_PROBLEM_CHARS = 1024
+
+
+class RecordBrokenSnapshot(Frozen):
+    """Record that a snapshot can no longer be restored from (heal's check), and why."""
+
+    kind: Literal["RecordBrokenSnapshot"] = "RecordBrokenSnapshot"
+    stream: str
+    partition: int
+    lsn: int
+    snapshot_id: str
+    problems: tuple[Annotated[str, Field(max_length=MAX_PROBLEM_CHARS)], ...] = Field(
+        min_length=1, max_length=MAX_RECORDED_PROBLEMS
+    )
+
+    @property
+    def command_id(self) -> str:
+        digest = hashlib.sha256("\n".join(self.problems).encode()).hexdigest()[:16]
+        return f"broken:{self.snapshot_id}:{digest}"
+
+
+class RecordRepoint(Frozen):
+    """Record that a producer-owned pointer (Restate's latest.json) was rewritten to name
+    ``snapshot_id``: by heal, or on an operator's restore-from-chosen."""
+
+    kind: Literal["RecordRepoint"] = "RecordRepoint"
+    stream: str
+    partition: int
+    lsn: int
+    snapshot_id: str
+    previous_snapshot_id: str | None = None
+    previous_lsn: int | None = None
+    cause: Literal["heal", "restore"]
+    by: str = Field(default="", max_length=256)
+    reason: str = Field(default="", max_length=1024)
+    request_id: str = Field(min_length=1, max_length=256)
+
+    @property
+    def command_id(self) -> str:
+        return f"repoint:{self.request_id}"
 
 
 class RequestJob(Frozen):

@@ -201,6 +201,30 @@ class TrimPointAdvanced(EventBase):
     snapshot_id: str = Field(description="The oldest retained snapshot, at ``lsn``")
 
 
+class SnapshotFoundBroken(EventBase):
+    """Heal found that a snapshot can no longer be restored from: the files at fault and
+    why (nothing is deleted; a producer's pointer naming it is repointed)."""
+
+    type: Literal["SnapshotFoundBroken"] = "SnapshotFoundBroken"
+    snapshot_id: str
+    lsn: int
+    problems: tuple[str, ...]
+
+
+class ProducerLatestRepointed(EventBase):
+    """A producer-owned pointer (Restate's latest.json) now names ``snapshot_id``: heal
+    moved it off a broken snapshot, or an operator restored from a chosen one."""
+
+    type: Literal["ProducerLatestRepointed"] = "ProducerLatestRepointed"
+    snapshot_id: str
+    lsn: int
+    previous_snapshot_id: str | None = None
+    previous_lsn: int | None = None
+    cause: Literal["heal", "restore"]
+    by: str = ""
+    reason: str = ""
+
+
 class ChangelogSegmentRejected(EventBase):
     """A file under the lineage's changelog folder that is not a segment: jobs skip it."""
 
@@ -226,7 +250,9 @@ LedgerEvent = Annotated[
     | SnapshotHeld
     | SnapshotReleased
     | TrimPointAdvanced
-    | ChangelogSegmentRejected,
+    | ChangelogSegmentRejected
+    | SnapshotFoundBroken
+    | ProducerLatestRepointed,
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[LedgerEvent] = TypeAdapter(LedgerEvent, config=DEFERRED)

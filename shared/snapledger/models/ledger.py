@@ -81,6 +81,9 @@ class SnapshotRecord(Stored):
         "fingerprint); every registered snapshot of a lineage has the same",
     )
     registered_at: datetime = Field(description="Registry (server) time it was recorded")
+    broken: tuple[str, ...] = Field(
+        default=(), description="Why it can no longer be restored from, as heal found it"
+    )
     rejection_code: str | None = None
     rejection_reason: str | None = None
     conflicting_digests: tuple[str, ...] = ()
