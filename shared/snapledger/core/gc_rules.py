@@ -214,7 +214,7 @@ def _trim_events(
 
 
 def decide_hold(state: LineageState, cmd: HoldSnapshot, now: datetime) -> list[LedgerEvent]:
-    record = _existing(state, cmd.lsn, cmd.snapshot_id)
+    record = existing_snapshot(state, cmd.lsn, cmd.snapshot_id)
     if any(hold.hold_id == cmd.hold_id for hold in record.holds):
         return []  # the same hold again: already recorded
     if record.status in (SnapshotStatus.EXPIRING, SnapshotStatus.DELETED):
@@ -277,7 +277,7 @@ def hold_expiry_bound_problem(expires_at: datetime | None, now: datetime) -> str
 
 
 def decide_release(state: LineageState, cmd: ReleaseHold, now: datetime) -> list[LedgerEvent]:
-    record = _existing(state, cmd.lsn, cmd.snapshot_id)
+    record = existing_snapshot(state, cmd.lsn, cmd.snapshot_id)
     released = [h for h in record.holds if cmd.hold_id is None or h.hold_id == cmd.hold_id]
     ev = Sequencer(state, cmd.command_id, now)
     return [
@@ -349,7 +349,8 @@ def evolve_gc(head: Head, snapshots: dict[str, SnapshotRecord], event: GcEvent) 
     return head
 
 
-def _existing(state: LineageState, lsn: int, snapshot_id: str) -> SnapshotRecord:
+def existing_snapshot(state: LineageState, lsn: int, snapshot_id: str) -> SnapshotRecord:
+    """The lineage's record of the snapshot; NotFoundError naming it when there is none."""
     record = state.snapshots.get(snapshot_sort_key(lsn, snapshot_id))
     if record is None:
         raise NotFoundError(

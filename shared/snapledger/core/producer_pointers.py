@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from snapledger.core.gc_rules import existing_snapshot
 from snapledger.core.state import LineageState, Sequencer
-from snapledger.errors import InvalidRequestError, NotFoundError
+from snapledger.errors import InvalidRequestError
 from snapledger.models.commands import RecordBrokenSnapshot, RecordRepoint
 from snapledger.models.events import LedgerEvent, ProducerLatestRepointed, SnapshotFoundBroken
 from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus, snapshot_sort_key
@@ -21,7 +22,7 @@ from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus, snaps
 def decide_broken(
     state: LineageState, cmd: RecordBrokenSnapshot, now: datetime
 ) -> list[LedgerEvent]:
-    record = _existing(state, cmd.lsn, cmd.snapshot_id)
+    record = existing_snapshot(state, cmd.lsn, cmd.snapshot_id)
     if record.broken == cmd.problems:
         return []  # found broken again for the same reasons: already recorded
     ev = Sequencer(state, cmd.command_id, now)
@@ -39,7 +40,7 @@ def decide_broken(
 
 
 def decide_repoint(state: LineageState, cmd: RecordRepoint, now: datetime) -> list[LedgerEvent]:
-    record = _existing(state, cmd.lsn, cmd.snapshot_id)
+    record = existing_snapshot(state, cmd.lsn, cmd.snapshot_id)
     problem = repoint_problem(record)
     if problem is not None:
         raise InvalidRequestError(problem)
@@ -89,13 +90,3 @@ def evolve_producer_pointer(
                 update={"broken": event.problems, "version": event.seq}
             )
     return head
-
-
-def _existing(state: LineageState, lsn: int, snapshot_id: str) -> SnapshotRecord:
-    record = state.snapshots.get(snapshot_sort_key(lsn, snapshot_id))
-    if record is None:
-        raise NotFoundError(
-            f"{state.head.lineage} has no snapshot {snapshot_id} at LSN {lsn}: list the "
-            "lineage's snapshots to see their ids"
-        )
-    return record
