@@ -51,6 +51,7 @@ class Options:
     stack: str = STACK_NAME
     region: str | None = None
     json: bool = False
+    function_logs: str | None = None
 
 
 def _set_json(ctx: click.Context, _: click.Parameter, value: bool) -> None:
@@ -73,7 +74,7 @@ def _transport(options: Options) -> Transport:
     if options.local:
         from snapledger.local.transport import LocalTransport
 
-        return LocalTransport.open(options.home)
+        return LocalTransport.open(options.home, function_logs=options.function_logs)
     return AwsTransport(stack_name=options.stack, region=options.region)
 
 
@@ -161,10 +162,16 @@ def answer_of(request: Callable[..., Answer]) -> Callable[..., int]:
     help="The CloudFormation stack of the deployment.",
 )
 @click.option("--region", help="The AWS region of the stack (default: your AWS configuration).")
+@click.option(
+    "--function-logs",
+    metavar="FILE",
+    help="With --local: append the functions' logs to FILE, or - for stderr "
+    "(default: functions.log in the local runtime's folder; never stdout).",
+)
 @json_option
 @click.version_option(package_name="snapledger", prog_name="snapledger")
 @click.pass_context
-def cli(ctx: click.Context, local: bool, home: str | None, stack: str, region: str | None) -> None:
+def cli(ctx: click.Context, /, **given: Any) -> None:
     """snapledger: the snapshot registry's CLI.
 
     Exit status: 0 answered; 1 refused, a job that did not succeed, or a question answered
@@ -175,7 +182,8 @@ def cli(ctx: click.Context, local: bool, home: str | None, stack: str, region: s
     eval "$(_SNAPLEDGER_COMPLETE=bash_source snapledger)"
     """
     options = ctx.ensure_object(Options)
-    options.local, options.home, options.stack, options.region = local, home, stack, region
+    for name, value in given.items():  # local, home, stack, region, function_logs
+        setattr(options, name, value)
 
 
 @cli.result_callback()

@@ -9,8 +9,9 @@ enrichment (``ledger_events``) is not here: the local runtime has no Pipe.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, TextIO
 
 from snapledger.local.router import Handler, call_handler
 
@@ -77,6 +78,51 @@ class FunctionHandlers(Mapping[str, Handler]):
 
 
 HANDLERS = FunctionHandlers()
+
+
+class LogsRouted(Mapping[str, Handler]):
+    """``handlers`` whose Powertools logs go to ``stream``, not the stdout Lambda logs to.
+
+    A function's ``Logger()`` writes to the stdout of the moment it was made (its import,
+    on first lookup here); in a CLI that stdout is the answer's, and one log line before a
+    ``--json`` answer makes it two documents. Each lookup points every Powertools handler
+    at ``stream`` (the snapledger.* stdlib loggers propagate to it); ``restore()`` puts
+    back the streams they had.
+    """
+
+    def __init__(self, handlers: Mapping[str, Handler], stream: TextIO) -> None:
+        self._handlers = handlers
+        self._stream = stream
+        self._saved: dict[int, tuple[logging.StreamHandler[Any], Any]] = {}
+
+    def __getitem__(self, name: str) -> Handler:
+        handler = self._handlers[name]  # imports the function: its Logger is made then
+        for log in _powertools_handlers():
+            if log.stream is not self._stream:
+                self._saved.setdefault(id(log), (log, log.stream))
+                log.setStream(self._stream)
+        return handler
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._handlers)
+
+    def __len__(self) -> int:
+        return len(self._handlers)
+
+    def restore(self) -> None:
+        for log, stream in self._saved.values():
+            log.setStream(stream)
+        self._saved.clear()
+
+
+def _powertools_handlers() -> list[logging.StreamHandler[Any]]:
+    """The stream handlers Powertools' ``Logger`` attached (one per service name)."""
+    found = []
+    for logger in list(logging.Logger.manager.loggerDict.values()):
+        handler = getattr(logger, "powertools_handler", None)
+        if isinstance(handler, logging.StreamHandler):
+            found.append(handler)
+    return found
 
 
 def invoke(name: str, event: dict[str, Any], request_id: str | None = None) -> dict[str, Any]:

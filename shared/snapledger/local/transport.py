@@ -11,9 +11,9 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from snapledger.local.handlers import HANDLERS
+from snapledger.local.handlers import HANDLERS, LogsRouted
 from snapledger.local.router import Handler, Router, call_handler
 from snapledger.local.runtime import LocalRuntime, local_home, running_endpoint
 
@@ -22,6 +22,10 @@ STARTING_NOTICE = (
     "snapledger: starting DynamoDB Local for --local (often 15-30 s; "
     "`snapledger local up` keeps one running, so commands answer at once)"
 )
+#: The functions' log in the home folder (``function_logs`` not given).
+FUNCTION_LOG = "functions.log"
+#: ``function_logs`` that means stderr.
+STDERR = "-"
 
 
 def _to_stderr(line: str) -> None:
@@ -35,6 +39,9 @@ class LocalTransport:
     local: LocalRuntime
     router: Router
     handlers: Mapping[str, Handler]
+    #: Where the functions' logs went (restored and closed with the transport).
+    logs: LogsRouted | None = None
+    log_file: TextIO | None = None
 
     @classmethod
     def open(
@@ -43,19 +50,31 @@ class LocalTransport:
         *,
         say: Callable[[str], None] = _to_stderr,
         handlers: Mapping[str, Handler] = HANDLERS,
+        function_logs: str | Path | None = None,
     ) -> LocalTransport:
         """Start the local runtime for ``home``: ``local up``'s DynamoDB Local if it runs,
-        else one of its own, announced with ``say`` first (it takes a while)."""
+        else one of its own, announced with ``say`` first (it takes a while).
+
+        The functions' logs are appended to ``function_logs`` (default ``functions.log``
+        in the home folder; ``-``: stderr), never written to stdout (the answer's)."""
         folder = local_home(home)
         if running_endpoint(folder) is None:
             say(STARTING_NOTICE)
         local = LocalRuntime(home=folder)
         runtime = local.start()
-        router = Router(runtime.store, handlers)
+        log_file = None
+        if str(function_logs) == STDERR:
+            stream = sys.stderr
+        else:
+            path = Path(function_logs or folder / FUNCTION_LOG)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            stream = log_file = path.open("a", encoding="utf-8")
+        routed = LogsRouted(handlers, stream)
+        router = Router(runtime.store, routed)
         bind = getattr(local.runner, "bind", None)
         if bind is not None:
             bind(router)
-        return cls(local=local, router=router, handlers=handlers)
+        return cls(local=local, router=router, handlers=routed, logs=routed, log_file=log_file)
 
     def invoke(self, function: str, payload: dict[str, Any]) -> dict[str, Any]:
         answer = call_handler(self.handlers, function, payload, request_id=str(uuid.uuid4()))
@@ -66,3 +85,7 @@ class LocalTransport:
 
     def close(self) -> None:
         self.local.stop()
+        if self.logs is not None:
+            self.logs.restore()
+        if self.log_file is not None:
+            self.log_file.close()
