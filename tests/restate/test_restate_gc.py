@@ -161,3 +161,21 @@ def test_a_failed_upload_is_swept_after_the_grace_window_and_latest_json_never(
     left = keys(store)
     assert not any(k.startswith(failed.location.folder) for k in left)
     assert {LATEST, f"{PREFIX}/0/stray-not-a-snapshot.txt"} <= left
+
+
+def test_each_gc_run_heals_a_broken_latest_before_it_plans(ledger, store, clock, four):
+    """latest.json names 4000, whose SST was truncated: the run repoints it to 3000, counts
+    the broken latest (the alarm's metric), and deletes nothing heal or Restate needs."""
+    victim = four[3].sst_keys[0]
+    store.put(victim, store.get(victim)[:-5])
+    report = run_gc(deps(ledger, store, clock), config=CONFIG)
+    assert not report.failed, report.to_dict()
+    (lineage,) = report.lineages
+    assert lineage.heal.state == "healed" and lineage.heal.healed_to == four[2].location.snapshot_id
+    assert report.counts()["latests_broken"] == 1 and report.counts()["latests_healed"] == 1
+    assert json.loads(store.get(LATEST))["snapshot_id"] == four[2].location.snapshot_id
+    assert statuses(ledger, STREAM, 0)[3000] == "REGISTERED"  # what latest.json now names
+    assert victim in keys(store)  # nothing deleted by healing (4000 is the ledger's latest)
+    again = run_gc(deps(ledger, store, clock), config=CONFIG)
+    assert again.lineages[0].heal.state == "healthy"
+    assert again.counts()["latests_broken"] == 0

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import AwareDatetime, Field, ValidationError
+from pydantic import AwareDatetime, Field, ValidationError, create_model
 
 from snapledger.core.compaction_trigger import backlog_since
 from snapledger.entrypoints.answers import (
@@ -36,8 +36,7 @@ from snapledger.entrypoints.register import manifest_registrar
 from snapledger.entrypoints.stream_metrics import RecordsSince, emit_gc_metrics
 from snapledger.errors import SnapledgerError
 from snapledger.layout import STREAM_PATTERN
-from snapledger.limits import MAX_COUNT, MAX_HOURS
-from snapledger.models.policy import MAX_MIN_COUNT, MAX_MIN_GENERATIONS
+from snapledger.models.policy import request_fields
 from snapledger.runtime import Runtime
 from snapledger.services.gc import run_gc, run_gc_shard
 from snapledger.services.gc_deps import Budget, GcDeps
@@ -54,6 +53,8 @@ STUCK_JOBS_METRIC = "StuckJobs"
 #: repair (what it names is kept). Either also fails the scheduled invocation.
 STREAMS_FAILED_METRIC = "Gc_streams_failed"
 POINTERS_UNREPAIRED_METRIC = "Gc_pointers_unrepaired"
+#: Restate latests found broken by a run's heal check (healed or not): alarmed at >= 1.
+LATESTS_BROKEN_METRIC = "Gc_restate_latests_broken"
 SQS_SOURCE = "aws:sqs"
 
 _log = logging.getLogger(__name__)
@@ -103,21 +104,19 @@ class PolicyChangeRequest(ConsolePayload):
     )
 
 
-class PolicySetRequest(PolicyChangeRequest):
-    """Each field within the policy's own bounds (``models/policy.py``, ``limits.py``), so
-    a value past one is answered naming that field before anything is read."""
+if TYPE_CHECKING:
+    _PolicyFields = ConsolePayload
+else:  # one optional field per policy field, as models/policy.py declares it
+    _PolicyFields = create_model(
+        "_PolicyFields", __base__=ConsolePayload, __module__=__name__, **request_fields()
+    )
+
+
+class PolicySetRequest(PolicyChangeRequest, _PolicyFields):
+    """Each policy field (``models/policy.py``'s declaration) within its own bounds
+    (``limits.py``), so a value past one is answered naming that field before anything is read."""
 
     action: Literal["policy_set"]
-    min_count: int | None = Field(default=None, ge=1, le=MAX_MIN_COUNT)
-    min_age_hours: float | None = Field(
-        default=None, ge=0, le=MAX_HOURS, allow_inf_nan=False, strict=False
-    )
-    max_count: int | None = Field(default=None, ge=1, le=MAX_COUNT)
-    max_age_hours: float | None = Field(
-        default=None, gt=0, le=MAX_HOURS, allow_inf_nan=False, strict=False
-    )
-    delete_changelog_below_trim: bool | None = None
-    min_generations: int | None = Field(default=None, ge=0, le=MAX_MIN_GENERATIONS)
 
 
 class PolicyResetRequest(PolicyChangeRequest):
@@ -262,6 +261,9 @@ def _failure_metrics(report: GcReport, metrics: MetricSink) -> None:
     )
     metrics.add_metric(
         name=POINTERS_UNREPAIRED_METRIC, unit="Count", value=counts.get("pointers_unrepaired", 0)
+    )
+    metrics.add_metric(
+        name=LATESTS_BROKEN_METRIC, unit="Count", value=counts.get("latests_broken", 0)
     )
 
 

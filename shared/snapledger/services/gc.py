@@ -55,6 +55,7 @@ from snapledger.services.generations import GenerationGuards
 from snapledger.services.object_deletion import list_lineage
 from snapledger.services.orphans import sweep_lineage, sweep_unledgered_streams
 from snapledger.services.policies import PolicyCache, StoredPolicyError
+from snapledger.services.restate_heal import heal_partition
 from snapledger.services.restate_pointer import PointerUnreadableError, RestatePointers
 from snapledger.services.stuck_jobs import reconcile_stuck_jobs, settle_lineage_jobs
 
@@ -275,9 +276,18 @@ class _Run:
         # cannot be read (they then keep every member).
         generations = self.generations(head.stream)
         policy = self.policies(head.stream)
-        report.plan, records = plan_lineage(self.deps, head, policy, self.config, generations)
         layout = self.deps.layouts.for_stream(head.stream)
         restate_layout = self.deps.layouts.restate_for(head.stream)
+        if restate_layout is not None:  # first: what latest.json names after healing counts
+            report.heal = heal_partition(
+                self.deps.ledger,
+                self.deps.store,
+                self.deps.clock,
+                restate_layout,
+                head.partition,
+                dry_run=self.dry_run,
+            )
+        report.plan, records = plan_lineage(self.deps, head, policy, self.config, generations)
         pointers: LineagePointers | RestatePointers = (
             LineagePointers(self.deps.store, head, self.generation_pointers)
             if restate_layout is None

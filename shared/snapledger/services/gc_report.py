@@ -14,6 +14,7 @@ from snapledger.models.ledger import LineageId
 
 if TYPE_CHECKING:
     from snapledger.services.gc_pointers import PointerCheck
+    from snapledger.services.restate_heal import HealOutcome
 
 
 @dataclass
@@ -60,6 +61,8 @@ class LineageReport:
     #: What GC found in the lineage's pointer objects (None: it had nothing to delete, so
     #: they were not read) and whether it repaired a lagging ``latest.json``.
     pointer: PointerCheck | None = None
+    #: A Restate lineage's heal check of the snapshot its latest.json names (None: not one).
+    heal: HealOutcome | None = None
     # What GC last knew of the lineage (the plan's reads, then each of its commits): the
     # seed of its next command there, checked by that command's commit (not reported).
     known: LineageState | None = field(default=None, repr=False, compare=False)
@@ -101,6 +104,7 @@ class LineageReport:
             "errors": self.errors,
             "failure": self.failure,
             "pointer": None if self.pointer is None else self.pointer.to_dict(),
+            "heal": None if self.heal is None else self.heal.to_dict(),
         }
 
 
@@ -202,6 +206,8 @@ class GcReport:
                 1 for r in self.lineages if r.pointer is not None and r.pointer.repaired
             ),
             "pointers_unrepaired": len(self.pointers_unrepaired),
+            "latests_broken": sum(1 for r in self.lineages if r.heal and r.heal.broken),
+            "latests_healed": sum(1 for r in self.lineages if r.heal and r.heal.state == "healed"),
             "stuck_jobs_reconciled": sum(1 for j in self.stuck_jobs if j.action in SETTLED),
             "errors": len(self.errors)
             + len(self.failures)
