@@ -7,7 +7,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -27,6 +28,7 @@ COLUMNS = {
     "events": (
         "seq",
         "type",
+        "state",
         "at",
         "snapshot_id",
         "lsn",
@@ -38,6 +40,14 @@ COLUMNS = {
     ),
     "jobs": ("job_id", "job_kind", "stream", "state", "run_id", "updated_at"),
 }
+#: Columns of free text: wrapped at word boundaries. Every other value (ids, times, names,
+#: numbers) is never wrapped: cut with an ellipsis when the terminal is too narrow
+#: (``--json`` has it whole).
+TEXT = frozenset(
+    {"reason", "reasons", "causes", "message", "failure_reason", "problem", "changed", "note"}
+)
+#: A job's state before its first reported change.
+FIRST_JOB_STATE = "REQUESTED"
 #: What a width-less output (a pipe, a file, a test) is laid out to: wide enough that
 #: ids and times are never cut.
 PIPE_WIDTH = 200
@@ -61,7 +71,10 @@ def render(answer: dict[str, Any]) -> RenderableType:
     body = {k: v for k, v in answer.items() if k != "ok"}
     report = body.get("report")
     if isinstance(report, dict) and isinstance(report.get("lineages"), list):
-        return Group(_mapping({**body, "report": _without(report, "lineages")}), gc_plan(report))
+        summary = _without(report, "lineages")
+        if isinstance(summary.get("counts"), dict):  # a dozen counters, most of them 0
+            summary["counts"] = {k: v for k, v in summary["counts"].items() if v != 0}
+        return Group(gc_plan(report), _mapping({**body, "report": summary}))
     return _mapping(body)
 
 
@@ -83,9 +96,9 @@ def render_refusal(answer: dict[str, Any]) -> RenderableType:
 def gc_plan(report: dict[str, Any]) -> Table:
     """Lineage → snapshot → keep/delete → reasons: one row per lineage, a table inside."""
     table = Table(title="GC plan" if report.get("dry_run") else "GC", show_lines=True)
-    table.add_column("lineage", no_wrap=True)
-    table.add_column("snapshots", overflow="fold")
-    table.add_column("trim_lsn")
+    table.add_column("lineage", no_wrap=True, overflow="ellipsis")
+    table.add_column("snapshots")
+    table.add_column("trim_lsn", no_wrap=True)
     for lineage in report["lineages"]:
         label = f"{lineage.get('stream')}/{lineage.get('partition')}"
         table.add_row(label, _snapshot_decisions(lineage), _cell(lineage.get("trim_lsn")))
@@ -99,7 +112,9 @@ def _snapshot_decisions(lineage: dict[str, Any]) -> RenderableType:
     rows += [(s, "delete", ", ".join(s.get("causes") or [])) for s in lineage.get("deleted") or []]
     if not rows:
         return Text("(no snapshot)")
-    inner = Table("lsn", "snapshot_id", "decision", "reasons", box=None, pad_edge=False)
+    inner = Table(box=None, pad_edge=False)
+    for column in ("lsn", "snapshot_id", "decision", "reasons"):
+        _add_column(inner, column)
     for snapshot, decision, reasons in sorted(rows, key=lambda r: -int(r[0].get("lsn") or 0)):
         style = "green" if decision == "keep" else "red"
         inner.add_row(
@@ -125,7 +140,7 @@ def _mapping(data: dict[str, Any]) -> RenderableType:
             parts.append(Text(f"{key}:", style="bold"))
             parts.append(_nested(key, value))
         else:
-            parts.append(Text(f"{key}: {_cell(value)}"))
+            parts.append(_line(f"{key}: {_cell(value)}", key))
     return Group(*parts)
 
 
@@ -137,26 +152,145 @@ def _nested(key: str, value: dict[str, Any] | list[Any]) -> RenderableType:
                 table.add_row(k, _value(k, v))
         return table
     if all(isinstance(row, dict) for row in value):
+        if key in ("events", "transitions"):
+            value = with_transitions(value)
         return _rows(value, COLUMNS.get(key))
     return Text(_cell(value))
 
 
-def _rows(rows: list[dict[str, Any]], columns: Sequence[str] | None) -> Table:
+def _rows(rows: list[dict[str, Any]], columns: Sequence[str] | None) -> RenderableType:
     if columns is None:
         columns = list(dict.fromkeys(k for row in rows for k in row))
     shown = [c for c in columns if any(row.get(c) not in (None, [], {}) for row in rows)]
-    table = Table(box=None, pad_edge=False)
-    for column in shown:
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(*(_value(c, row.get(c)) for c in shown))
-    return table
+    return FittedRows(rows, shown)
+
+
+class FittedRows:
+    """A list of records as a table fitted to the width it is given: numbers, states and
+    kinds whole; free text wrapped first, then ids cut in the middle (``01M8AM…ATZ6TTB94``:
+    ULIDs made close together share their first characters), then times; never a line
+    wrapped mid-id."""
+
+    GAP = 2  # the padding between two columns (none at the edges)
+
+    def __init__(self, rows: list[dict[str, Any]], columns: list[str]) -> None:
+        self.rows, self.columns = rows, columns
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        widths, hidden = self._widths(console, options)
+        columns = [c for c in self.columns if c not in hidden]
+        table = Table(box=None, pad_edge=False)
+        for column in columns:
+            _add_column(table, column, width=widths.get(column))
+        for row in self.rows:
+            cells: list[RenderableType] = []
+            for column in columns:
+                cell = _value(column, row.get(column))
+                width = widths.get(column)
+                if width is not None and _is_id(column) and isinstance(cell, Text):
+                    cell = Text(_middle_cut(cell.plain, width), no_wrap=True)
+                cells.append(cell)
+            table.add_row(*cells)
+        yield table
+        if hidden:
+            yield Text(f"(not shown at this width: {', '.join(hidden)}; --json has them)")
+
+    def _widths(
+        self, console: Console, options: ConsoleOptions
+    ) -> tuple[dict[str, int], list[str]]:
+        """The width of each column that must be narrower than its content, and the last
+        columns left out when even that is too wide (the first two always shown)."""
+        natural = {
+            c: max(
+                [len(c)]
+                + [
+                    Measurement.get(console, options, _value(c, r.get(c))).maximum
+                    for r in self.rows
+                ]
+            )
+            for c in self.columns
+        }
+        nested = {c for c in self.columns if not all(_flat(r.get(c)) for r in self.rows)}
+        excess = sum(natural.values()) + self.GAP * (len(self.columns) - 1) - options.max_width
+        widths: dict[str, int] = {}
+        for shrinks, floor in ((lambda c: _is_text(c) or c in nested, 12), (_is_id, 12)):
+            for column in sorted(self.columns, key=lambda c: -natural[c]):
+                if excess > 0 and shrinks(column) and natural[column] > floor:
+                    cut = min(excess, natural[column] - floor)
+                    widths[column] = natural[column] - cut
+                    excess -= cut
+        later = list(reversed(self.columns[2:]))  # times first, then from the right
+        hidden: list[str] = []
+        for column in [c for c in later if _is_time(c)] + [c for c in later if not _is_time(c)]:
+            if excess <= 0:
+                break
+            hidden.append(column)
+            excess -= widths.get(column, natural[column]) + self.GAP
+        return widths, [c for c in self.columns if c in hidden]
+
+
+def _add_column(table: Table, name: str, *, width: int | None = None) -> None:
+    if _is_text(name):
+        table.add_column(name, overflow="fold", max_width=width)
+    else:
+        table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=width)
+
+
+def _is_text(column: str) -> bool:
+    return column in TEXT
+
+
+def _is_id(column: str) -> bool:
+    return column == "id" or column.endswith("_id")
+
+
+def _is_time(column: str) -> bool:
+    return column == "at" or column.endswith("_at")
+
+
+def _flat(value: Any) -> bool:
+    return not isinstance(value, dict | list) or _is_scalar_list(value)
+
+
+def _middle_cut(text: str, width: int) -> str:
+    """``text`` in ``width`` characters: its start, an ellipsis, its end."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
 def _value(key: str, value: Any) -> RenderableType:
     if isinstance(value, dict | list) and value and not _is_scalar_list(value):
         return _nested(key, value)
-    return _cell(value)
+    return _line(_cell(value), key)
+
+
+def _line(text: str, key: str) -> Text:
+    """A value as one line (cut with an ellipsis if it must be), free text wrapped."""
+    if key in TEXT:
+        return Text(text)
+    return Text(text, no_wrap=True, overflow="ellipsis")
+
+
+def with_transitions(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Job events or a job's transitions, each change of state shown from the state before
+    (``RUNNING → SUCCESS``), as the rows before it tell (an event's ``… → RUNNING`` if none
+    does: its job was requested on an earlier page)."""
+    states: dict[str, str] = {}
+    out = []
+    for row in rows:
+        job = str(row.get("job_id", ""))
+        kind, state = row.get("type"), row.get("state")
+        shown = row
+        if kind == "JobRequested":
+            states[job] = FIRST_JOB_STATE
+        elif state is not None and kind in (None, "JobStateChanged"):
+            before = states.get(job, "…" if kind else None)
+            shown = {**row, "state": state if before is None else f"{before} → {state}"}
+            states[job] = str(state)
+        out.append(shown)
+    return out
 
 
 def _is_scalar_list(value: Any) -> bool:

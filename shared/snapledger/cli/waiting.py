@@ -15,6 +15,25 @@ from snapledger.layout import SNAPSHOTS, restore_prefix
 
 #: How often the CLI asks for the job's state while it waits.
 POLL_SECONDS = 2.0
+#: The clock elapsed times are read from (a test gives its own).
+clock = time.monotonic
+
+
+def elapsed(seconds: float) -> str:
+    """``42 s``, ``3 min 05 s``."""
+    whole = max(0, round(seconds))
+    return f"{whole} s" if whole < 60 else f"{whole // 60} min {whole % 60:02d} s"
+
+
+class Waiting:
+    """The spinner's text: the job, its state and the time waited, read as it is drawn
+    (the spinner redraws it several times a second)."""
+
+    def __init__(self, job_id: str, started: float) -> None:
+        self.job_id, self.started, self.state = job_id, started, "waiting"
+
+    def __rich__(self) -> str:
+        return f"job {self.job_id}: {self.state}, {elapsed(clock() - self.started)}"
 
 
 def output_locations(job: dict[str, Any]) -> list[str]:
@@ -32,13 +51,13 @@ def wait_for_job(
 ) -> tuple[Answer, int]:
     """Wait for ``job_id`` showing each state and the time waited; its record and the exit
     status (0 SUCCESS; 1 FAILED, CANCELLED or still running at ``timeout``)."""
-    started = time.monotonic()
-    with Status(f"job {job_id}: waiting", console=console) as status:
+    started = clock()
+    waiting = Waiting(job_id, started)
+    with Status(waiting, console=console):
 
         def on_state(job: Answer) -> None:
-            elapsed = time.monotonic() - started
-            console.print(f"{elapsed:6.0f} s  {job.get('state')}")
-            status.update(f"job {job_id}: {job.get('state')}")
+            console.print(f"{clock() - started:6.0f} s  {job.get('state')}")
+            waiting.state = str(job.get("state"))
 
         try:
             job = client.wait(job_id, timeout=timeout, poll=POLL_SECONDS, on_state=on_state)
@@ -47,17 +66,16 @@ def wait_for_job(
                 f"[yellow]{exc}[/yellow]".replace("jobs --job-id", "snapledger jobs wait")
             )
             return exc.job, 1
-    elapsed = time.monotonic() - started
-    return job, _report(job, console, elapsed)
+    return job, _report(job, console, elapsed(clock() - started))
 
 
-def _report(job: Answer, console: Console, elapsed: float) -> int:
+def _report(job: Answer, console: Console, waited: str) -> int:
     state = job.get("state")
     if state == "SUCCESS":
-        console.print(f"[bold green]job {job['job_id']} SUCCESS[/bold green] after {elapsed:.0f} s")
+        console.print(f"[bold green]job {job['job_id']} SUCCESS[/bold green] after {waited}")
         for location in output_locations(job):
             console.print(f"  output: {location}")
         return 0
-    console.print(f"[bold red]job {job['job_id']} {state}[/bold red] after {elapsed:.0f} s")
+    console.print(f"[bold red]job {job['job_id']} {state}[/bold red] after {waited}")
     console.print(f"  reason: {job.get('failure_reason') or '(none recorded)'}")
     return 1
