@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 import pytest
 
 from snapledger.cli import main as cli
-from snapledger.local.handlers import invoke
+from snapledger.local.handlers import HANDLERS, LogsRouted
+from snapledger.local.router import call_handler
 from snapledger.runtime import runtime_override
 from snapledger.services.registration import register_manifest
 from tests.support import make_runtime, moto_ledger, write_segments, write_snapshot
@@ -15,10 +17,15 @@ from tests.support import make_runtime, moto_ledger, write_segments, write_snaps
 
 @dataclass
 class InProcess:
-    """The local transport's behaviour (handlers in-process) on a moto-backed runtime."""
+    """The local transport's behaviour (handlers in-process) on a moto-backed runtime; the
+    functions' logs kept apart from the CLI's output, as the local transport keeps them."""
 
     def invoke(self, function, payload):
-        return invoke(function, payload)
+        return call_handler(LogsRouted(HANDLERS, FUNCTION_LOGS), function, payload)
+
+
+#: Where the in-process functions log (a test may read it).
+FUNCTION_LOGS = io.StringIO()
 
 
 POWERTOOLS = {

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
 import click
 
+from snapledger.layout import STREAM_PATTERN, ULID_PATTERN
+
+STREAM_FORM = (
+    "1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit, e.g. orders"
+)
+SNAPSHOT_ID_FORM = (
+    "26 characters, digits and capital letters but I, L, O and U (a ULID, as `snapledger "
+    "list` shows them, e.g. 01J8AMJ9S95949YC1ATZ6TTB94)"
+)
+#: The words for each pattern a function checks a field against (never show the pattern).
+PATTERN_WORDS = {
+    f"^{STREAM_PATTERN}$": f"a stream name: {STREAM_FORM}",
+    f"^{ULID_PATTERN}$": f"a snapshot id: {SNAPSHOT_ID_FORM}",
+}
 TIME_FORMS = "ISO-8601 with a timezone, e.g. 2026-05-01T12:00Z or 2026-05-01T12:00:00+02:00"
 BASE_FORMS = (
     "the latest (no option), --snapshot-id ID, --as-of-lsn LSN or --as-of-time "
@@ -80,7 +95,22 @@ class Time(click.ParamType):
         return str(value)
 
 
+class Matching(click.ParamType):
+    """A name or id of a pattern the functions check, refused here in words first."""
+
+    def __init__(self, name: str, pattern: str, what: str, *, upper: bool = False) -> None:
+        self.name, self._pattern, self._what, self._upper = name, re.compile(pattern), what, upper
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value).upper() if self._upper else str(value)
+        if not self._pattern.fullmatch(text):
+            self.fail(f"{value!r} is not {self._what}", param, ctx)
+        return text
+
+
 NON_NEGATIVE = NonNegative()
+STREAM_NAME = Matching("STREAM", STREAM_PATTERN, f"a stream name: use {STREAM_FORM}")
+SNAPSHOT_ID = Matching("ID", ULID_PATTERN, f"a snapshot id: {SNAPSHOT_ID_FORM}", upper=True)
 PARTITIONS = PartitionList()
 PARTITION_LSN = PartitionLsn()
 TIME = Time()

@@ -7,12 +7,13 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import click
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from snapledger.cli.params import BASE_FORMS
+from snapledger.cli.params import BASE_FORMS, PATTERN_WORDS
 
 # Columns shown for lists of known things (--json has every field); other lists show all.
 COLUMNS = {
@@ -83,6 +84,11 @@ def render_refusal(answer: dict[str, Any]) -> RenderableType:
     fields = readable_fields(answer.get("fields") or [])
     if fields:  # the message lists them again, the raw way: its first clause only
         message = message.split(": ", 1)[0]
+    typed = click.get_current_context(silent=True)
+    if typed is not None:  # in the words of the command the user typed, not the payload's
+        message = _NOT_VALID.sub(f"`{typed.command_path}` refused its arguments", message)
+        labels = {p.name: _label(p) for p in typed.command.params if p.name}
+        fields = [(labels.get(field, field), in_words(problem)) for field, problem in fields]
     head = Text(f"error ({answer.get('error', 'failed')}): ", style="bold red")
     head.append(message, style="default")
     if not fields:
@@ -91,6 +97,26 @@ def render_refusal(answer: dict[str, Any]) -> RenderableType:
     for field, problem in fields:
         table.add_row(field, problem)
     return Group(head, table)
+
+
+#: How a function's validation answer begins ("the gc request is not valid").
+_NOT_VALID = re.compile(r"^the \w+ request is not valid")
+_PATTERN = re.compile(r"String should match pattern '(?P<pattern>.*)'")
+
+
+def _label(param: click.Parameter) -> str:
+    """An option as typed (``--by``), an argument as help shows it (``SNAPSHOT_ID``)."""
+    if isinstance(param, click.Option):
+        return max(param.opts, key=len)
+    return param.human_readable_name
+
+
+def in_words(problem: str) -> str:
+    """A problem without a regular expression: the accepted form in words."""
+    match = _PATTERN.search(problem)
+    if match is None:
+        return problem
+    return "must be " + PATTERN_WORDS.get(match["pattern"], "in its accepted form")
 
 
 def gc_plan(report: dict[str, Any]) -> Table:
