@@ -5,10 +5,14 @@ to the table and root every function needs, for ``settings_from_env(GcSettings)`
 
     SNAPLEDGER_DEFAULT_MIN_COUNT=3        SNAPLEDGER_DEFAULT_MIN_AGE_HOURS=24
     SNAPLEDGER_DEFAULT_MAX_COUNT=         SNAPLEDGER_DEFAULT_MAX_AGE_HOURS=
+    SNAPLEDGER_DEFAULT_MIN_GENERATIONS=1  SNAPLEDGER_DEFAULT_DELETE_CHANGELOG_BELOW_TRIM=false
     SNAPLEDGER_ORPHAN_GRACE_HOURS=24      SNAPLEDGER_STUCK_JOB_HOURS=1
-    SNAPLEDGER_STOP_WITH_SECONDS_LEFT=30  SNAPLEDGER_DEFAULT_DELETE_CHANGELOG_BELOW_TRIM=false
+    SNAPLEDGER_STOP_WITH_SECONDS_LEFT=30
     SNAPLEDGER_GC_WORKERS=4               SNAPLEDGER_GC_SHARD_SIZE=50
     SNAPLEDGER_GC_QUEUE_URL=              SNAPLEDGER_GC_FAN_OUT_ABOVE_LINEAGES=200
+
+The ``default_*`` settings are the retention policy's fields (``models/policy.py``), each
+with the policy's own default: ``SNAPLEDGER_DEFAULT_`` and the field's name.
 
 Fan-out (docs/retention.md, *Scaling out*): with ``GC_QUEUE_URL`` set, a full run over
 more than ``GC_FAN_OUT_ABOVE_LINEAGES`` lineages sends them, ``GC_SHARD_SIZE`` to a
@@ -20,12 +24,13 @@ invocation works on up to ``GC_WORKERS`` lineages at once.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from snapledger.errors import InvalidRequestError
 from snapledger.limits import MAX_COUNT, MAX_HOURS
-from snapledger.models.policy import RetentionPolicy, parse_policy
+from snapledger.models.policy import POLICY_FIELDS, RetentionPolicy, default_fields, parse_policy
 from snapledger.settings import LedgerSettings
 
 #: Where the CDK app tells the gc function its shard queue.
@@ -38,16 +43,23 @@ MIN_STUCK_JOB_HOURS = 0.25
 MAX_STOP_WITH_SECONDS_LEFT = 900.0
 
 
-class GcConfig(BaseModel):
-    """How GC runs: the policy streams without their own get, and its time windows."""
+#: The prefix of the default policy's fields among GC's settings.
+DEFAULT_PREFIX = "default_"
+
+if TYPE_CHECKING:
+    _DefaultPolicy = BaseModel
+else:  # default_<field> for each policy field, as models/policy.py declares it
+    _DefaultPolicy = create_model(
+        "_DefaultPolicy", __module__=__name__, **default_fields(DEFAULT_PREFIX)
+    )
+
+
+class GcConfig(_DefaultPolicy):
+    """How GC runs: the policy streams without their own get (``default_*``), and its time
+    windows."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    default_min_count: int = 3
-    default_min_age_hours: float = 24.0
-    default_max_count: int | None = None
-    default_max_age_hours: float | None = None
-    default_delete_changelog_below_trim: bool = False
     orphan_grace_hours: float = Field(
         default=24.0,
         ge=MIN_ORPHAN_GRACE_HOURS,
@@ -99,15 +111,7 @@ class GcConfig(BaseModel):
         return self
 
     def default_policy(self) -> RetentionPolicy:
-        return parse_policy(
-            {
-                "min_count": self.default_min_count,
-                "min_age_hours": self.default_min_age_hours,
-                "max_count": self.default_max_count,
-                "max_age_hours": self.default_max_age_hours,
-                "delete_changelog_below_trim": self.default_delete_changelog_below_trim,
-            }
-        )
+        return parse_policy({f.name: getattr(self, DEFAULT_PREFIX + f.name) for f in POLICY_FIELDS})
 
     @property
     def orphan_grace(self) -> timedelta:

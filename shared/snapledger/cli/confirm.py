@@ -7,15 +7,24 @@ from typing import Any
 
 import click
 
+from snapledger.models.policy import POLICY_FIELDS
+
+
+def _declared(lowers: str) -> tuple[str, ...]:
+    return tuple(f.name for f in POLICY_FIELDS if f.bounds.lowers == lowers)
+
+
 #: Floors: keeping fewer, or for less time, lowers retention.
-FLOORS = ("min_count", "min_age_hours", "min_generations")
+FLOORS = _declared("floor")
 #: Caps: adding one, or lowering it, lets GC delete what it kept before.
-CAPS = ("max_count", "max_age_hours")
+CAPS = _declared("cap")
+#: Switches: turning one on lets GC delete what it kept before.
+SWITCHES = _declared("switch")
 
 
 def lowered_retention(current: dict[str, Any], change: dict[str, Any]) -> list[str]:
     """Each field of ``change`` that lets GC delete more than ``current`` does, as
-    ``field: old → new`` (a floor lowered, a cap added or lowered)."""
+    ``field: old → new`` (a floor lowered, a cap added or lowered, a switch turned on)."""
     lowered = []
     for field, new in change.items():
         if new is None:
@@ -25,6 +34,8 @@ def lowered_retention(current: dict[str, Any], change: dict[str, Any]) -> list[s
             lowered.append(f"{field}: {old} → {new}")
         elif field in CAPS and (old is None or new < old):
             lowered.append(f"{field}: {'none' if old is None else old} → {new}")
+        elif field in SWITCHES and new and not old:
+            lowered.append(f"{field}: off → on")
     return lowered
 
 

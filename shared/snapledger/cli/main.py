@@ -24,6 +24,7 @@ import click
 
 from snapledger.cli import confirm, pictures
 from snapledger.cli.params import BASE_FORMS, NON_NEGATIVE, PARTITION_LSN, PARTITIONS, TIME
+from snapledger.cli.policy_options import policy_options
 from snapledger.cli.render import as_json, make_console, render
 from snapledger.cli.waiting import wait_for_job
 from snapledger.client.control import (
@@ -34,8 +35,7 @@ from snapledger.client.control import (
 )
 from snapledger.client.transport import STACK_NAME, AwsTransport, Transport
 from snapledger.errors import SnapledgerError
-from snapledger.limits import MAX_COUNT, MAX_HOLD_HOURS, MAX_HOURS
-from snapledger.models.policy import MAX_MIN_COUNT, MAX_MIN_GENERATIONS
+from snapledger.limits import MAX_HOLD_HOURS
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: Exit statuses, as README states them.
@@ -722,32 +722,7 @@ def policy_get(client: Snapledger, stream: str) -> Answer:
 
 @policy.command("set")
 @STREAM
-# Upper bounds here (limits.py); the gc function refuses what is below a floor, naming it.
-@click.option(
-    "--min-count",
-    type=click.IntRange(max=MAX_MIN_COUNT),
-    help="Keep at least this many newest snapshots.",
-)
-@click.option(
-    "--min-age-hours",
-    type=click.FloatRange(max=MAX_HOURS),
-    help="Keep every snapshot younger than this.",
-)
-@click.option(
-    "--max-count",
-    type=click.IntRange(max=MAX_COUNT),
-    help="Keep at most this many (a cap; floors win).",
-)
-@click.option(
-    "--max-age-hours",
-    type=click.FloatRange(max=MAX_HOURS),
-    help="Delete what is older than this (a cap).",
-)
-@click.option(
-    "--min-generations",
-    type=click.IntRange(max=MAX_MIN_GENERATIONS),
-    help="Keep the members of the newest N completed stream snapshots.",
-)
+@policy_options
 @BY
 @EXPECTED_VERSION
 @REQUEST_ID

@@ -14,6 +14,7 @@ validation and one set of answers. An answer is the function's JSON object; a re
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -24,8 +25,11 @@ from snapledger.errors import InvalidRequestError, SnapledgerError
 from snapledger.ids import new_ulid
 from snapledger.limits import MAX_HOLD_HOURS
 from snapledger.models.jobs import TERMINAL_STATES
+from snapledger.models.policy import POLICY_FIELDS
 
 Answer = dict[str, Any]
+#: ``set_policy``'s keywords: the retention policy's fields, as models/policy.py declares them.
+POLICY_FIELD_NAMES = tuple(f.name for f in POLICY_FIELDS)
 #: How often ``wait`` asks for a job's state, and how long it waits by default.
 WAIT_POLL_SECONDS = 5.0
 WAIT_TIMEOUT_SECONDS = 3600.0
@@ -48,6 +52,19 @@ class JobWaitTimeoutError(SnapledgerError):
             "wait again, or look it up with jobs --job-id"
         )
         self.job = job
+
+
+def _with_policy_keywords(method: Callable[..., Any]) -> inspect.Signature:
+    """``method``'s signature with its ``**fields`` spelled out as the policy's fields."""
+    signature = inspect.signature(method)
+    named = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    fields = [
+        inspect.Parameter(
+            f.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=f.kind | None
+        )
+        for f in POLICY_FIELDS
+    ]
+    return signature.replace(parameters=[*named, *fields])
 
 
 def _drop_none(payload: dict[str, Any]) -> dict[str, Any]:
@@ -371,27 +388,27 @@ class Snapledger:
         self,
         stream: str,
         *,
-        min_count: int | None = None,
-        min_age_hours: float | None = None,
-        max_count: int | None = None,
-        max_age_hours: float | None = None,
-        min_generations: int | None = None,
         by: str | None = None,
         expected_version: int | None = None,
         request_id: str | None = None,
+        **fields: Any,
     ) -> Answer:
-        """Change the given fields of the stream's own policy (others keep their value)."""
+        """Change the given fields of the stream's own policy (others keep their value): one
+        keyword per policy field as ``models/policy.py`` declares it (``help()`` lists them),
+        e.g. ``min_count=5``, ``delete_changelog_below_trim=True``; ``None`` leaves one as it
+        is. An unknown keyword is a ``TypeError``, as for any function."""
+        unknown = sorted(set(fields) - set(POLICY_FIELD_NAMES))
+        if unknown:
+            raise TypeError(
+                f"set_policy() got unknown policy fields {unknown}: use {list(POLICY_FIELD_NAMES)}"
+            )
         return self.call(
             "gc",
             _drop_none(
                 {
                     "action": "policy_set",
                     **self._change(stream, by, expected_version, request_id),
-                    "min_count": min_count,
-                    "min_age_hours": min_age_hours,
-                    "max_count": max_count,
-                    "max_age_hours": max_age_hours,
-                    "min_generations": min_generations,
+                    **fields,
                 }
             ),
         )
@@ -411,6 +428,9 @@ class Snapledger:
                 {"action": "policy_reset", **self._change(stream, by, expected_version, request_id)}
             ),
         )
+
+    # help() and editors list the policy's fields as set_policy's keywords.
+    set_policy.__signature__ = _with_policy_keywords(set_policy)  # type: ignore[attr-defined]
 
     @staticmethod
     def _change(

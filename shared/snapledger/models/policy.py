@@ -14,13 +14,25 @@ A policy *read back* (the POLICY item, a ``PolicySet`` event) that was stored be
 bound existed is clamped to it, with a note (``RetentionPolicy.clamped``): 100 years is
 longer than any snapshot can have been registered, so the clamp keeps and deletes exactly
 what the stored value did, and GC, the stream's log and its history still read it.
+
+**Each field is declared once, here**, on ``RetentionPolicy``, with its ``Bounds``: what a
+request may give it and which change of it lets GC delete more. ``POLICY_FIELDS`` reads that
+declaration, and every surface is derived from it: the console's ``policy_set`` payload
+(``request_fields``, entrypoints/gc.py), ``GcConfig``'s ``default_*`` settings
+(``default_fields``, gc_settings.py), the client's ``set_policy`` keywords
+(client/control.py) and the CLI's ``policy set`` options (cli/params.py), which asks first
+when a change lowers retention (cli/confirm.py). A new rule is a field here (and its check in
+``policy_problems`` if it has a cross-field or worded bound), plus the code that applies it.
 """
 
 from __future__ import annotations
 
 import math
+import types
+import typing
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
@@ -41,35 +53,65 @@ from snapledger.models.generations import COMPLETED_GENERATIONS_KEPT
 MAX_MIN_COUNT = 50
 #: How many completed stream snapshots GC can protect (what the stream's HEAD remembers).
 MAX_MIN_GENERATIONS = COMPLETED_GENERATIONS_KEPT
-#: The policy's durations, in hours; each is at most ``MAX_HOURS``.
-HOUR_FIELDS = ("min_age_hours", "max_age_hours")
-#: The upper bound of each field that had none before ``limits.py`` (a policy read back
-#: past one is clamped to it; ``min_count`` and ``min_generations`` were always bounded).
-STORED_BOUNDS: dict[str, float] = {**dict.fromkeys(HOUR_FIELDS, MAX_HOURS), "max_count": MAX_COUNT}
 #: ``parse_policy``'s validation context: a policy arriving at an edge is refused past a
 #: bound, never clamped.
 _ARRIVING = {"arriving": True}
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """A policy field's declaration beside its type and default: what a request may give it
+    (``ge``/``gt``/``le``: the console's payload refuses past them naming the field, the
+    CLI's option refuses past ``le``), and which change of it lets GC delete more:
+
+    - ``floor``: it keeps at least this much, so lowering it deletes more;
+    - ``cap``: it keeps at most this much (none: no cap), so adding or lowering it does;
+    - ``switch``: it deletes something when on, so turning it on does.
+
+    ``help`` is the CLI option's help."""
+
+    lowers: Literal["floor", "cap", "switch"]
+    help: str
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+
+
 class RetentionPolicy(Frozen):
     """What GC keeps of a stream's snapshots; the defaults are the configured ones."""
 
-    min_count: int = Field(
-        default=3, strict=True, description="The newest N REGISTERED are always kept"
-    )
-    min_age_hours: float = Field(default=24.0, description="Younger (registry time) are kept")
-    max_count: int | None = Field(
+    min_count: Annotated[
+        int,
+        Bounds("floor", "Keep at least this many newest snapshots.", ge=1, le=MAX_MIN_COUNT),
+    ] = Field(default=3, strict=True, description="The newest N REGISTERED are always kept")
+    min_age_hours: Annotated[
+        float, Bounds("floor", "Keep every snapshot younger than this.", ge=0, le=MAX_HOURS)
+    ] = Field(default=24.0, description="Younger (registry time) are kept")
+    max_count: Annotated[
+        int | None,
+        Bounds("cap", "Keep at most this many (a cap; floors win).", ge=1, le=MAX_COUNT),
+    ] = Field(
         default=None,
         strict=True,
         description="Cap: unprotected snapshots beyond the newest N kept go",
     )
-    max_age_hours: float | None = Field(
-        default=None, description="Cap: unprotected snapshots older than this go"
-    )
-    delete_changelog_below_trim: bool = Field(
+    max_age_hours: Annotated[
+        float | None, Bounds("cap", "Delete what is older than this (a cap).", gt=0, le=MAX_HOURS)
+    ] = Field(default=None, description="Cap: unprotected snapshots older than this go")
+    delete_changelog_below_trim: Annotated[
+        bool, Bounds("switch", "Also delete changelog segments wholly below the trim point.")
+    ] = Field(
         default=False, description="Also delete changelog segments wholly below the trim point"
     )
-    min_generations: int = Field(
+    min_generations: Annotated[
+        int,
+        Bounds(
+            "floor",
+            "Keep the members of the newest N completed stream snapshots.",
+            ge=0,
+            le=MAX_MIN_GENERATIONS,
+        ),
+    ] = Field(
         default=1,
         strict=True,
         description="The members of the newest N completed stream snapshots are kept",
@@ -125,6 +167,68 @@ class RetentionPolicy(Frozen):
     @property
     def has_caps(self) -> bool:
         return self.max_count is not None or self.max_age_hours is not None
+
+
+@dataclass(frozen=True)
+class PolicyField:
+    """One field of ``RetentionPolicy`` as declared: its name, value type (``int``,
+    ``float`` or ``bool``), whether it may be ``None`` (a cap: none), default and bounds."""
+
+    name: str
+    kind: type
+    nullable: bool
+    default: Any
+    bounds: Bounds
+
+    @property
+    def annotation(self) -> Any:
+        """The field's type as the policy declares it (``int | None`` for a cap)."""
+        return self.kind | None if self.nullable else self.kind
+
+
+def _declared(model: type[RetentionPolicy]) -> tuple[PolicyField, ...]:
+    fields = []
+    for name, info in model.model_fields.items():
+        bounds = [m for m in info.metadata if isinstance(m, Bounds)]
+        kinds = [a for a in typing.get_args(info.annotation) if a is not type(None)]
+        nullable = isinstance(info.annotation, types.UnionType) and len(kinds) == 1
+        kind = kinds[0] if nullable else info.annotation
+        if len(bounds) != 1 or kind not in (int, float, bool):
+            raise TypeError(
+                f"RetentionPolicy.{name} must be declared as int, float or bool (or one of them "
+                "| None) with one Bounds(...) in its Annotated metadata"
+            )
+        fields.append(PolicyField(name, kind, nullable, info.default, bounds[0]))
+    return tuple(fields)
+
+
+#: Every policy field, in declaration order: what each surface that sets a policy derives
+#: its fields from.
+POLICY_FIELDS = _declared(RetentionPolicy)
+#: The policy's durations, in hours; each is at most ``MAX_HOURS``.
+HOUR_FIELDS = tuple(f.name for f in POLICY_FIELDS if f.kind is float)
+#: The upper bound of each field that had none before ``limits.py`` (a policy read back
+#: past one is clamped to it; ``min_count`` and ``min_generations`` were always bounded).
+STORED_BOUNDS: dict[str, float] = {**dict.fromkeys(HOUR_FIELDS, MAX_HOURS), "max_count": MAX_COUNT}
+
+
+def request_fields() -> dict[str, Any]:
+    """The fields of a request that changes a policy (the console's ``policy_set``), for
+    ``pydantic.create_model``: each optional (omitted: keeps its value) and within its
+    ``Bounds``; a duration is any finite number (an integer too)."""
+    fields: dict[str, Any] = {}
+    for f in POLICY_FIELDS:
+        b = f.bounds
+        lax: dict[str, Any] = {"allow_inf_nan": False, "strict": False} if f.kind is float else {}
+        fields[f.name] = (f.kind | None, Field(default=None, ge=b.ge, gt=b.gt, le=b.le, **lax))
+    return fields
+
+
+def default_fields(prefix: str = "default_") -> dict[str, Any]:
+    """The configured default policy's fields (``GcConfig``'s ``default_*``), for
+    ``pydantic.create_model``: each with the policy's own type and default, read from
+    settings (so not strict: ``SNAPLEDGER_DEFAULT_MIN_COUNT=5`` is a string)."""
+    return {prefix + f.name: (f.annotation, f.default) for f in POLICY_FIELDS}
 
 
 def policy_problems(policy: RetentionPolicy) -> list[str]:
