@@ -23,7 +23,15 @@ from typing import Any, TypeVar
 import click
 
 from snapledger.cli import confirm, pictures
-from snapledger.cli.params import BASE_FORMS, NON_NEGATIVE, PARTITION_LSN, PARTITIONS, TIME
+from snapledger.cli.params import (
+    BASE_FORMS,
+    NON_NEGATIVE,
+    PARTITION_LSN,
+    PARTITIONS,
+    SNAPSHOT_ID,
+    STREAM_NAME,
+    TIME,
+)
 from snapledger.cli.policy_options import policy_options
 from snapledger.cli.render import as_json, make_console, render
 from snapledger.cli.waiting import wait_for_job
@@ -193,7 +201,7 @@ def _exit_status(status: int | None, **_: Any) -> None:
         raise click.exceptions.Exit(status)
 
 
-STREAM = click.argument("stream")
+STREAM = click.argument("stream", type=STREAM_NAME)
 PARTITION = click.argument("partition", type=NON_NEGATIVE)
 REQUEST_ID = click.option(
     "--request-id", help="Name the request; repeating it with the same id applies it once."
@@ -554,7 +562,7 @@ PICTURE = click.option(
 
 @cli.command()
 @click.option("--dry-run", is_flag=True, help="Only show the plan: what would be kept and why.")
-@click.option("--stream", help="Only this stream (default: every stream).")
+@click.option("--stream", type=STREAM_NAME, help="Only this stream (default: every stream).")
 @PICTURE
 @YES
 @json_option
@@ -648,7 +656,7 @@ def _gc(
 @cli.command()
 @STREAM
 @PARTITION
-@click.argument("snapshot_id")
+@click.argument("snapshot_id", type=SNAPSHOT_ID)
 @click.option(
     "--expires-in-hours",
     type=click.FloatRange(min=0, min_open=True, max=MAX_HOLD_HOURS),
@@ -676,7 +684,7 @@ def hold(
 @cli.command()
 @STREAM
 @PARTITION
-@click.argument("snapshot_id")
+@click.argument("snapshot_id", type=SNAPSHOT_ID)
 @click.option("--hold-id", help="Release this hold only (default: the operator's hold).")
 @YES
 @json_option
