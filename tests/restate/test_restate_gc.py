@@ -179,3 +179,28 @@ def test_each_gc_run_heals_a_broken_latest_before_it_plans(ledger, store, clock,
     again = run_gc(deps(ledger, store, clock), config=CONFIG)
     assert again.lineages[0].heal.state == "healthy"
     assert again.counts()["latests_broken"] == 0
+
+
+def test_a_snapshot_restate_evicted_itself_is_recorded_deleted_with_its_cause(
+    ledger, store, clock, four
+):
+    """Restate (num-retained=3 here) deleted 1000's files and dropped it from latest.json;
+    snapledger's policy (keep 4) wanted it: recorded DELETED, evicted_by_producer, and the
+    run says to raise num-retained. Not an error."""
+    store.delete_many([info.key for info in store.list(four[0].location.folder)])
+    write_latest(store, four[3], list(reversed(four[1:])))
+    keep_four = GcConfig(default_min_count=4, default_min_age_hours=1)
+    report = run_gc(deps(ledger, store, clock), config=keep_four)
+    assert not report.failed and report.counts()["errors"] == 0, report.to_dict()
+    record = records(ledger, STREAM, 0)[1000]
+    assert (record.status.value, record.expiry_cause) == ("DELETED", "evicted_by_producer")
+    assert "Restate evicted it" in record.expiry_reason
+    (note,) = report.lineages[0].notes
+    assert four[0].location.snapshot_id in note and "num-retained" in note
+    assert statuses(ledger, STREAM, 0) == {
+        1000: "DELETED",
+        2000: "REGISTERED",
+        3000: "REGISTERED",
+        4000: "REGISTERED",
+    }
+    assert run_gc(deps(ledger, store, clock), config=keep_four).lineages[0].notes == []

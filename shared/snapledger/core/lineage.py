@@ -37,6 +37,7 @@ from snapledger.core.gc_rules import (
 from snapledger.core.jobs import decide_job_state, decide_request_job, evolve_job
 from snapledger.core.producer_pointers import (
     decide_broken,
+    decide_evicted,
     decide_repoint,
     evolve_producer_pointer,
 )
@@ -50,6 +51,7 @@ from snapledger.models.commands import (
     HoldSnapshot,
     MarkSnapshotsDeleted,
     RecordBrokenSnapshot,
+    RecordEvicted,
     RecordJobState,
     RecordRepoint,
     RegisterSnapshot,
@@ -64,6 +66,7 @@ from snapledger.models.events import (
     OrphanClaimed,
     ProducerLatestRepointed,
     SnapshotDeleted,
+    SnapshotEvicted,
     SnapshotExpiring,
     SnapshotFoundBroken,
     SnapshotHeld,
@@ -86,6 +89,7 @@ Command = (
     | RejectSegment
     | RecordBrokenSnapshot
     | RecordRepoint
+    | RecordEvicted
 )
 
 __all__ = ["Command", "LineageState", "decide", "evolve", "evolve_all"]
@@ -105,6 +109,7 @@ _DECIDERS: dict[type[Command], Callable[[LineageState, Any, datetime], list[Ledg
     RejectSegment: decide_reject_segment,
     RecordBrokenSnapshot: decide_broken,
     RecordRepoint: decide_repoint,
+    RecordEvicted: decide_evicted,
 }
 
 
@@ -124,7 +129,7 @@ def evolve(state: LineageState, event: LedgerEvent) -> LineageState:
     snapshots = dict(state.snapshots)
     if isinstance(event, ChangelogSegmentRejected):
         pass  # a fact about a file, not about the lineage's snapshots or jobs
-    elif isinstance(event, SnapshotFoundBroken | ProducerLatestRepointed):
+    elif isinstance(event, SnapshotFoundBroken | ProducerLatestRepointed | SnapshotEvicted):
         head = evolve_producer_pointer(head, snapshots, event)
     elif isinstance(event, SnapshotRegistered | SnapshotRejected | LatestAdvanced):
         head = evolve_registration(head, snapshots, event)

@@ -105,6 +105,22 @@ class RecordRepoint(Frozen):
         return f"repoint:{self.request_id}"
 
 
+class RecordEvicted(Frozen):
+    """Record that a REGISTERED snapshot's files are gone, deleted by its producer (Restate
+    evicts beyond its ``num-retained``) or outside snapledger: it is DELETED, with why."""
+
+    kind: Literal["RecordEvicted"] = "RecordEvicted"
+    stream: str
+    partition: int
+    lsn: int
+    snapshot_id: str
+    reason: str = Field(max_length=1024)
+
+    @property
+    def command_id(self) -> str:
+        return f"evicted:{self.snapshot_id}"
+
+
 class RequestJob(Frozen):
     """Record that a job will work on this lineage, pinning its base snapshot."""
 

@@ -225,6 +225,16 @@ class ProducerLatestRepointed(EventBase):
     reason: str = ""
 
 
+class SnapshotEvicted(EventBase):
+    """A REGISTERED snapshot's files were found gone, deleted by its producer (Restate's
+    ``num-retained``) or outside snapledger: the record is DELETED with ``reason``."""
+
+    type: Literal["SnapshotEvicted"] = "SnapshotEvicted"
+    snapshot_id: str
+    lsn: int
+    reason: str
+
+
 class ChangelogSegmentRejected(EventBase):
     """A file under the lineage's changelog folder that is not a segment: jobs skip it."""
 
@@ -252,7 +262,8 @@ LedgerEvent = Annotated[
     | TrimPointAdvanced
     | ChangelogSegmentRejected
     | SnapshotFoundBroken
-    | ProducerLatestRepointed,
+    | ProducerLatestRepointed
+    | SnapshotEvicted,
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[LedgerEvent] = TypeAdapter(LedgerEvent, config=DEFERRED)

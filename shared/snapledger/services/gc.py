@@ -43,7 +43,7 @@ from snapledger.models.ledger import (
     snapshot_sort_key,
 )
 from snapledger.ports import LineageIndex, ObjectInfo
-from snapledger.services import restate_pointer
+from snapledger.services import restate_evictions, restate_pointer
 from snapledger.services.deletion_batch import DeletionBatch, Finish, LineageTicket
 from snapledger.services.expiry import expire_plan, finisher, plan_lineage, queue_deletions
 from snapledger.services.gc_deps import Budget, GcDeps
@@ -330,11 +330,17 @@ class _Run:
             self.deps.store,
             layout,
             head.partition,
-            skip=_owned_by_ledger(statuses, sort_key_of),
+            # A Restate lineage is listed whole: its evictions are noticed (it is small)
+            skip=_owned_by_ledger(statuses, sort_key_of) if restate_layout is None else _none,
             stop=self.budget.exhausted,
         )
         if stopped:
             return report, True
+        if restate_layout is not None and not self.dry_run:
+            gone = restate_evictions.evicted(records, listing)
+            report.notes += restate_evictions.record_evictions(
+                self.deps.ledger, self.deps.clock, head.lineage, gone, report.plan
+            )
         listing, kept = self._unnamed(listing, statuses, pointers, report, sort_key_of)
         if not self.dry_run:
             ticket.finish = finisher(
@@ -443,6 +449,10 @@ def _pruning(finish: Finish, deps: GcDeps, layout: RestateLayout, report: Lineag
         return stopped
 
     return finish_and_prune
+
+
+def _none(prefix: str) -> bool:
+    return False
 
 
 def _owned_by_ledger(

@@ -55,6 +55,8 @@ class LineageReport:
     orphans: list[OrphanOutcome] = field(default_factory=list)
     jobs_settled: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: What the run noticed that is no error (e.g. snapshots Restate evicted itself).
+    notes: list[str] = field(default_factory=list)
     #: An unexpected error that ended this lineage's pass (its stream's policy could not be
     #: read, or a bug): also in ``errors``; the run goes on and reports itself failed.
     failure: str | None = None
@@ -102,6 +104,7 @@ class LineageReport:
             "orphans": [o.to_dict() for o in self.orphans],
             "jobs_settled": self.jobs_settled,
             "errors": self.errors,
+            "notes": self.notes,
             "failure": self.failure,
             "pointer": None if self.pointer is None else self.pointer.to_dict(),
             "heal": None if self.heal is None else self.heal.to_dict(),
