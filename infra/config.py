@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from constructs import Node
 
 from infra import names
+from snapledger.errors import InvalidRequestError
 from snapledger.layout import STREAM_PATTERN
+from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.settings import DEFAULT_LEDGER_TTL_DAYS
 
 
@@ -50,13 +52,17 @@ class StackConfig:
     # watches every stream too).
     stale_after_hours_default: float = 48
     stale_after_hours: dict[str, float] = field(default_factory=dict)
+    # Restate clusters writing into the bucket (docs/deploy.md, "Restate"): each prefix
+    # (normalized: no '/' at either end) with its stream name, checked by snapledger's
+    # LayoutCatalog at synth, exactly as the functions read SNAPLEDGER_RESTATE_PREFIXES.
+    restate_prefixes: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_context(cls, node: Node) -> StackConfig:
         """Build from CDK context (strings from ``-c``, or typed values from cdk.json)."""
         defaults = cls()
         stale_default, stale_per_stream = _staleness(node, defaults.stale_after_hours_default)
-        return cls(
+        config = cls(
             deletion_protection=_as_bool(
                 node.try_get_context(names.CTX_DELETION_PROTECTION), defaults.deletion_protection
             ),
@@ -87,7 +93,17 @@ class StackConfig:
             ),
             stale_after_hours_default=stale_default,
             stale_after_hours=stale_per_stream,
+            restate_prefixes=restate_prefixes(node.try_get_context(names.CTX_RESTATE_PREFIXES)),
         )
+        if config.protect_latest and config.restate_prefixes:
+            # gc releases the legal holds of what it deletes: under a Restate prefix that
+            # needs grants no test runs yet (docs/deploy.md, "Restate clusters").
+            raise ValueError(
+                f"{names.CTX_PROTECT_LATEST} and {names.CTX_RESTATE_PREFIXES} cannot be "
+                "combined yet: gc would release legal holds under the Restate prefixes, "
+                "which its role is not granted; deploy one or the other"
+            )
+        return config
 
 
 def _as_bool(value: object, default: bool) -> bool:
@@ -162,3 +178,51 @@ def _as_hours(value: object, default: float, key: str, *, allow_zero: bool) -> f
         least = "0 or more (0: no alarm)" if allow_zero else "more than 0"
         raise ValueError(f"{key}: expected a number of hours {least}, got {value!r}")
     return hours
+
+
+# Characters IAM reads in a resource ARN or a condition value: a wildcard or a variable.
+_IAM_SPECIAL = re.compile(r"[*?$]")
+
+
+def restate_prefixes(raw: object) -> dict[str, str]:
+    """``-c restatePrefixes``: a JSON object (or, from cdk.json, an object) of prefix to
+    stream name, normalized and checked by snapledger's own ``LayoutCatalog`` (its message
+    names the problem), and free of what IAM would read as a wildcard."""
+    key = names.CTX_RESTATE_PREFIXES
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(
+                f"{key} must be a JSON object of Restate prefix to stream name, e.g. "
+                f'\'{{"restate/prod-1": "payments"}}\', got {raw!r}'
+            ) from exc
+    if not isinstance(raw, dict) or not all(
+        isinstance(p, str) and isinstance(s, str) for p, s in raw.items()
+    ):
+        raise ValueError(
+            f"{key} must be an object of Restate prefix to stream name (both strings), got {raw!r}"
+        )
+    for prefix in raw:
+        if _IAM_SPECIAL.search(prefix):
+            raise ValueError(
+                f"{key}: Restate prefix {prefix!r} holds '*', '?' or '$', which IAM reads as "
+                "a wildcard or a variable in the policies scoped to it: choose a plain path"
+            )
+    try:
+        catalog = LayoutCatalog(raw)
+    except InvalidRequestError as exc:
+        raise ValueError(f"{key}: {exc}") from exc
+    layouts = catalog.restate_layouts
+    outputs: dict[str, str] = {}
+    for layout in layouts:
+        output = names.restate_output_key(layout.stream)
+        if output in outputs:
+            raise ValueError(
+                f"{key}: streams {outputs[output]!r} and {layout.stream!r} would share the "
+                f"stack output {output}: name them apart by more than punctuation or case"
+            )
+        outputs[output] = layout.stream
+    return {layout.prefix: layout.stream for layout in layouts}

@@ -7,6 +7,7 @@ bucket notifications, the IAM grants and the code that writes the keys cannot dr
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from infra.constants import OUTPUT_FUNCTION_PREFIX
@@ -19,6 +20,7 @@ from snapledger.layout import (
     RESTORES,
     SNAPSHOTS,
 )
+from snapledger.layouts import restate
 from snapledger.models import bus_events
 
 # --- Source tree: what the app packages -------------------------------------------------
@@ -129,6 +131,39 @@ CTX_EVENT_ARCHIVE_RETENTION_DAYS = "eventArchiveRetentionDays"
 CTX_PROTECT_LATEST = "protectLatest"
 CTX_STALE_AFTER_HOURS = "staleAfterHours"
 CTX_STALE_AFTER_HOURS_DEFAULT = "staleAfterHoursDefault"
+# Restate clusters' snapshot prefixes, each with its stream name (a JSON object):
+# ``-c restatePrefixes='{"restate/prod-1": "payments"}'`` (docs/deploy.md, "Restate").
+CTX_RESTATE_PREFIXES = "restatePrefixes"
+
+# --- Restate (issue 28, "Deploy") ----------------------------------------------------------
+# Under each Restate prefix: ``{prefix}/{partition}/lsn_{lsn:020d}-{id}/...`` (the snapshot
+# folders, which GC and Restate's eviction delete) and ``{prefix}/{partition}/latest.json``
+# (Restate's pointer, only ever rewritten by a conditional write, never deleted).
+RESTATE_METADATA_SUFFIX = restate.METADATA_NAME
+# Stack output of each prefix's managed policy for its Restate nodes: this + its stream.
+OUTPUT_RESTATE_NODE_POLICY_PREFIX = "RestateNodePolicy"
+
+
+def restate_snapshot_folders(prefix: str) -> str:
+    """The keys of every snapshot folder's objects under a Restate prefix (IAM pattern)."""
+    return f"{prefix}/*/lsn_*"
+
+
+def restate_latest_pointers(prefix: str) -> str:
+    """Each partition's latest.json under a Restate prefix (IAM pattern; ``*`` crosses '/')."""
+    return f"{prefix}/*/{restate.LATEST_NAME}"
+
+
+def restate_deeper_pointers(prefix: str) -> str:
+    """A latest.json deeper than a partition's own (inside a snapshot folder): never ours."""
+    return f"{prefix}/*/*/{restate.LATEST_NAME}"
+
+
+def restate_output_key(stream: str) -> str:
+    """The output holding the Restate node policy of ``stream``'s prefix, e.g.
+    ``RestateNodePolicyPayments`` (``stream`` in CamelCase, letters and digits only)."""
+    parts = re.split(r"[^A-Za-z0-9]+", stream)
+    return OUTPUT_RESTATE_NODE_POLICY_PREFIX + "".join(p[:1].upper() + p[1:] for p in parts)
 
 
 def function_output_key(function_name: str) -> str:

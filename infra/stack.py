@@ -27,6 +27,7 @@ from infra.constructs.gc_shards import GcShardQueue
 from infra.constructs.guardrails import deny_history_rewrites
 from infra.constructs.ledger_table import LedgerTable
 from infra.constructs.observability import Observability
+from infra.constructs.restate_nodes import RestateNodePolicies
 from infra.constructs.storage import SnapshotStorage
 from infra.constructs.stream_alarms import StreamAlarms
 from infra.nag import acknowledge_cdk_providers
@@ -114,7 +115,15 @@ class SnapledgerStack(Stack):
             )
         )
         self.storage.route_object_created(
-            register=fns["register"], track_changelog=fns["track_changelog"]
+            register=fns["register"],
+            track_changelog=fns["track_changelog"],
+            restate_prefixes=config.restate_prefixes,
+        )
+        self.restate_nodes = RestateNodePolicies(
+            self,
+            "RestateNodes",
+            bucket=self.storage.bucket,
+            restate_prefixes=config.restate_prefixes,
         )
         self.routing = EventRouting(
             self,

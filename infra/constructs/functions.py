@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +51,16 @@ LISTED_PREFIXES: dict[str, tuple[str, ...]] = {
     "launch": (names.CHANGELOG_PREFIX,),
     "gc": (names.SNAPSHOTS_PREFIX, names.CHANGELOG_PREFIX),
 }
+# Functions that read SNAPLEDGER_RESTATE_PREFIXES (-c restatePrefixes): register (the S3
+# intake places a metadata.json; the consumer registers it), gc (expiry, the orphan sweep,
+# pruning latest.json; heal and restore-from-chosen, console actions that write, come to
+# gc), and query (answers about Restate lineages). Only register and gc touch the prefixes.
+RESTATE_FUNCTIONS = ("register", "gc", "query")
+RESTATE_READERS = ("register", "gc")
+# gc's writes under a Restate prefix: latest.json only with If-Match (IAM's s3:if-match
+# condition key: present), the compare-and-swap Restate itself uses.
+RESTATE_POINTER_WRITE_SID = "RewriteRestateLatestOnlyByCompareAndSwap"
+IF_MATCH_ONLY = {"Null": {"s3:if-match": "false"}}
 # Keys named like a pointer deeper than a pointer's place: never register's to write.
 NOT_A_POINTER_KEYS = (
     f"{names.SNAPSHOTS_PREFIX}*/*/*/{LATEST_POINTER_NAME}",
@@ -236,6 +247,10 @@ class LedgerFunctions(Construct):
             env[settings.ENV_REGISTRATION_QUEUE_URL] = self.registration_queue.queue_url
         if self._config.protect_latest and name in LEGAL_HOLD_FUNCTIONS:
             env[settings.ENV_PROTECT_LATEST] = "true"
+        if name in RESTATE_FUNCTIONS and self._config.restate_prefixes:
+            env[settings.ENV_RESTATE_PREFIXES] = json.dumps(
+                self._config.restate_prefixes, sort_keys=True, separators=(",", ":")
+            )
         if name == "query":  # a history past the TTL window points at the archive
             env |= {
                 settings.ENV_EVENT_BUS_ARN: inputs.event_bus_arn,
@@ -472,6 +487,8 @@ class LedgerFunctions(Construct):
             )
         )
 
+        if self._config.restate_prefixes:
+            self._grant_restate()
         if self._config.protect_latest:
             self._grant_legal_holds()
 
@@ -489,6 +506,43 @@ class LedgerFunctions(Construct):
             )
         )
 
+    def _grant_restate(self) -> None:
+        """Under each Restate prefix (``-c restatePrefixes``): register reads a snapshot's
+        metadata.json and SST tails and lists its folder, and writes nothing there; gc
+        reads, deletes snapshot folders' objects only (never a partition's latest.json),
+        and rewrites latest.json only by compare-and-swap (If-Match). Their ListBucket
+        (``_grant_listing``) covers the prefixes too."""
+        fn = self.functions
+        prefixes = tuple(f"{prefix}/" for prefix in self._config.restate_prefixes)
+        for name in RESTATE_READERS:
+            self._grant_objects(
+                fn[name],
+                "s3:GetObject",
+                prefixes,
+                "reads Restate's metadata.json, SST footers and latest.json",
+            )
+        self._grant_objects(
+            fn["gc"],
+            "s3:DeleteObject",
+            tuple(map(names.restate_snapshot_folders, self._config.restate_prefixes)),
+            "deletes expired and orphaned Restate snapshots' objects (snapshot folders only)",
+            wildcard=False,
+        )
+        self._grant_objects(
+            fn["gc"],
+            "s3:PutObject",
+            tuple(map(names.restate_latest_pointers, self._config.restate_prefixes)),
+            "rewrites Restate's latest.json by compare-and-swap (If-Match)",
+            wildcard=False,
+            sid=RESTATE_POINTER_WRITE_SID,
+            conditions=IF_MATCH_ONLY,
+        )
+
+    def _listed(self, name: str) -> tuple[str, ...]:
+        """The prefixes ``name``'s code lists: its own, and each Restate prefix's."""
+        restate = tuple(f"{p}/" for p in self._config.restate_prefixes)
+        return LISTED_PREFIXES[name] + (restate if name in RESTATE_READERS else ())
+
     def _deny_deeper_pointers(self, function: lambda_.Function) -> None:
         """Deny PutObject on a latest.json or generation.json anywhere but a lineage's own
         and a stream's own: IAM's * crosses '/', so the pointer grants alone would match."""
@@ -498,7 +552,11 @@ class LedgerFunctions(Construct):
                 effect=iam.Effect.DENY,
                 actions=["s3:PutObject"],
                 resources=[
-                    self._inputs.bucket.arn_for_objects(pattern) for pattern in NOT_A_POINTER_KEYS
+                    self._inputs.bucket.arn_for_objects(pattern)
+                    for pattern in (
+                        *NOT_A_POINTER_KEYS,
+                        *map(names.restate_deeper_pointers, self._config.restate_prefixes),
+                    )
                 ],
             )
         )
@@ -559,7 +617,7 @@ class LedgerFunctions(Construct):
                 sid="ListTheBucket",
                 actions=["s3:ListBucket"],
                 resources=[self._inputs.bucket.bucket_arn],
-                conditions=listing_condition(LISTED_PREFIXES[name]),
+                conditions=listing_condition(self._listed(name)),
             )
         )
 
@@ -571,15 +629,19 @@ class LedgerFunctions(Construct):
         what: str,
         *,
         wildcard: bool = True,
+        sid: str | None = None,
+        conditions: dict[str, dict[str, str]] | None = None,
     ) -> None:
         """``action`` on the objects under ``prefixes`` (``wildcard``), or on the keys that
-        match them as patterns (e.g. ``snapshots/*/*/latest.json``)."""
+        match them as patterns (e.g. ``snapshots/*/*/latest.json``), under ``conditions``."""
         bucket = self._inputs.bucket
         patterns = [f"{p}*" if wildcard else p for p in prefixes]
         function.add_to_role_policy(
             iam.PolicyStatement(
+                sid=sid,
                 actions=[action],
                 resources=[bucket.arn_for_objects(p) for p in patterns],
+                conditions=conditions,
             )
         )
         acknowledge(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
@@ -95,14 +97,29 @@ class SnapshotStorage(Construct):
         )
 
     def route_object_created(
-        self, *, register: lambda_.IFunction, track_changelog: lambda_.IFunction
+        self,
+        *,
+        register: lambda_.IFunction,
+        track_changelog: lambda_.IFunction,
+        restate_prefixes: Iterable[str] = (),
     ) -> None:
-        """Manifest arrivals go to ``register``; changelog segments to ``track_changelog``."""
+        """Manifest arrivals go to ``register``; changelog segments to ``track_changelog``;
+        under each Restate prefix, a snapshot's ``metadata.json`` (written after its SSTs)
+        goes to ``register`` and nothing else there invokes anything."""
+        destination = s3n.LambdaDestination(register)
         self.bucket.add_event_notification(
             s3.EventType.OBJECT_CREATED,
-            s3n.LambdaDestination(register),
+            destination,
             s3.NotificationKeyFilter(prefix=names.SNAPSHOTS_PREFIX, suffix=names.MANIFEST_SUFFIX),
         )
+        for prefix in restate_prefixes:
+            self.bucket.add_event_notification(
+                s3.EventType.OBJECT_CREATED,
+                destination,
+                s3.NotificationKeyFilter(
+                    prefix=f"{prefix}/", suffix=f"/{names.RESTATE_METADATA_SUFFIX}"
+                ),
+            )
         self.bucket.add_event_notification(
             s3.EventType.OBJECT_CREATED,
             s3n.LambdaDestination(track_changelog),

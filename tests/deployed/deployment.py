@@ -234,6 +234,29 @@ class EmulatedDeployment:
             }
         return self._client_with(self._credentials["spark-job"], service)
 
+    def role_client(self, role_name: str, statements: list[Any], service: str) -> Any:
+        """A client of a new role holding only ``statements`` (resolved), e.g. a managed
+        policy the stack outputs for principals outside it."""
+        iam = self.admin.client("iam")
+        arn = iam.create_role(
+            RoleName=role_name, AssumeRolePolicyDocument=json.dumps(_trust_the_admin())
+        )["Role"]["Arn"]
+        iam.put_role_policy(
+            RoleName=role_name,
+            PolicyName="synthesized",
+            PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": statements}),
+        )
+        creds = self.admin.client("sts").assume_role(RoleArn=arn, RoleSessionName=role_name)
+        issued = creds["Credentials"]
+        return self._client_with(
+            {
+                "AWS_ACCESS_KEY_ID": issued["AccessKeyId"],
+                "AWS_SECRET_ACCESS_KEY": issued["SecretAccessKey"],
+                "AWS_SESSION_TOKEN": issued["SessionToken"],
+            },
+            service,
+        )
+
     def withdraw(self, name: str, action: str) -> None:
         """Take ``action`` out of the function's role (a deployment mistake, for tests)."""
         self.credentials(name)  # the role exists

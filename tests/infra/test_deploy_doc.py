@@ -10,7 +10,7 @@ from aws_cdk import aws_iam as iam
 
 from infra import names
 from tests.deployed.deployment import USED_BY_THE_PLATFORM, role_statements
-from tests.infra.conftest import Synthesized
+from tests.infra.conftest import Synthesized, synthesize_app
 
 DEPLOY_DOC = names.REPO_ROOT / "docs" / "deploy.md"
 # Called with the role by Lambda and the X-Ray daemon; the doc lists them once, in prose.
@@ -89,3 +89,61 @@ def test_a_failed_first_deploy_keeps_only_the_table_and_the_buckets(synth: Synth
         "snapledger-storageaccesslogs",
     ):
         assert shown in section
+
+
+def test_the_node_versions_are_the_readmes_and_make_and_ci_silence_jsii_for_the_found_one() -> None:
+    prerequisites = " ".join(_section("Prerequisites").split())
+    readme = " ".join((names.REPO_ROOT / "README.md").read_text(encoding="utf-8").split())
+    for text in (prerequisites, readme):
+        assert "Node.js 22 or 24" in text
+        assert "20 still works" in text
+    assert "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 npx aws-cdk@2 synth" in prerequisites
+    for runner in ("Makefile", ".ci/run"):
+        text = (names.REPO_ROOT / runner).read_text(encoding="utf-8")
+        line = next(
+            x for x in text.splitlines() if "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION" in x
+        )
+        assert "process.versions.node.split" in line, runner
+
+
+def _node_policy_rows() -> set[tuple[str, str]]:
+    """(action, where) of each row of the Restate section's managed-policy table."""
+    rows = re.findall(r"^  \| (`s3:[^|]+) \| ([^|]+) \|$", _section("Restate clusters"), re.M)
+    return {
+        (action, where.strip().split(" ")[0].strip("`,"))
+        for actions, where in rows
+        for action in re.findall(r"`(s3:[A-Za-z]+)`", actions)
+    }
+
+
+def test_the_restate_section_tells_the_synthesized_node_policy_and_grants() -> None:
+    from tests.infra.test_restate_deploy import NORMALIZED, RESTATE_CONTEXT
+
+    restate_synth = synthesize_app(RESTATE_CONTEXT)
+    prefix, stream = next(iter(NORMALIZED.items()))
+    output = restate_synth.template_json["Outputs"][names.restate_output_key(stream)]
+    policy = restate_synth.template_json["Resources"][output["Value"]["Ref"]]
+    synthesized = set()
+    for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+        resource = statement["Resource"]
+        where = (
+            "".join(p for p in resource["Fn::Join"][1] if isinstance(p, str)).lstrip("/")
+            if "Fn::Join" in resource
+            else "the"  # the bucket (ListBucket)
+        )
+        actions = statement["Action"]
+        for action in actions if isinstance(actions, list) else [actions]:
+            synthesized.add((action, where.replace(prefix, "{prefix}")))
+    assert _node_policy_rows() == synthesized
+    section = _section("Restate clusters")
+    assert names.restate_output_key("payments") in section
+    assert f"{names.OUTPUT_RESTATE_NODE_POLICY_PREFIX}{{Stream}}" in section
+    for claim in (
+        f"ending in `/{names.RESTATE_METADATA_SUFFIX}`",
+        f"`s3:DeleteObject` on `{names.restate_snapshot_folders('{prefix}')}` only",
+        f"`s3:PutObject` on `{names.restate_latest_pointers('{prefix}')}` only when",
+        '`Null: {"s3:if-match": "false"}`',
+        f"(`{names.restate_deeper_pointers('{prefix}')}`) is denied",
+        "`register`, `gc` and `query`",
+    ):
+        assert claim in section, claim
