@@ -27,9 +27,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from snapledger.layout import CHANGELOG, MANIFEST_NAME, SNAPSHOTS
-from snapledger.local.aws_events import emr_job_state_change, s3_object_created
+from snapledger.layouts.lineage import NATIVE_ONLY, LayoutCatalog
+from snapledger.local.aws_events import LOCAL_BUCKET, emr_job_state_change, s3_object_created
 from snapledger.ports import ObjectInfo, ObjectStore
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -61,9 +63,12 @@ def call_handler(
     return handlers[name](event, context)
 
 
-def route_for(key: str) -> str | None:
-    """Which function an arrival at ``key`` goes to, as the bucket notifications say."""
+def route_for(key: str, layouts: LayoutCatalog = NATIVE_ONLY) -> str | None:
+    """Which function an arrival at ``key`` goes to, as the bucket notifications say (a
+    Restate snapshot's ``metadata.json`` under a prefix of ``layouts`` too)."""
     if key.startswith(f"{SNAPSHOTS}/") and key.endswith(f"/{MANIFEST_NAME}"):
+        return "register"
+    if layouts.locate_restate(key) is not None:
         return "register"
     if key.startswith(f"{CHANGELOG}/") and key.endswith(".parquet"):
         return "track_changelog"
@@ -83,40 +88,64 @@ def file_version(store: ObjectStore, info: ObjectInfo) -> Version:
     return (stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
 
+def _bucket_key(store_uri: str, key: str) -> tuple[str, str]:
+    """The bucket and full key S3 would name an object of the store in (an ``s3://``
+    root: its bucket and prefix, e.g. moto's server on loopback); a file root's keys go
+    as they are, in the local runtime's bucket name."""
+    parts = urlsplit(store_uri)
+    if parts.scheme != "s3":
+        return LOCAL_BUCKET, key
+    prefix = parts.path.strip("/")
+    return parts.netloc, f"{prefix}/{key}" if prefix else key
+
+
 class Router:
     """Delivers local arrivals and job state changes to the functions, in-process."""
 
-    def __init__(self, store: ObjectStore, handlers: Mapping[str, Handler]) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        handlers: Mapping[str, Handler],
+        layouts: LayoutCatalog = NATIVE_ONLY,
+    ) -> None:
         self.store = store
         self.handlers = handlers
+        self.layouts = layouts
         self._delivered: dict[str, Version] = {}  # key -> the version delivered last
         self._pending: dict[str, Version] = {}  # key -> the version the last scan saw
         self._lock = threading.Lock()
 
     def object_created(self, info: ObjectInfo) -> dict[str, Any] | None:
         """Deliver one arrival now (its writer is done); None if no notification covers it."""
-        function = route_for(info.key)
+        function = route_for(info.key, self.layouts)
         if function is None:
             return None
         with self._lock:
             self._delivered[info.key] = file_version(self.store, info)
             self._pending.pop(info.key, None)
-        return call_handler(self.handlers, function, s3_object_created(info.key, info.size))
+        bucket, key = _bucket_key(self.store.uri, info.key)
+        return call_handler(
+            self.handlers, function, s3_object_created(key, info.size, bucket=bucket)
+        )
 
     def scan(
         self,
-        prefixes: tuple[str, ...] = (f"{CHANGELOG}/", f"{SNAPSHOTS}/"),
+        prefixes: tuple[str, ...] | None = None,
         *,
         settled: bool = False,
     ) -> list[dict[str, Any]]:
         """Deliver every routed file that is new or changed since it was delivered, once
         complete: unchanged since the previous scan, or at once when ``settled`` (the
-        caller knows every write under the root has finished)."""
+        caller knows every write under the root has finished). ``prefixes``: where to
+        look (by default changelog/, snapshots/ and each Restate prefix)."""
+        if prefixes is None:
+            restate = tuple(layout.prefix + "/" for layout in self.layouts.restate_layouts)
+            prefixes = (f"{CHANGELOG}/", f"{SNAPSHOTS}/", *restate)
         answers = []
         seen: set[str] = set()
         for prefix in prefixes:
             for info in self.store.list(prefix):
-                if route_for(info.key) is None:
+                if route_for(info.key, self.layouts) is None:
                     continue
                 seen.add(info.key)
                 version = file_version(self.store, info)
