@@ -116,6 +116,8 @@ STUCK_JOBS_METRIC = "StuckJobs"
 # lineages whose latest.json lags the ledger and could not be repaired (issue 27).
 GC_STREAMS_FAILED_METRIC = "Gc_streams_failed"
 GC_POINTERS_UNREPAIRED_METRIC = "Gc_pointers_unrepaired"
+# Restate latests a GC run found broken (healed or not: a partition failed to restore).
+GC_RESTATE_LATESTS_BROKEN_METRIC = "Gc_restate_latests_broken"
 SERVICE_DIMENSION = "service"
 
 # --- Context keys (``cdk deploy -c key=value``) -------------------------------------------

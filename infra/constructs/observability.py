@@ -115,6 +115,12 @@ class Observability(Construct):
                 names.GC_POINTERS_UNREPAIRED_METRIC,
                 "snapledger: a latest.json lags the ledger and gc could not repair it",
             ),
+            (
+                "GcRestateLatestsBroken",
+                names.GC_RESTATE_LATESTS_BROKEN_METRIC,
+                "snapledger: a Restate partition's latest snapshot was broken (gc healed it to "
+                "the newest retained one that passes, or found none: see the gc report)",
+            ),
         ):
             self._alarm(
                 construct_id,

@@ -468,8 +468,13 @@ def test_alarms_on_errors_throttles_queue_depth_and_stuck_jobs(synth: Synthesize
     for metric in (
         gc_entrypoint.STREAMS_FAILED_METRIC,
         gc_entrypoint.POINTERS_UNREPAIRED_METRIC,
+        gc_entrypoint.LATESTS_BROKEN_METRIC,
     ):
-        assert metric in (names.GC_STREAMS_FAILED_METRIC, names.GC_POINTERS_UNREPAIRED_METRIC)
+        assert metric in (
+            names.GC_STREAMS_FAILED_METRIC,
+            names.GC_POINTERS_UNREPAIRED_METRIC,
+            names.GC_RESTATE_LATESTS_BROKEN_METRIC,
+        )
         assert (METRICS_NAMESPACE, metric, json.dumps(SERVICE_NAME)) in alarms
 
 
