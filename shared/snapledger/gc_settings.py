@@ -107,7 +107,7 @@ class GcConfig(_DefaultPolicy):
         try:
             self.default_policy()
         except InvalidRequestError as exc:
-            raise ValueError(f"SNAPLEDGER_DEFAULT_*: the default {exc}") from exc
+            raise ValueError(f"SNAPLEDGER_DEFAULT_* (the default policy): {exc}") from exc
         return self
 
     def default_policy(self) -> RetentionPolicy:
