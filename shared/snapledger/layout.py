@@ -13,6 +13,7 @@ object store's root (an ``s3://bucket/prefix`` or ``file:///dir``).
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from snapledger import limits
@@ -194,3 +195,25 @@ def parse_changelog_lineage(key: str) -> tuple[str, int, str] | None:
     or not (``name`` is the rest of the key), or None if the key names no lineage."""
     match = _CHANGELOG_LINEAGE_RE.match(key)
     return None if match is None else (match["stream"], int(match["partition"]), match["name"])
+
+
+def path_problem(path: str) -> str | None:  # noqa: PLR0911 - one rule, one return
+    """Why ``path`` could escape or confuse its snapshot prefix, or None if it is safe."""
+    if path.startswith("/"):
+        return "absolute paths are not allowed"
+    if "\\" in path:
+        return "backslashes are not allowed"
+    if "%" in path:
+        return "'%' is not allowed (no percent-encoding)"
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in path):
+        return "control characters are not allowed"
+    if unicodedata.normalize("NFKC", path) != path:
+        return "the path must be in Unicode NFKC form (look-alike characters are not allowed)"
+    segments = path.split("/")
+    if "" in segments:
+        return "empty path segments ('//' or a trailing '/') are not allowed"
+    if "." in segments or ".." in segments:
+        return "'.' and '..' segments are not allowed"
+    if path == MANIFEST_NAME:
+        return "the manifest cannot list itself"
+    return None

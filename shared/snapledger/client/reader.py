@@ -44,7 +44,6 @@ from snapledger.client.errors import (
 from snapledger.client.state_table import STATE_ARROW_SCHEMA, STATE_COLUMNS
 from snapledger.client.storage import BlobStore, format_checksum, open_store
 from snapledger.core.checksums import Checksum, ChecksumError, Hasher, mismatch, parse_checksum
-from snapledger.core.manifest_rules import path_problem
 from snapledger.errors import NotFoundError
 from snapledger.layout import (
     MANIFEST_NAME,
@@ -53,6 +52,7 @@ from snapledger.layout import (
     latest_pointer_key,
     parse_manifest_key,
     parse_snapshot_prefix,
+    path_problem,
     restore_prefix,
 )
 from snapledger.limits import MAX_POINTER_BYTES

@@ -32,10 +32,15 @@ from snapledger.client.storage import (
     BlobStore,
     open_store,
 )
-from snapledger.core.manifest_rules import path_problem
 from snapledger.errors import InvalidKeyError, ManifestTooLargeError, ObjectExistsError
 from snapledger.ids import new_ulid
-from snapledger.layout import MANIFEST_NAME, MAX_LSN, check_stream_name, snapshot_prefix
+from snapledger.layout import (
+    MANIFEST_NAME,
+    MAX_LSN,
+    check_stream_name,
+    path_problem,
+    snapshot_prefix,
+)
 from snapledger.models.manifest import (
     CHECKSUM_ALGORITHMS,
     MAX_MANIFEST_BYTES,

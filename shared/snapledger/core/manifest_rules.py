@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -17,7 +16,7 @@ from pydantic import ValidationError
 
 from snapledger.core.checksums import Checksum, ChecksumError, mismatch, parse_checksum
 from snapledger.core.parquet_footer import ParquetFooterError, kv_parquet_problems, read_footer
-from snapledger.layout import MANIFEST_NAME, SnapshotLocation
+from snapledger.layout import SnapshotLocation, path_problem
 from snapledger.limits import (
     MAX_EPOCH,
     MAX_INT64,
@@ -201,28 +200,6 @@ def kv_schema_problems(
         f"files[{index}] {entry.path!r} does not have the kv-parquet columns key (string), "
         f"value (binary), lsn (int64): {'; '.join(problems)}"
     ]
-
-
-def path_problem(path: str) -> str | None:  # noqa: PLR0911 - one rule, one return
-    """Why ``path`` could escape or confuse its snapshot prefix, or None if it is safe."""
-    if path.startswith("/"):
-        return "absolute paths are not allowed"
-    if "\\" in path:
-        return "backslashes are not allowed"
-    if "%" in path:
-        return "'%' is not allowed (no percent-encoding)"
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in path):
-        return "control characters are not allowed"
-    if unicodedata.normalize("NFKC", path) != path:
-        return "the path must be in Unicode NFKC form (look-alike characters are not allowed)"
-    segments = path.split("/")
-    if "" in segments:
-        return "empty path segments ('//' or a trailing '/') are not allowed"
-    if "." in segments or ".." in segments:
-        return "'.' and '..' segments are not allowed"
-    if path == MANIFEST_NAME:
-        return "the manifest cannot list itself"
-    return None
 
 
 def _path_problems(manifest: ManifestV1) -> list[str]:

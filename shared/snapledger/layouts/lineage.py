@@ -25,7 +25,8 @@ from typing import Protocol
 
 from snapledger import layout as native
 from snapledger.errors import InvalidKeyError, InvalidRequestError
-from snapledger.layouts import LayoutName, PointerOwner, restate
+from snapledger.layouts import LayoutName, PointerOwner
+from snapledger.layouts import restate_keys as restate
 
 #: The object names a producer writes last in a snapshot's folder (GC deletes them last).
 MANIFEST_NAMES = (native.MANIFEST_NAME, restate.METADATA_NAME)
