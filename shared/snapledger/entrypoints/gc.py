@@ -10,14 +10,19 @@
 - ``{"action": "policy_get", "stream"}``, ``{"action": "policy_set", "stream", ...fields}``
   and ``{"action": "policy_reset", "stream"}``; a set or reset takes ``by``,
   ``expected_version`` and ``request_id`` (default: the Lambda request id, the same across
-  Lambda's own retries of an asynchronous invocation).
+  Lambda's own retries of an asynchronous invocation);
+- ``{"action": "restate_heal", ...}`` and ``{"action": "restate_restore", ...}``: a Restate
+  stream's latests checked and healed, or repointed at a chosen snapshot
+  (``entrypoints/restate_actions.py``).
+
+Each action is one row of ``_ACTIONS``: its payload model and the function answering it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from pydantic import AwareDatetime, Field, ValidationError, create_model
 
@@ -33,6 +38,12 @@ from snapledger.entrypoints.answers import (
 )
 from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, SnapshotId
 from snapledger.entrypoints.register import manifest_registrar
+from snapledger.entrypoints.restate_actions import (
+    RestateHealRequest,
+    RestateRestoreRequest,
+    heal,
+    restore,
+)
 from snapledger.entrypoints.stream_metrics import RecordsSince, emit_gc_metrics
 from snapledger.errors import SnapledgerError
 from snapledger.layout import STREAM_PATTERN
@@ -123,16 +134,20 @@ class PolicyResetRequest(PolicyChangeRequest):
     action: Literal["policy_reset"]
 
 
-GcRequest = (
-    GcRun | HoldRequest | ReleaseRequest | PolicyGetRequest | PolicySetRequest | PolicyResetRequest
+ActionRequest = (
+    HoldRequest
+    | ReleaseRequest
+    | PolicyGetRequest
+    | PolicySetRequest
+    | PolicyResetRequest
+    | RestateHealRequest
+    | RestateRestoreRequest
 )
-_ACTIONS: dict[str, type[ConsolePayload]] = {
-    "hold": HoldRequest,
-    "release": ReleaseRequest,
-    "policy_get": PolicyGetRequest,
-    "policy_set": PolicySetRequest,
-    "policy_reset": PolicyResetRequest,
-}
+GcRequest = GcRun | ActionRequest
+ActionT = TypeVar("ActionT", bound=ConsolePayload)
+#: What answers an action: its request, the runtime, the metrics and the invocation's
+#: request id (the default identity of a change) -> the answer's fields.
+ActionFn = Callable[[ActionT, Runtime, MetricSink, str | None], dict[str, Any]]
 
 
 def is_scheduled_run(event: object) -> bool:
@@ -206,12 +221,12 @@ def parse_gc(event: object) -> GcRequest:
     action = payload.get("action")
     if action is None:
         return GcRun.model_validate(payload)
-    model = _ACTIONS.get(action) if isinstance(action, str) else None
-    if model is None:
+    row = _ACTIONS.get(action) if isinstance(action, str) else None
+    if row is None:
         known = ", ".join(sorted(_ACTIONS))
         problem = f"{action!r} is not an action: use one of {known}, or none for a GC run"
         raise payload_error(SUBJECT, [("action", problem)], payload)
-    request: GcRequest = model.model_validate(payload)  # type: ignore[assignment]
+    request: GcRequest = row[0].model_validate(payload)  # type: ignore[assignment]
     return request
 
 
@@ -274,7 +289,6 @@ def _answer(
     remaining_seconds: Callable[[], float] | None,
     request_id: str | None,
 ) -> dict[str, Any]:
-    default = rt.gc.default_policy()
     if isinstance(request, GcRun):
         report = run_gc(
             _gc_deps(rt),
@@ -290,48 +304,117 @@ def _answer(
         )
         _failure_metrics(report, metrics)
         return {"report": report.to_dict()}
-    if isinstance(request, HoldRequest):
-        held = hold_snapshot(
-            rt.ledger,
-            request.lineage,
-            request.snapshot_id,
-            clock=rt.clock,
-            expires_at=request.expires_at,
-            reason=request.reason,
-            by=request.by,
-            hold_id=request.hold_id,
-        )
-        return {"action": "hold", **held.to_dict()}
-    if isinstance(request, ReleaseRequest):
-        released = release_hold(
-            rt.ledger,
-            request.lineage,
-            request.snapshot_id,
-            clock=rt.clock,
-            hold_id=request.hold_id,
-            by=request.by,
-        )
-        return {"action": "release", **released.to_dict()}
-    if isinstance(request, PolicyGetRequest):
-        return {
-            "action": "policy_get",
-            **get_policy(rt.policies, request.stream, default).to_dict(),
-        }
-    change: dict[str, Any] = {
-        "default": default,
+    _, answer = _ACTIONS[request.action]
+    return {"action": request.action, **answer(request, rt, metrics, request_id)}
+
+
+def _hold(
+    request: HoldRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
+) -> dict[str, Any]:
+    held = hold_snapshot(
+        rt.ledger,
+        request.lineage,
+        request.snapshot_id,
+        clock=rt.clock,
+        expires_at=request.expires_at,
+        reason=request.reason,
+        by=request.by,
+        hold_id=request.hold_id,
+    )
+    return held.to_dict()
+
+
+def _release(
+    request: ReleaseRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
+) -> dict[str, Any]:
+    released = release_hold(
+        rt.ledger,
+        request.lineage,
+        request.snapshot_id,
+        clock=rt.clock,
+        hold_id=request.hold_id,
+        by=request.by,
+    )
+    return released.to_dict()
+
+
+def _policy_get(
+    request: PolicyGetRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
+) -> dict[str, Any]:
+    return get_policy(rt.policies, request.stream, rt.gc.default_policy()).to_dict()
+
+
+def _change(request: PolicyChangeRequest, rt: Runtime, request_id: str | None) -> dict[str, Any]:
+    """What a policy set and a reset pass on: who, on which version, and the identity."""
+    return {
+        "default": rt.gc.default_policy(),
         "clock": rt.clock,
         "by": request.by,
         "expected_version": request.expected_version,
         "request_id": request.request_id or request_id,
     }
-    if isinstance(request, PolicyResetRequest):
-        reset = reset_policy(rt.streams, request.stream, **change)
-        return {"action": "policy_reset", **reset.to_dict()}
+
+
+def _policy_set(
+    request: PolicySetRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
+) -> dict[str, Any]:
     fields = request.model_dump(
         exclude={"action", "stream", "by", "expected_version", "request_id"}, exclude_none=True
     )
-    changed = set_policy(rt.streams, request.stream, fields, **change)
-    return {"action": "policy_set", **changed.to_dict()}
+    return set_policy(
+        rt.streams, request.stream, fields, **_change(request, rt, request_id)
+    ).to_dict()
+
+
+def _policy_reset(
+    request: PolicyResetRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
+) -> dict[str, Any]:
+    return reset_policy(rt.streams, request.stream, **_change(request, rt, request_id)).to_dict()
+
+
+def _restate_heal(
+    request: RestateHealRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
+) -> dict[str, Any]:
+    outcomes = heal(rt, request)
+    if not request.dry_run:  # what a run's heal check publishes: alarmed at >= 1
+        broken = sum(1 for outcome in outcomes if outcome.broken)
+        metrics.add_metric(name=LATESTS_BROKEN_METRIC, unit="Count", value=broken)
+    return {
+        "stream": request.stream,
+        "dry_run": request.dry_run,
+        "outcomes": [outcome.to_dict() for outcome in outcomes],
+    }
+
+
+def _restate_restore(
+    request: RestateRestoreRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
+) -> dict[str, Any]:
+    return {"stream": request.stream, **restore(rt, request, request_id).to_dict()}
+
+
+def _action_name(model: type[ConsolePayload]) -> str:
+    (name,) = get_args(model.model_fields["action"].annotation)
+    return str(name)
+
+
+#: Each action: its payload model (whose ``action`` Literal names it) and its answer.
+_ACTIONS: dict[str, tuple[type[ConsolePayload], ActionFn[Any]]] = {
+    _action_name(model): (model, answer)
+    for model, answer in (
+        (HoldRequest, _hold),
+        (ReleaseRequest, _release),
+        (PolicyGetRequest, _policy_get),
+        (PolicySetRequest, _policy_set),
+        (PolicyResetRequest, _policy_reset),
+        (RestateHealRequest, _restate_heal),
+        (RestateRestoreRequest, _restate_restore),
+    )
+}
+
+
+def actions() -> list[str]:
+    """The console actions' names, sorted (a GC run takes none)."""
+    return sorted(_ACTIONS)
 
 
 def _records_since(rt: Runtime) -> RecordsSince:
