@@ -156,3 +156,15 @@ def _json_type(value: object) -> str:
     if isinstance(value, list | tuple):
         return "an array"
     return type(value).__name__
+
+
+class RecordsFailedError(SnapledgerError):
+    """Some records failed unexpectedly (the rest were processed); raised to be retried."""
+
+    def __init__(self, failures: Sequence[tuple[str, Exception]]) -> None:
+        listed = "; ".join(f"{key}: {type(exc).__name__}: {exc}" for key, exc in failures)
+        super().__init__(
+            f"{len(failures)} record(s) failed and will be retried with the delivery (the "
+            f"others are recorded, and are duplicates on retry): {listed}"
+        )
+        self.keys = [key for key, _ in failures]

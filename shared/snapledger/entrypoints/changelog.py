@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from snapledger.entrypoints.answers import Answer, MetricSink, count, ok
-from snapledger.entrypoints.register import RecordsFailedError
+from snapledger.entrypoints.answers import Answer, MetricSink, RecordsFailedError, count, ok
 from snapledger.entrypoints.s3_events import Arrival, InvalidRecord, key_in_store
 from snapledger.entrypoints.stream_metrics import (
     CHANGELOG_RECORDS_SINCE_SNAPSHOT,

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from snapledger.entrypoints.answers import Answer, MetricSink, count, ok
+from snapledger.entrypoints.answers import Answer, MetricSink, RecordsFailedError, count, ok
 from snapledger.entrypoints.registration_queue import (
     QueuedMessage,
     deduplication_id,
@@ -25,7 +25,6 @@ from snapledger.entrypoints.registration_queue import (
 )
 from snapledger.entrypoints.s3_events import Arrival, InvalidRecord, ObjectArrival, key_in_store
 from snapledger.entrypoints.stream_metrics import emit_for_stream
-from snapledger.errors import SnapledgerError
 from snapledger.layout import MANIFEST_NAME, SNAPSHOTS
 from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.ports import QueuedManifest, RegistrationQueue
@@ -62,18 +61,6 @@ class RecordAnswer:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
-
-
-class RecordsFailedError(SnapledgerError):
-    """Some records failed unexpectedly (the rest were processed); raised to be retried."""
-
-    def __init__(self, failures: Sequence[tuple[str, Exception]]) -> None:
-        listed = "; ".join(f"{key}: {type(exc).__name__}: {exc}" for key, exc in failures)
-        super().__init__(
-            f"{len(failures)} record(s) failed and will be retried with the delivery (the "
-            f"others are recorded, and are duplicates on retry): {listed}"
-        )
-        self.keys = [key for key, _ in failures]
 
 
 @dataclass
