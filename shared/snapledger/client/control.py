@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from snapledger.client.restate_actions import RestateActions
 from snapledger.client.transport import STACK_NAME, AwsTransport, Transport
 from snapledger.errors import InvalidRequestError, SnapledgerError
 from snapledger.ids import new_ulid
@@ -71,7 +72,7 @@ def _drop_none(payload: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in payload.items() if v is not None}
 
 
-class Snapledger:
+class Snapledger(RestateActions):
     """One registry: a deployment (``for_stack``), or the local runtime
     (``snapledger.local.connect()``, which gives one over its own transport)."""
 
