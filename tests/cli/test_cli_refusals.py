@@ -20,3 +20,14 @@ def test_a_malformed_id_is_refused_with_its_form_in_words(seeded):
     said = ran.out + ran.err
     assert ran.status == 2 and "SNAPSHOT_ID" in said and "26 characters" in said
     assert "pattern" not in said and "[0-9A-H" not in said and "gc request" not in said
+
+
+def test_a_snapshot_id_argument_takes_either_layouts_id():
+    from snapledger.cli.params import SNAPSHOT_ID
+
+    assert SNAPSHOT_ID.convert("snap_16JRxlSCK1LJ3Z77LmT8Pap", None, None) == (
+        "snap_16JRxlSCK1LJ3Z77LmT8Pap"  # a Restate id, kept as typed
+    )
+    assert SNAPSHOT_ID.convert("01j8amj9s95949yc1atz6ttb94", None, None) == (
+        "01J8AMJ9S95949YC1ATZ6TTB94"  # a ULID typed in lower case
+    )

@@ -9,18 +9,21 @@ from typing import Any
 import click
 
 from snapledger.layout import STREAM_PATTERN, ULID_PATTERN
+from snapledger.layouts.lineage import SNAPSHOT_ID_PATTERN
 
 STREAM_FORM = (
     "1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit, e.g. orders"
 )
 SNAPSHOT_ID_FORM = (
     "26 characters, digits and capital letters but I, L, O and U (a ULID, as `snapledger "
-    "list` shows them, e.g. 01J8AMJ9S95949YC1ATZ6TTB94)"
+    "list` shows them, e.g. 01J8AMJ9S95949YC1ATZ6TTB94), or a Restate snapshot's id "
+    "(snap_ and up to 64 letters or digits, e.g. snap_16JRxlSCK1LJ3Z77LmT8Pap)"
 )
 #: The words for each pattern a function checks a field against (never show the pattern).
 PATTERN_WORDS = {
     f"^{STREAM_PATTERN}$": f"a stream name: {STREAM_FORM}",
     f"^{ULID_PATTERN}$": f"a snapshot id: {SNAPSHOT_ID_FORM}",
+    f"^{SNAPSHOT_ID_PATTERN}$": f"a snapshot id: {SNAPSHOT_ID_FORM}",
 }
 TIME_FORMS = "ISO-8601 with a timezone, e.g. 2026-05-01T12:00Z or 2026-05-01T12:00:00+02:00"
 BASE_FORMS = (
@@ -102,7 +105,9 @@ class Matching(click.ParamType):
         self.name, self._pattern, self._what, self._upper = name, re.compile(pattern), what, upper
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        text = str(value).upper() if self._upper else str(value)
+        text = str(value)
+        if self._upper and not self._pattern.fullmatch(text):
+            text = text.upper()  # a ULID typed in lower case
         if not self._pattern.fullmatch(text):
             self.fail(f"{value!r} is not {self._what}", param, ctx)
         return text
@@ -110,7 +115,7 @@ class Matching(click.ParamType):
 
 NON_NEGATIVE = NonNegative()
 STREAM_NAME = Matching("STREAM", STREAM_PATTERN, f"a stream name: use {STREAM_FORM}")
-SNAPSHOT_ID = Matching("ID", ULID_PATTERN, f"a snapshot id: {SNAPSHOT_ID_FORM}", upper=True)
+SNAPSHOT_ID = Matching("ID", SNAPSHOT_ID_PATTERN, f"a snapshot id: {SNAPSHOT_ID_FORM}", upper=True)
 PARTITIONS = PartitionList()
 PARTITION_LSN = PartitionLsn()
 TIME = Time()

@@ -19,7 +19,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from snapledger.layout import STREAM_PATTERN, ULID_PATTERN
+from snapledger.layout import STREAM_PATTERN
+from snapledger.layouts.lineage import SNAPSHOT_ID_PATTERN
 from snapledger.limits import MAX_PARTITION
 from snapledger.models.ledger import LineageId
 
@@ -48,4 +49,5 @@ class LineagePayload(ConsolePayload):
 
 
 #: A snapshot id, as the layout writes it (a ULID).
-SnapshotId = Annotated[str, StringConstraints(pattern=f"^{ULID_PATTERN}$")]
+#: A snapshot id of any layout: a ULID, or a Restate id (``snap_...``).
+SnapshotId = Annotated[str, StringConstraints(pattern=f"^{SNAPSHOT_ID_PATTERN}$")]

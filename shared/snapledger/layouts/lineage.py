@@ -30,6 +30,8 @@ from snapledger.layouts import restate_keys as restate
 
 #: The object names a producer writes last in a snapshot's folder (GC deletes them last).
 MANIFEST_NAMES = (native.MANIFEST_NAME, restate.METADATA_NAME)
+#: Any layout's snapshot id: a ULID (native) or Restate's ``snap_`` and base62 digits.
+SNAPSHOT_ID_PATTERN = rf"(?:{native.ULID_PATTERN}|{restate.SNAPSHOT_ID_PATTERN})"
 #: Prefixes snapledger writes itself: no Restate prefix may be inside one, or hold one.
 _RESERVED = (native.SNAPSHOTS, native.CHANGELOG, native.RESTORES)
 
