@@ -15,7 +15,12 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from snapledger.client.control import Snapledger
 from snapledger.client.storage import BlobStore, ListedObject, StoredObject, open_store
+from snapledger.local.handlers import invoke
+from snapledger.runtime import runtime_override
+from tests.functions.support import POWERTOOLS_ENV
+from tests.support import make_runtime, moto_ledger
 
 BUCKET = "snapledger-client-test"
 S3_PREFIX = "tenant/root"
@@ -113,3 +118,24 @@ class RecordingStore:
 
     def list(self, prefix: str) -> list[ListedObject]:
         return self.inner.list(prefix)
+
+
+class InProcess:
+    """The functions' handlers in-process, as the local transport calls them."""
+
+    def invoke(self, function: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return invoke(function, payload)
+
+
+@pytest.fixture
+def registry(tmp_path, monkeypatch):
+    """A client whose payloads the handlers answer in-process, on a moto-backed runtime."""
+    from snapledger.adapters.object_store_file import FileObjectStore
+    from snapledger.clock import ManualClock
+
+    for name, value in POWERTOOLS_ENV.items():
+        monkeypatch.setenv(name, value)
+    with moto_ledger() as ledger:
+        runtime = make_runtime(ledger, FileObjectStore(tmp_path / "root"), ManualClock())
+        with runtime_override(runtime):
+            yield Snapledger(InProcess()), runtime

@@ -12,11 +12,8 @@ from snapledger.client.control import (
     RequestRefusedError,
     Snapledger,
 )
-from snapledger.local.handlers import invoke
-from snapledger.runtime import runtime_override
 from snapledger.services.registration import register_manifest
-from tests.functions.support import POWERTOOLS_ENV
-from tests.support import make_runtime, moto_ledger, write_segments, write_snapshot
+from tests.support import write_segments, write_snapshot
 
 
 class Recording:
@@ -29,24 +26,6 @@ class Recording:
     def invoke(self, function: str, payload: dict[str, Any]) -> dict[str, Any]:
         self.sent.append((function, payload))
         return self._answers.pop(0) if self._answers else {"ok": True}
-
-
-class InProcess:
-    def invoke(self, function: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return invoke(function, payload)
-
-
-@pytest.fixture
-def registry(tmp_path, monkeypatch):
-    from snapledger.adapters.object_store_file import FileObjectStore
-    from snapledger.clock import ManualClock
-
-    for name, value in POWERTOOLS_ENV.items():
-        monkeypatch.setenv(name, value)
-    with moto_ledger() as ledger:
-        runtime = make_runtime(ledger, FileObjectStore(tmp_path / "root"), ManualClock())
-        with runtime_override(runtime):
-            yield Snapledger(InProcess()), runtime
 
 
 def test_queries_answer_as_the_console_does(registry) -> None:

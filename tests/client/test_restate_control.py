@@ -8,12 +8,8 @@ from typing import Any
 import pytest
 
 from snapledger.client.control import RequestRefusedError, Snapledger
-from snapledger.local.handlers import invoke
 from snapledger.models.ledger import LineageId
-from snapledger.runtime import runtime_override
 from tests.functions.restate_seed import STREAM, damage, latest_names, seed_restate
-from tests.functions.support import POWERTOOLS_ENV
-from tests.support import make_runtime, moto_ledger
 
 
 class Recording:
@@ -25,22 +21,10 @@ class Recording:
         return {"ok": True}
 
 
-class InProcess:
-    def invoke(self, function: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return invoke(function, payload)
-
-
 @pytest.fixture
-def restate(tmp_path, monkeypatch):
-    from snapledger.adapters.object_store_file import FileObjectStore
-    from snapledger.clock import ManualClock
-
-    for name, value in POWERTOOLS_ENV.items():
-        monkeypatch.setenv(name, value)
-    with moto_ledger() as ledger:
-        runtime = make_runtime(ledger, FileObjectStore(tmp_path / "root"), ManualClock())
-        with runtime_override(runtime):
-            yield Snapledger(InProcess()), runtime, seed_restate(runtime)
+def restate(registry):
+    client, runtime = registry
+    return client, runtime, seed_restate(runtime)
 
 
 def test_heal_and_restore_latest_send_the_console_payloads(monkeypatch) -> None:

@@ -1,11 +1,14 @@
-"""The real Restate 1.7.12 server on one machine, for tests: an S3 endpoint it writes its
-snapshots to (moto's server mode, in its own process on a free loopback port), the server
-itself (its own ports and base dir), and a Python service with keyed state (tests/restate/
-service.py under hypercorn) registered with it.
+"""The real Restate 1.7.12 server on one machine: an S3 endpoint it writes its snapshots to
+(moto's server mode, in its own process on a free loopback port, or an endpoint given, such
+as ``snapledger local up --s3-port``'s), the server itself (its own ports and base dir), and
+a Python service with keyed state (``restate_service.py`` under hypercorn) registered with
+it. The Restate tests (tests/restate/) and ``make demo-restate`` run it.
 
 Every process is started in its own session and stopped by its own pid (SIGTERM, then
-SIGKILL); each also gets SIGKILL if the test process dies without stopping it. Install the
-binaries with tools/install-restate.sh (or `make setup`).
+SIGKILL); each also gets SIGKILL if the process that started it dies without stopping it.
+Install the binaries with tools/install-restate.sh (or `make setup`). Checkout only, as the
+rest of ``snapledger.local`` (never in the Lambda package); restate-sdk and hypercorn are
+only imported by the service's own process.
 """
 
 from __future__ import annotations
@@ -22,20 +25,20 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import boto3
 
-from snapledger.local.dynamodb_local import free_port
+from snapledger.local.clients import ensure_bucket
+from snapledger.local.dynamodb_local import REPO_ROOT, free_port
 
-REPO = Path(__file__).resolve().parents[2]
 RESTATE_VERSION = "1.7.12"
-DEFAULT_BIN_DIR = REPO / ".local" / "restate" / "bin"
-SERVICE_APP = Path(__file__).with_name("service.py")
+DEFAULT_BIN_DIR = REPO_ROOT / ".local" / "restate" / "bin"
+SERVICE_APP = Path(__file__).with_name("restate_service.py")
 
 BUCKET = "restate-snapshots"
 PREFIX = "cluster-a"
@@ -43,7 +46,8 @@ CLUSTER_NAME = "snapledger-test"
 NODE_NAME = "node-1"
 REGION = "us-east-1"
 ACCESS_KEY = "testing"
-SECRET_KEY = "testing"  # moto accepts any key; not a secret
+SECRET_KEY = "testing"  # noqa: S105 - moto accepts any key; not a secret
+T = TypeVar("T")
 
 # `restatectl snapshots create` prints one line per partition, e.g.
 # "Snapshot created for partition 0: snap_1745q2jaMGMSzzJs9zPIBEd (log 0 @ LSN >= 3)"
@@ -54,7 +58,35 @@ _CREATED = re.compile(
 
 
 class RestateHarnessError(RuntimeError):
-    """The Restate test harness could not be set up or a step of it failed."""
+    """The Restate cluster could not be set up or a step of it failed."""
+
+
+def snapshots_toml(
+    *,
+    destination: str,
+    endpoint: str,
+    num_retained: int | None = None,
+    snapshot_interval_num_records: int | None = None,
+    region: str = REGION,
+    access_key: str = ACCESS_KEY,
+    secret_key: str = SECRET_KEY,
+) -> str:
+    """restate.toml's ``[worker.snapshots]`` table for an S3-compatible endpoint over plain
+    HTTP (moto's server, ``snapledger local up --s3-port``): what the cluster here runs with
+    and what ``local up`` prints."""
+    lines = ["[worker.snapshots]", f'destination = "{destination}"']
+    if num_retained is not None:
+        lines.append(f"num-retained = {num_retained}")
+    if snapshot_interval_num_records is not None:
+        lines.append(f"snapshot-interval-num-records = {snapshot_interval_num_records}")
+    lines += [
+        f'aws-endpoint-url = "{endpoint}"',
+        "aws-allow-http = true",
+        f'aws-region = "{region}"',
+        f'aws-access-key-id = "{access_key}"',
+        f'aws-secret-access-key = "{secret_key}"',
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
@@ -97,7 +129,7 @@ def _tail(log: Path, chars: int = 3000) -> str:
 
 def _wait_for(
     what: str,
-    probe: Any,
+    probe: Callable[[], bool],
     process: subprocess.Popen[bytes],
     log: Path,
     timeout_s: float,
@@ -116,7 +148,7 @@ def _wait_for(
 
 def _http_ok(url: str) -> bool:
     try:
-        with urllib.request.urlopen(url, timeout=1) as response:
+        with urllib.request.urlopen(url, timeout=1) as response:  # noqa: S310 - loopback
             return bool(200 <= response.status < 300)
     except (urllib.error.URLError, OSError):
         return False
@@ -139,9 +171,11 @@ class S3Object:
     etag: str
 
 
-class RestateHarness:
-    """moto S3 + restate-server + the test service; `start()`/`stop()` or a context manager.
+class RestateCluster:
+    """moto S3 + restate-server + the service; `start()`/`stop()` or a context manager.
 
+    Snapshots go to ``s3://{bucket}/{prefix}`` at ``s3_endpoint``: moto's server started
+    here unless an endpoint is given (then only the bucket is created, if missing).
     `timings` records how long each step took (seconds), for the report and for tuning.
     """
 
@@ -153,7 +187,13 @@ class RestateHarness:
         partitions: int = 4,
         num_retained: int = 3,
         snapshot_interval_num_records: int | None = None,
+        bucket: str = BUCKET,
+        prefix: str = PREFIX,
+        s3_endpoint: str | None = None,
     ) -> None:
+        self.bucket = bucket
+        self.prefix = prefix
+        self._external_s3 = s3_endpoint
         self.bin_dir = Path(bin_dir or os.environ.get("SNAPLEDGER_RESTATE_BIN") or DEFAULT_BIN_DIR)
         self.work_dir = work_dir
         self.base_dir = work_dir / "restate-data"
@@ -177,7 +217,7 @@ class RestateHarness:
     # --- addresses -------------------------------------------------------------------
     @property
     def s3_endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.s3_port}"
+        return self._external_s3 or f"http://127.0.0.1:{self.s3_port}"
 
     @property
     def admin_url(self) -> str:
@@ -219,10 +259,11 @@ class RestateHarness:
     # --- configuration ---------------------------------------------------------------
     def config_toml(self) -> str:
         """The restate.toml the server runs with: its ports, and snapshots to moto's S3."""
-        interval = (
-            f"snapshot-interval-num-records = {self.snapshot_interval_num_records}\n"
-            if self.snapshot_interval_num_records is not None
-            else ""
+        snapshots = snapshots_toml(
+            destination=f"s3://{self.bucket}/{self.prefix}",
+            endpoint=self.s3_endpoint,
+            num_retained=self.num_retained,
+            snapshot_interval_num_records=self.snapshot_interval_num_records,
         )
         return (
             f'cluster-name = "{CLUSTER_NAME}"\n'
@@ -238,19 +279,11 @@ class RestateHarness:
             "disable-web-ui = true\n"
             "\n[ingress]\n"
             f'bind-address = "127.0.0.1:{self.ingress_port}"\n'
-            "\n[worker.snapshots]\n"
-            f'destination = "s3://{BUCKET}/{PREFIX}"\n'
-            f"num-retained = {self.num_retained}\n"
-            f"{interval}"
-            f'aws-endpoint-url = "{self.s3_endpoint}"\n'
-            "aws-allow-http = true\n"
-            f'aws-region = "{REGION}"\n'
-            f'aws-access-key-id = "{ACCESS_KEY}"\n'
-            f'aws-secret-access-key = "{SECRET_KEY}"\n'
+            f"\n{snapshots}"
         )
 
     # --- lifecycle -------------------------------------------------------------------
-    def start(self) -> RestateHarness:
+    def start(self) -> RestateCluster:
         for binary in ("restate-server", "restatectl"):
             if not (self.bin_dir / binary).is_file():
                 raise RestateHarnessError(
@@ -274,13 +307,13 @@ class RestateHarness:
             _stop(process)
         self._service = self._server = self._moto = None
 
-    def __enter__(self) -> RestateHarness:
+    def __enter__(self) -> RestateCluster:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def timed(self, step: str, action: Any) -> Any:
+    def timed(self, step: str, action: Callable[[], T]) -> T:
         started = time.monotonic()
         try:
             return action()
@@ -288,11 +321,14 @@ class RestateHarness:
             self.timings[step] = round(time.monotonic() - started, 3)
 
     def _start_s3(self) -> None:
-        log = self.work_dir / "moto.log"
-        command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.s3_port)]
-        self._moto = _spawn(command, log)
-        _wait_for("moto's S3 server", lambda: _http_ok(self.s3_endpoint + "/"), self._moto, log, 30)
-        self.s3.create_bucket(Bucket=BUCKET)
+        if self._external_s3 is None:
+            log = self.work_dir / "moto.log"
+            port = str(self.s3_port)
+            command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", port]
+            self._moto = _spawn(command, log)
+            endpoint = self.s3_endpoint + "/"
+            _wait_for("moto's S3 server", lambda: _http_ok(endpoint), self._moto, log, 30)
+        ensure_bucket(self.s3, self.bucket)  # an endpoint given may hold it already
 
     def start_server(self, timeout_s: float = 60) -> None:
         """Start restate-server (again, after `kill_server`) and wait until it serves."""
@@ -333,6 +369,31 @@ class RestateHarness:
             raise RestateHarnessError("stop the server before wiping its partition store")
         shutil.rmtree(self.partition_store_dir)
 
+    def restart_wiped(self) -> None:
+        """Kill the server, wipe its partition store and start it again: it restores each
+        partition from the snapshot its latest.json names and replays the log after it."""
+        self.kill_server()
+        self.wipe_partition_store()
+        self.start_server()
+
+    def wait_every_key(self, values: Mapping[str, str], *, within_s: float = 90) -> float:
+        """Seconds until every key answers its value in ``values`` (a partition still
+        restoring answers nothing, or times out, until it recovers); RestateHarnessError
+        with the first wrong ones after ``within_s``."""
+        started = time.monotonic()
+        wrong: dict[str, Any] = {}
+        while time.monotonic() < started + within_s:
+            try:
+                answered = self.get_many(values)
+            except (RestateHarnessError, OSError, ValueError) as exc:  # not serving yet
+                wrong = {"error": repr(exc)}
+            else:
+                wrong = {k: v for k, v in answered.items() if v != values[k]}
+                if not wrong:
+                    return time.monotonic() - started
+            time.sleep(0.5)
+        raise RestateHarnessError(f"keys still wrong after {within_s}s: {list(wrong.items())[:5]}")
+
     def _start_service(self) -> None:
         log = self.work_dir / "service.log"
         command = [
@@ -367,9 +428,11 @@ class RestateHarness:
         headers = {} if body is None else {"content-type": "application/json"}
         deadline = time.monotonic() + retry_s
         while True:
-            request = urllib.request.Request(url, data=data, method="POST", headers=headers)
+            request = urllib.request.Request(  # noqa: S310 - http://127.0.0.1 built here
+                url, data=data, method="POST", headers=headers
+            )
             try:
-                with urllib.request.urlopen(request, timeout=30) as response:
+                with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
                     raw = response.read()
                     return json.loads(raw) if raw else None
             except urllib.error.HTTPError as error:
@@ -438,9 +501,12 @@ class RestateHarness:
                 )
             time.sleep(0.25)
 
-    def list_bucket(self, prefix: str = PREFIX + "/") -> list[S3Object]:
+    def list_bucket(self, prefix: str | None = None) -> list[S3Object]:
+        """The bucket's objects under ``prefix`` (default: the cluster's prefix)."""
+        under = self.prefix + "/" if prefix is None else prefix
         objects: list[S3Object] = []
-        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
+        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=under)
+        for page in pages:
             objects.extend(
                 S3Object(key=item["Key"], size=item["Size"], etag=item["ETag"])
                 for item in page.get("Contents", [])
@@ -449,7 +515,7 @@ class RestateHarness:
 
     def read_object(self, key: str, *, byte_range: str | None = None) -> bytes:
         extra = {"Range": byte_range} if byte_range else {}
-        return bytes(self.s3.get_object(Bucket=BUCKET, Key=key, **extra)["Body"].read())
+        return bytes(self.s3.get_object(Bucket=self.bucket, Key=key, **extra)["Body"].read())
 
     def read_json(self, key: str) -> Any:
         return json.loads(self.read_object(key))

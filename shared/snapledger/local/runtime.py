@@ -5,6 +5,13 @@ kept under the home folder unless ``in_memory``), creates the ledger table from 
 definition the CDK app deploys, and hands the functions a ``Runtime`` that uses them.
 When ``snapledger local up`` is running it has written ``runtime.json`` in the home
 folder, and other processes (the CLI) use its DynamoDB Local instead of starting one.
+
+Given ``s3_endpoint`` (``local up --s3-port``: moto's server on loopback, an endpoint a
+Restate node can write to), the object store is ``s3://snapledger-local`` there instead
+of the ``file://`` root, so Restate's objects and snapledger's are in one bucket as in AWS,
+and ``restate_prefixes`` (``SNAPLEDGER_RESTATE_PREFIXES``'s mapping) give the functions
+their Restate layouts. Other processes attaching to that ``local up`` use the same store
+and layouts (``runtime.json`` names them).
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -29,6 +37,7 @@ from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
 from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
 from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
+from snapledger.adapters.object_store import open_object_store
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.adapters.table_definition import (
     DEFAULT_TABLE_NAME,
@@ -39,9 +48,11 @@ from snapledger.adapters.table_definition import (
 from snapledger.clock import SystemClock
 from snapledger.core.compaction_trigger import CompactionConfig
 from snapledger.gc_settings import GcConfig
-from snapledger.local.clients import local_dynamodb_client
+from snapledger.layouts.lineage import LayoutCatalog
+from snapledger.local.aws_events import LOCAL_BUCKET
+from snapledger.local.clients import ensure_bucket, local_dynamodb_client, local_s3_client
 from snapledger.local.dynamodb_local import REPO_ROOT, DynamoDBLocal, free_port, require_checkout
-from snapledger.ports import JobRunner
+from snapledger.ports import JobRunner, ObjectStore
 from snapledger.runtime import Runtime, reset_runtime, use_runtime
 
 DEFAULT_HOME = REPO_ROOT / ".local" / "state"
@@ -118,8 +129,9 @@ def _add_missing_indexes(client: Any, table: str, request: dict[str, Any]) -> bo
     return bool(missing)
 
 
-def running_endpoint(home: Path) -> str | None:
-    """The DynamoDB Local endpoint of a running ``local up`` for ``home``, if any."""
+def running_runtime(home: Path) -> dict[str, Any] | None:
+    """What a running ``local up`` for ``home`` wrote in ``runtime.json`` (its pid, DynamoDB
+    Local endpoint, and S3 endpoint and Restate prefixes if it has them), if one runs."""
     path = home / RUNTIME_FILE
     if not path.is_file():
         return None
@@ -127,9 +139,15 @@ def running_endpoint(home: Path) -> str | None:
         info = json.loads(path.read_text())
         pid = int(info["pid"])
         os.kill(pid, 0)  # raises if that process is gone
-    except (ValueError, KeyError, OSError):
+    except (ValueError, KeyError, TypeError, OSError):
         return None
-    endpoint = info.get("endpoint")
+    return info if isinstance(info, dict) else None
+
+
+def running_endpoint(home: Path) -> str | None:
+    """The DynamoDB Local endpoint of a running ``local up`` for ``home``, if any."""
+    info = running_runtime(home)
+    endpoint = None if info is None else info.get("endpoint")
     return str(endpoint) if endpoint else None
 
 
@@ -144,6 +162,10 @@ class LocalRuntime:
     runner: JobRunner | None = None
     gc: GcConfig = field(default_factory=GcConfig)
     ttl_window: timedelta | None = DEFAULT_TTL_WINDOW
+    #: The local S3 endpoint: the store is ``s3://snapledger-local`` there (None: file://).
+    s3_endpoint: str | None = None
+    #: Restate prefixes, each with its stream name (``SNAPLEDGER_RESTATE_PREFIXES``).
+    restate_prefixes: Mapping[str, str] = field(default_factory=dict)
     _engine: DynamoDBLocal | None = None
     _saved_env: dict[str, str | None] = field(default_factory=dict)
     runtime: Runtime | None = None
@@ -151,6 +173,18 @@ class LocalRuntime:
     @property
     def root(self) -> Path:
         return self.home / "root"
+
+    @property
+    def store_uri(self) -> str:
+        """Where the functions' objects are: the bucket on the S3 endpoint, or the root."""
+        return f"s3://{LOCAL_BUCKET}" if self.s3_endpoint else self.root.as_uri()
+
+    def _open_store(self) -> ObjectStore:
+        if self.s3_endpoint is None:
+            return FileObjectStore(self.root)
+        s3 = local_s3_client(self.s3_endpoint)
+        ensure_bucket(s3, LOCAL_BUCKET)
+        return open_object_store(self.store_uri, s3_client=s3)
 
     def start(self) -> Runtime:
         self._saved_env = {name: os.environ.get(name) for name in POWERTOOLS_LOCAL_ENV}
@@ -161,14 +195,19 @@ class LocalRuntime:
         # garble the CLI's --json output.
         cold_start.is_cold_start = False
         self.home.mkdir(parents=True, exist_ok=True)
-        endpoint = None if self.in_memory else running_endpoint(self.home)
+        running = None if self.in_memory else running_runtime(self.home)
+        endpoint = None if running is None else running.get("endpoint")
+        if running is not None and self.s3_endpoint is None:  # its store and layouts
+            self.s3_endpoint = running.get("s3_endpoint")
+            self.restate_prefixes = running.get("restate_prefixes") or {}
+        layouts = LayoutCatalog(self.restate_prefixes)
         if endpoint is None:
             data_dir = None if self.in_memory else self.home / "dynamodb"
             self._engine = DynamoDBLocal(port=free_port(), data_dir=data_dir).start()
             endpoint = self._engine.endpoint_url
         client = local_dynamodb_client(endpoint)
         ensure_table(client, self.table, ttl_window=self.ttl_window)
-        store = FileObjectStore(self.root)
+        store = self._open_store()
         if self.runner is None:
             from snapledger.local.spark_runner import LocalSparkRunner
 
@@ -185,6 +224,7 @@ class LocalRuntime:
             policies=DynamoPolicyStore(self.table, client=client),
             streams=DynamoStreamLog(self.table, client=client, ttl_window=self.ttl_window),
             gc=self.gc,
+            layouts=layouts,
         )
         use_runtime(self.runtime)
         return self.runtime

@@ -4,6 +4,15 @@ DynamoDB Local with its data kept under the home folder, the router polling the 
 root so that files dropped under ``snapshots/`` or ``changelog/`` are processed as in
 AWS (once complete: unchanged across two polls; a rewrite is a new arrival, see
 ``router.py``), and local Spark for the jobs they start. Ctrl-C stops everything cleanly.
+
+With ``--s3-port`` it also serves an S3 endpoint on loopback (moto's server mode) that a
+Restate node can write its snapshots to, and the whole object store moves there: bucket
+``snapledger-local``, Restate's objects and snapledger's side by side as in AWS. Each
+``--restate-prefix PREFIX=STREAM`` names a Restate cluster's prefix in it; the router
+delivers the new objects under ``snapshots/``, ``changelog/`` and those prefixes to the
+functions as S3 events, and the restate.toml ``[worker.snapshots]`` table to point a node
+at it is printed. The endpoint keeps its objects in memory, so the ledger is kept in
+memory too: both last as long as the process.
 """
 
 from __future__ import annotations
@@ -11,27 +20,104 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sys
 import time
+from collections.abc import Iterable
+from contextlib import ExitStack, suppress
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
-from snapledger.local.dynamodb_local import NotACheckoutError
+from snapledger.errors import InvalidRequestError
+from snapledger.layouts.lineage import LayoutCatalog
+from snapledger.local.aws_events import LOCAL_BUCKET
+from snapledger.local.dynamodb_local import NotACheckoutError, free_port
 from snapledger.local.handlers import HANDLERS
+from snapledger.local.restate_cluster import snapshots_toml
 from snapledger.local.router import Router
 from snapledger.local.runtime import RUNTIME_FILE, LocalRuntime, local_home, running_endpoint
 
 
-def run_local_up(*, home: str | Path | None, poll_seconds: float = 1.0) -> int:
+class BadArgumentError(ValueError):
+    """An argument of ``local up`` that cannot be used: said in one line, exit status 2."""
+
+
+def parse_restate_prefixes(values: Iterable[str]) -> dict[str, str]:
+    """``PREFIX=STREAM`` arguments as the mapping ``SNAPLEDGER_RESTATE_PREFIXES`` holds,
+    checked as the deploy's ``-c restatePrefixes`` is (``LayoutCatalog``)."""
+    prefixes: dict[str, str] = {}
+    for value in values:
+        prefix, equals, stream = value.partition("=")
+        if not equals or not prefix.strip() or not stream.strip():
+            raise BadArgumentError(
+                f"--restate-prefix {value!r}: give PREFIX=STREAM, e.g. restate/cluster-a=payments"
+            )
+        prefixes[prefix.strip()] = stream.strip()
+    try:
+        LayoutCatalog(prefixes)
+    except InvalidRequestError as exc:
+        raise BadArgumentError(f"--restate-prefix: {exc}") from exc
+    return prefixes
+
+
+def restate_snippet(endpoint: str, prefix: str) -> str:
+    """The restate.toml table pointing a Restate node's snapshots at ``prefix`` in the local
+    runtime's bucket on ``endpoint``."""
+    destination = f"s3://{LOCAL_BUCKET}/{prefix.strip('/')}"
+    return snapshots_toml(destination=destination, endpoint=endpoint)
+
+
+def _s3_port(port: int) -> int:
+    """``port`` (0: a free one), once it is known to be free on 127.0.0.1."""
+    if port == 0:
+        return free_port()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise BadArgumentError(f"--s3-port {port}: 127.0.0.1:{port} is in use ({exc})") from exc
+    return port
+
+
+def _start_s3(port: int) -> tuple[Any, str]:
+    """moto's server mode on 127.0.0.1:``port``, in this process: (server, endpoint)."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    return server, f"http://127.0.0.1:{port}"
+
+
+def _s3_arguments(
+    s3_port: int | None, restate_prefixes: Iterable[str]
+) -> tuple[dict[str, str], int | None]:
+    """The Restate prefixes and the S3 endpoint's port (None: no endpoint), checked."""
+    prefixes = parse_restate_prefixes(restate_prefixes)
+    if prefixes and s3_port is None:
+        raise BadArgumentError(
+            "--restate-prefix needs --s3-port: Restate writes its snapshots to an S3 "
+            "endpoint only (it refuses file:// destinations)"
+        )
+    return prefixes, None if s3_port is None else _s3_port(s3_port)
+
+
+def run_local_up(
+    *,
+    home: str | Path | None,
+    poll_seconds: float = 1.0,
+    s3_port: int | None = None,
+    restate_prefixes: Iterable[str] = (),
+) -> int:
     try:
         folder = local_home(home)
-    except NotACheckoutError as exc:  # installed from a wheel: one line, no traceback
+        prefixes, port = _s3_arguments(s3_port, restate_prefixes)
+    except (NotACheckoutError, BadArgumentError) as exc:  # one line, no traceback
         print(f"snapledger: {exc}", file=sys.stderr)
         return 2
     if running_endpoint(folder) is not None:
         print(f"a local runtime is already running for {folder}", file=sys.stderr)
         return 2
-    local = LocalRuntime(home=folder)
     stopping = False
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -39,26 +125,55 @@ def run_local_up(*, home: str | Path | None, poll_seconds: float = 1.0) -> int:
         stopping = True
 
     signal.signal(signal.SIGTERM, stop)
-    runtime = local.start()
-    try:
-        router = Router(runtime.store, HANDLERS)
+    with ExitStack() as running:  # undone in reverse: runtime.json, the runtime, S3
+        running.callback(print, "stopped", file=sys.stderr)
+        s3_endpoint = None
+        if port is not None:
+            s3_server, s3_endpoint = _start_s3(port)
+            running.callback(s3_server.stop)
+        local = LocalRuntime(
+            home=folder,
+            in_memory=s3_endpoint is not None,  # as the endpoint's objects are
+            s3_endpoint=s3_endpoint,
+            restate_prefixes=prefixes,
+        )
+        runtime = local.start()
+        running.callback(local.stop)
+        router = Router(runtime.store, HANDLERS, runtime.layouts)
         bind = getattr(local.runner, "bind", None)
         if bind is not None:
             bind(router)
-        (folder / RUNTIME_FILE).write_text(
-            json.dumps({"pid": os.getpid(), "endpoint": local.endpoint_url})
-        )
-        print(f"snapledger local runtime: root file://{local.root}", flush=True)
-        print(f"  DynamoDB Local at {local.endpoint_url}, data in {folder / 'dynamodb'}")
-        print("  drop snapshots under snapshots/ and changelog under changelog/; Ctrl-C stops")
-        while not stopping:
-            for answer in router.scan():
-                print(json.dumps(answer, default=str), flush=True)
-            time.sleep(poll_seconds)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        (folder / RUNTIME_FILE).unlink(missing_ok=True)
-        local.stop()
-        print("stopped", file=sys.stderr)
+        info: dict[str, object] = {"pid": os.getpid(), "endpoint": local.endpoint_url}
+        if s3_endpoint is not None:
+            info.update(s3_endpoint=s3_endpoint, restate_prefixes=prefixes)
+        (folder / RUNTIME_FILE).write_text(json.dumps(info))
+        running.callback((folder / RUNTIME_FILE).unlink, missing_ok=True)
+        _say(local, s3_endpoint, prefixes)
+        with suppress(KeyboardInterrupt):
+            while not stopping:
+                for answer in router.scan():
+                    print(json.dumps(answer, default=str), flush=True)
+                time.sleep(poll_seconds)
     return 0
+
+
+def _say(local: LocalRuntime, s3_endpoint: str | None, prefixes: dict[str, str]) -> None:
+    if s3_endpoint is None:
+        print(f"snapledger local runtime: root file://{local.root}", flush=True)
+        print(f"  DynamoDB Local at {local.endpoint_url}, data in {local.home / 'dynamodb'}")
+        print("  drop snapshots under snapshots/ and changelog under changelog/; Ctrl-C stops")
+    else:
+        _say_s3(local, s3_endpoint, prefixes)
+
+
+def _say_s3(local: LocalRuntime, endpoint: str, prefixes: dict[str, str]) -> None:
+    print(f"snapledger local runtime: store {local.store_uri} at {endpoint}", flush=True)
+    print(f"  S3 endpoint {endpoint} (moto's server) and DynamoDB Local at {local.endpoint_url}")
+    print("  both in memory: the objects and the ledger last as long as this process")
+    print("  put snapshots under snapshots/ and changelog under changelog/; Ctrl-C stops")
+    if not prefixes:
+        print("  no Restate cluster: give --restate-prefix PREFIX=STREAM for each")
+    for prefix, stream in prefixes.items():
+        print(f"  Restate prefix {prefix} is stream {stream}; in the node's restate.toml:")
+        print()
+        print(restate_snippet(endpoint, prefix), flush=True)
