@@ -7,7 +7,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 # jsii silences its Node end-of-life banner only for the major version named ("1" does not).
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
 
-.PHONY: setup test lint format bench demo synth schema clean
+.PHONY: setup test lint format bench demo demo-restate synth schema clean
 
 setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar .local/restate/bin/restate-server
 
@@ -40,6 +40,10 @@ bench: setup
 
 demo: setup
 	$(UV) run --frozen python -m snapledger.local.demo $(DEMO_ARGS)
+
+# The real Restate 1.7.12 server's snapshots registered, retained, healed and restored from.
+demo-restate: setup
+	$(UV) run --frozen python -m snapledger.local.demo_restate $(DEMO_ARGS)
 
 # The same command cdk.json gives the CDK CLI.
 synth: setup

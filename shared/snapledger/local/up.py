@@ -18,6 +18,7 @@ memory too: both last as long as the process.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -84,6 +85,7 @@ def _start_s3(port: int) -> tuple[Any, str]:
     """moto's server mode on 127.0.0.1:``port``, in this process: (server, endpoint)."""
     from moto.server import ThreadedMotoServer
 
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     return server, f"http://127.0.0.1:{port}"
