@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from bench.restate_heal import RESTATE_RETRY_INTERVAL_S
+from infra.names import GC_SCHEDULE_HOURS
 from snapledger import limits
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.clock import ManualClock
@@ -51,6 +52,7 @@ CONSTANTS: dict[str, float] = {
     "MAX_UINT64": limits.MAX_UINT64,
     "MAX_LSN": limits.MAX_LSN,
     "MAX_PARTITION": limits.MAX_PARTITION,
+    "GC_SCHEDULE_HOURS": GC_SCHEDULE_HOURS,
 }
 _TIED = re.compile(r"(\d[\d,]*(?:\.\d+)?)[^\d(]{0,60}?\(`([A-Za-z_][A-Za-z0-9_]*)`\)")
 
