@@ -81,27 +81,12 @@ class World:
         return self.restate.read_json(f"{PREFIX}/{partition}/latest.json")  # type: ignore[no-any-return]
 
     def restart_wiped(self) -> None:
-        self.restate.kill_server()
-        self.restate.wipe_partition_store()
-        self.restate.start_server()
+        self.restate.restart_wiped()
 
     def every_key_right(self, *, within_s: float = 90) -> float:
         """Seconds until every key answers its last value (a partition that is failing
         to restore answers nothing, or times out, until it recovers)."""
-        started = time.monotonic()
-        deadline = started + within_s
-        wrong: dict[str, Any] = {}
-        while time.monotonic() < deadline:
-            try:
-                answered = self.restate.get_many(self.values)
-            except Exception as exc:  # a partition not serving yet
-                wrong = {"error": repr(exc)}
-            else:
-                wrong = {k: v for k, v in answered.items() if v != self.values[k]}
-                if not wrong:
-                    return time.monotonic() - started
-            time.sleep(0.5)
-        raise AssertionError(f"keys still wrong after {within_s}s: {list(wrong.items())[:5]}")
+        return self.restate.wait_every_key(self.values, within_s=within_s)
 
 
 @pytest.fixture(scope="module")
