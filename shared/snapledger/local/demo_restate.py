@@ -42,7 +42,6 @@ from snapledger.local.router import Router
 from snapledger.local.runtime import LocalRuntime
 from snapledger.models.ledger import LineageId, SnapshotStatus
 from snapledger.runtime import Runtime, use_runtime
-from snapledger.services.holds import hold_snapshot
 from snapledger.services.queries import iter_snapshots
 from snapledger.services.restate_heal import restore_from_chosen
 
@@ -162,19 +161,21 @@ def retain(demo: RestateDemo) -> None:
         demo.report.check("policy set", bool(answer.get("ok")), answer.get("message", ""))
         print(f"   policy: the {MIN_COUNT} newest, none younger than {MIN_AGE_HOURS} h", flush=True)
         oldest = demo.live(0)[0]
-        # (the gc function's hold action takes snapledger's ULIDs only, not Restate's ids)
-        held = hold_snapshot(
-            demo.rt.ledger,
-            LineageId(stream=STREAM, partition=0),
-            oldest.snapshot_id,
-            clock=demo.clock,
-            reason="demo: keep partition 0's oldest",
-            by="ops",
+        held = invoke(
+            "gc",
+            {
+                "action": "hold",
+                "stream": STREAM,
+                "partition": 0,
+                "snapshot_id": oldest.snapshot_id,
+                "reason": "demo: keep partition 0's oldest",
+                "by": "ops",
+            },
         )
         demo.report.check(
             f"hold on {STREAM}/0's oldest",
-            bool(held.changed and held.snapshot.holds),
-            f"{oldest.snapshot_id} (LSN {oldest.lsn})",
+            bool(held.get("ok")),
+            f"{oldest.snapshot_id} (LSN {oldest.lsn})" if held.get("ok") else str(held),
         )
         demo.clock.advance(timedelta(hours=2))
         print("   the demo's clock moved 2 h on: every snapshot is older than the floor")
