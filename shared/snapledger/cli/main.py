@@ -1,5 +1,6 @@
 """``snapledger``: latest, list, history, bootstrap, restore, jobs, gc, hold, release, policy,
-and stream snapshots (stream-snapshot, generation, generations, restore-stream).
+stream snapshots (stream-snapshot, generation, generations, restore-stream) and Restate
+streams (restate heal, restate restore: ``cli/restate_commands.py``).
 
 A thin layer over the control client (``snapledger.client.control.Snapledger``): click
 parses the arguments, the client sends the console's payloads, rich prints the answer.
@@ -832,6 +833,10 @@ def local_up(
         s3_port=s3_port,
         restate_prefixes=restate_prefixes,
     )
+
+
+# The command groups of their own modules, built on the options and helpers above.
+from snapledger.cli import restate_commands  # noqa: E402, F401
 
 
 def main(argv: list[str] | None = None) -> int:

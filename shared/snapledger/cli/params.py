@@ -10,6 +10,7 @@ import click
 
 from snapledger.layout import STREAM_PATTERN, ULID_PATTERN
 from snapledger.layouts.lineage import SNAPSHOT_ID_PATTERN
+from snapledger.layouts.restate import SNAPSHOT_ID_PATTERN as RESTATE_ID_PATTERN
 
 STREAM_FORM = (
     "1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit, e.g. orders"
@@ -19,11 +20,16 @@ SNAPSHOT_ID_FORM = (
     "list` shows them, e.g. 01J8AMJ9S95949YC1ATZ6TTB94), or a Restate snapshot's id "
     "(snap_ and up to 64 letters or digits, e.g. snap_16JRxlSCK1LJ3Z77LmT8Pap)"
 )
+RESTATE_SNAPSHOT_ID_FORM = (
+    "snap_ and 1 to 64 letters or digits (a Restate snapshot id, as `snapledger list` "
+    "shows them, e.g. snap_13I5BGZ79mYW4Y7O2Iyohyx)"
+)
 #: The words for each pattern a function checks a field against (never show the pattern).
 PATTERN_WORDS = {
     f"^{STREAM_PATTERN}$": f"a stream name: {STREAM_FORM}",
     f"^{ULID_PATTERN}$": f"a snapshot id: {SNAPSHOT_ID_FORM}",
     f"^{SNAPSHOT_ID_PATTERN}$": f"a snapshot id: {SNAPSHOT_ID_FORM}",
+    f"^{RESTATE_ID_PATTERN}$": f"a Restate snapshot id: {RESTATE_SNAPSHOT_ID_FORM}",
 }
 TIME_FORMS = "ISO-8601 with a timezone, e.g. 2026-05-01T12:00Z or 2026-05-01T12:00:00+02:00"
 BASE_FORMS = (
@@ -113,9 +119,27 @@ class Matching(click.ParamType):
         return text
 
 
+class BoundedText(click.ParamType):
+    """Free text of at most ``max_chars`` characters (the functions' bound, checked first)."""
+
+    name = "TEXT"
+
+    def __init__(self, max_chars: int, *, min_chars: int = 0) -> None:
+        self._max, self._min = max_chars, min_chars
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value)
+        if not self._min <= len(text) <= self._max:
+            self.fail(f"has {len(text)} characters: give {self._min} to {self._max}", param, ctx)
+        return text
+
+
 NON_NEGATIVE = NonNegative()
 STREAM_NAME = Matching("STREAM", STREAM_PATTERN, f"a stream name: use {STREAM_FORM}")
 SNAPSHOT_ID = Matching("ID", SNAPSHOT_ID_PATTERN, f"a snapshot id: {SNAPSHOT_ID_FORM}", upper=True)
+RESTATE_SNAPSHOT_ID = Matching(
+    "SNAPSHOT_ID", RESTATE_ID_PATTERN, f"a Restate snapshot id: {RESTATE_SNAPSHOT_ID_FORM}"
+)
 PARTITIONS = PartitionList()
 PARTITION_LSN = PartitionLsn()
 TIME = Time()

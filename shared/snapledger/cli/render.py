@@ -40,12 +40,24 @@ COLUMNS = {
         "by",
     ),
     "jobs": ("job_id", "job_kind", "stream", "state", "run_id", "updated_at"),
+    # a Restate heal's outcome per partition
+    "outcomes": ("partition", "state", "names", "healed_to", "problems", "note"),
 }
 #: Columns of free text: wrapped at word boundaries. Every other value (ids, times, names,
 #: numbers) is never wrapped: cut with an ellipsis when the terminal is too narrow
 #: (``--json`` has it whole).
 TEXT = frozenset(
-    {"reason", "reasons", "causes", "message", "failure_reason", "problem", "changed", "note"}
+    {
+        "reason",
+        "reasons",
+        "causes",
+        "message",
+        "failure_reason",
+        "problem",
+        "problems",
+        "changed",
+        "note",
+    }
 )
 #: A job's state before its first reported change.
 FIRST_JOB_STATE = "REQUESTED"
@@ -178,6 +190,8 @@ def _nested(key: str, value: dict[str, Any] | list[Any]) -> RenderableType:
                 table.add_row(k, _value(k, v))
         return table
     if all(isinstance(row, dict) for row in value):
+        if key == "events":
+            value = [readable_event(row) for row in value]
         if key in ("events", "transitions"):
             value = with_transitions(value)
         return _rows(value, COLUMNS.get(key))
@@ -297,6 +311,24 @@ def _line(text: str, key: str) -> Text:
     if key in TEXT:
         return Text(text)
     return Text(text, no_wrap=True, overflow="ellipsis")
+
+
+def readable_event(row: dict[str, Any]) -> dict[str, Any]:
+    """A history row in the columns ``COLUMNS["events"]`` shows: a repoint's from → to in
+    ``changed`` and its cause in ``reason``; a broken snapshot's files at fault in
+    ``reason``; an eviction's change of status in ``changed``."""
+    kind = row.get("type")
+    if kind == "ProducerLatestRepointed":
+        before = f"{row.get('previous_snapshot_id') or '?'} (LSN {_cell(row.get('previous_lsn'))})"
+        after = f"{row.get('snapshot_id')} (LSN {_cell(row.get('lsn'))})"
+        cause = str(row.get("cause") or "")
+        why = f"{cause}: {row['reason']}" if row.get("reason") else cause
+        return {**row, "changed": f"latest.json: {before} → {after}", "reason": why}
+    if kind == "SnapshotFoundBroken":
+        return {**row, "reason": "broken: " + "; ".join(map(str, row.get("problems") or []))}
+    if kind == "SnapshotEvicted":
+        return {**row, "changed": "REGISTERED → DELETED (evicted by its producer)"}
+    return row
 
 
 def with_transitions(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
