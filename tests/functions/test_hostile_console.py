@@ -1,7 +1,8 @@
 """Issue 27 row 9 through the handlers: hostile console payloads and EventBridge events are
 answered, never raised. A crafted cursor is "not a cursor this query gave", a launch event
 without an id names ``id``, and any JSON (long strings, unicode, huge or negative numbers,
-wrong types) sent to query or launch gets an answer: ok, or a refusal naming the field."""
+wrong types) sent to query, launch or gc (each of its actions, the Restate ones included)
+gets an answer: ok, or a refusal naming the field."""
 
 from __future__ import annotations
 
@@ -15,8 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from snapledger.entrypoints import gc
 from snapledger.entrypoints.query import actions
+from snapledger.runtime import runtime
 from snapledger.services.registration import register_manifest
+from tests.functions.restate_seed import STREAM as RESTATE_STREAM
+from tests.functions.restate_seed import seed_restate
 from tests.support import write_segments, write_snapshot
 
 LINEAGE = {"stream": "orders", "partition": 3}
@@ -29,6 +34,11 @@ ULID = "01JW8Z3K9Q7N4M2P6R8T0V2X4Y"
 @pytest.fixture
 def launch_handler(powertools_env):
     return importlib.import_module("functions.launch").handler
+
+
+@pytest.fixture
+def gc_handler(powertools_env):
+    return importlib.import_module("functions.gc").handler
 
 
 @pytest.fixture
@@ -273,6 +283,26 @@ DETAIL_TYPES = {
 }
 
 
+#: The gc function's actions (Restate ones on the stream tests/functions/restate_seed.py lays out).
+GC_ACTIONS: dict[str, dict[str, Any]] = {
+    "hold": {**LINEAGE, "snapshot_id": ULID, "reason": "audit", "by": "oncall"},
+    "release": {**LINEAGE, "snapshot_id": ULID},
+    "policy_get": {"stream": "orders"},
+    "policy_set": {"stream": "orders", "min_count": 5},
+    "policy_reset": {"stream": "orders", "by": "oncall"},
+    "restate_heal": {"stream": RESTATE_STREAM},
+    "restate_restore": {
+        "stream": RESTATE_STREAM,
+        "partition": 0,
+        "snapshot_id": "snap_2000Test2000",
+        "by": "oncall",
+    },
+}
+GC_FIELDS = [
+    "action", "stream", "partition", "snapshot_id", "expires_at", "reason", "by", "hold_id",
+    "min_count", "min_age_hours", "max_count", "expected_version", "request_id", "dry_run",
+    "other",
+]  # fmt: skip
 #: Fields an action takes besides those of its valid payload.
 OPTIONAL = {
     "list": ["cursor"],
@@ -285,6 +315,12 @@ OPTIONAL = {
     "bootstrap": ["request_id", "partition"],
     "compaction": ["request_id", "from"],
     "snapshot_stream": ["deadline", "deadline_minutes", "by", "request_id"],
+    "hold": ["expires_at", "hold_id"],
+    "release": ["hold_id", "by"],
+    "policy_set": ["min_age_hours", "max_count", "expected_version", "request_id", "by"],
+    "policy_reset": ["expected_version", "request_id"],
+    "restate_heal": ["partition", "dry_run"],
+    "restate_restore": ["reason", "request_id"],
 }
 
 
@@ -355,3 +391,15 @@ def test_any_launch_payload_is_answered(seeded, launch_handler, context, payload
 @given(event=eventbridge())
 def test_any_eventbridge_launch_is_answered(seeded, launch_handler, context, event):
     answered(launch_handler, event, context)
+
+
+def test_every_gc_action_has_a_valid_payload_to_change():
+    assert set(GC_ACTIONS) == set(gc.actions())
+
+
+@FUZZ
+@given(payload=changed(GC_ACTIONS, GC_FIELDS))
+def test_any_gc_payload_is_answered(seeded, rt, gc_handler, context, payload):
+    if runtime().layouts.restate_for(RESTATE_STREAM) is None:  # once: examples share fixtures
+        seed_restate(rt)
+    answered(gc_handler, payload, context)
