@@ -98,7 +98,7 @@ def repoint_problem(record: SnapshotRecord) -> str | None:
     if record.status is not SnapshotStatus.REGISTERED:
         return (
             f"snapshot {record.snapshot_id} is {record.status.value}: only a REGISTERED "
-            "snapshot can be restored from; choose another (snapledger snapshots lists them)"
+            "snapshot can be restored from; choose another (snapledger list shows them)"
         )
     if record.broken:
         return (

@@ -32,7 +32,7 @@ from snapledger.errors import InvalidKeyError, SnapledgerError
 from snapledger.gc_settings import GcConfig
 from snapledger.ids import new_ulid
 from snapledger.layout import check_stream_name
-from snapledger.layouts.lineage import LineageLayout, RestateLayout
+from snapledger.layouts.lineage import LineageLayout
 from snapledger.models.commands import DeletedPrefix
 from snapledger.models.gc import GcCheckpoint, GcPhase
 from snapledger.models.ledger import (
@@ -291,7 +291,12 @@ class _Run:
         pointers: LineagePointers | RestatePointers = (
             LineagePointers(self.deps.store, head, self.generation_pointers)
             if restate_layout is None
-            else RestatePointers(self.deps.store, restate_layout, head.partition)
+            else RestatePointers(
+                self.deps.store,
+                restate_layout,
+                head.partition,
+                known=report.heal.pointer if report.heal else None,
+            )
         )
         sort_key_of = _folder_sort_key(layout, head.partition)
         if report.plan.doomed:  # something to delete: what do the pointers name?
@@ -351,8 +356,8 @@ class _Run:
                 policy=policy,
                 run_id=self.report.run_id,
             )
-            if restate_layout is not None:
-                ticket.finish = _pruning(ticket.finish, self.deps, restate_layout, report)
+            if isinstance(pointers, RestatePointers):
+                ticket.finish = _pruning(ticket.finish, self.deps, pointers, report)
             queue_deletions(batch, ticket, report, expiring, listing)
         swept, stopped = sweep_lineage(
             self.deps,
@@ -431,17 +436,27 @@ def _folder_sort_key(layout: LineageLayout, partition: int) -> Callable[[str], s
     return sort_key
 
 
-def _pruning(finish: Finish, deps: GcDeps, layout: RestateLayout, report: LineageReport) -> Finish:
+def _pruning(
+    finish: Finish, deps: GcDeps, pointers: RestatePointers, report: LineageReport
+) -> Finish:
     """``finish``, then the snapshots it deleted dropped from Restate's latest.json
-    ``retained_snapshots`` by compare-and-swap (a failure is the lineage's error; the
-    next run prunes again, as their records are DELETED)."""
+    ``retained_snapshots`` by compare-and-swap (conditioned on the version this run read,
+    if any: a lost race reads again). A failure is the lineage's error; the entries it
+    leaves name deleted files, which heal and restore-from-chosen check and pass over,
+    and Restate drops them itself as it evicts."""
 
     def finish_and_prune(remaining: list[DeletedPrefix], budget: Budget) -> bool:
         stopped = finish(remaining, budget)
         if report.deleted:
             try:
-                restate_pointer.prune(deps.store, layout, report.lineage.partition, report.deleted)
-            except Exception as exc:  # the deletions stand; latest.json is pruned next run
+                restate_pointer.prune(
+                    deps.store,
+                    pointers.layout,
+                    pointers.partition,
+                    report.deleted,
+                    first=pointers.known,
+                )
+            except Exception as exc:  # the deletions stand
                 report.errors.append(
                     f"dropping deleted snapshots from Restate's latest.json failed: "
                     f"{type(exc).__name__}: {exc}"

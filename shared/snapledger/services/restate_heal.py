@@ -68,13 +68,20 @@ class HealOutcome:
     problems: list[str] = field(default_factory=list)
     healed_to: str | None = None
     note: str = ""
+    #: latest.json as heal read it, while it still stands (heal wrote nothing): GC's reads
+    #: of it start from here (one GET a lineage, not three).
+    pointer: restate_pointer.ReadLatest | None = field(default=None, repr=False, compare=False)
 
     @property
     def broken(self) -> bool:
         return bool(self.problems)
 
     def to_dict(self) -> dict[str, object]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, "", [])}
+        shown = {f: getattr(self, f) for f in _SHOWN}
+        return {k: v for k, v in shown.items() if v not in (None, "", [])}
+
+
+_SHOWN = ("partition", "state", "names", "problems", "healed_to", "note")
 
 
 def snapshot_problems(
@@ -110,12 +117,13 @@ def heal_partition(
     if read is None:
         return HealOutcome(partition, NO_POINTER, note="Restate has written no latest.json yet")
     latest = read.latest
-    outcome = HealOutcome(partition, HEALTHY, names=latest.snapshot_id)
+    outcome = HealOutcome(partition, HEALTHY, names=latest.snapshot_id, pointer=read)
     outcome.problems = snapshot_problems(
         store, layout, partition, latest.min_applied_lsn, latest.snapshot_id
     )
     if not outcome.problems:
         return outcome
+    outcome.pointer = None  # heal may write it from here on
     lineage = LineageId(stream=layout.stream, partition=partition)
     if not dry_run:
         _record_broken(
@@ -147,6 +155,22 @@ def heal_partition(
     if dry_run:
         outcome.state = WOULD_HEAL
         return outcome
+    return _repoint(ledger, store, clock, layout, read=read, target=target, outcome=outcome)
+
+
+def _repoint(
+    ledger: Ledger,
+    store: ObjectStore,
+    clock: Clock,
+    layout: RestateLayout,
+    *,
+    read: restate_pointer.ReadLatest,
+    target: SnapshotRecord,
+    outcome: HealOutcome,
+) -> HealOutcome:
+    """latest.json moved off its broken snapshot to ``target`` by compare-and-swap, then
+    recorded; ``moved`` if Restate changed it meanwhile (checked again next run)."""
+    latest, partition = read.latest, outcome.partition
     broken_id = latest.snapshot_id
 
     def repoint(current: restate.RestateLatest) -> bytes | None:
@@ -154,7 +178,11 @@ def heal_partition(
             return None  # Restate (or an operator) moved it meanwhile
         return restate.latest_with(current, target.snapshot_id)
 
-    written, _ = restate_pointer.rewrite(store, layout, partition, repoint)
+    try:
+        written, _ = restate_pointer.rewrite(store, layout, partition, repoint, first=read)
+    except restate.RestatePointerError as exc:  # Restate evicted the target meanwhile
+        outcome.state, outcome.note = MOVED, f"{exc.reason}; checked again next run"
+        return outcome
     if written is not restate_pointer.Rewrite.WRITTEN:
         outcome.state, outcome.note = MOVED, "latest.json changed meanwhile; checked next run"
         return outcome
@@ -184,7 +212,8 @@ class RestoreResult:
     partition: int
     snapshot_id: str
     lsn: int
-    previous_snapshot_id: str
+    #: What latest.json named before; None when it already named ``snapshot_id`` (a retry).
+    previous_snapshot_id: str | None
     hold_id: str
 
     def to_dict(self) -> dict[str, object]:
@@ -252,10 +281,10 @@ def restore_from_chosen(
         raise InvalidRequestError(
             f"Restate kept rewriting latest.json of {lineage}; try again: {exc}"
         ) from exc
-    previous = before.snapshot_id if before is not None else read.latest.snapshot_id
-    previous_lsn = before.min_applied_lsn if before is not None else read.latest.min_applied_lsn
     if written is not restate_pointer.Rewrite.WRITTEN:  # a retry: it already names it
-        return RestoreResult(partition, snapshot_id, record.lsn, previous, hold_id)
+        return RestoreResult(partition, snapshot_id, record.lsn, None, hold_id)
+    assert before is not None
+    previous, previous_lsn = before.snapshot_id, before.min_applied_lsn
     execute(
         ledger,
         RecordRepoint(

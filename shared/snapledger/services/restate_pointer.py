@@ -74,13 +74,19 @@ def rewrite(
     layout: RestateLayout,
     partition: int,
     change: Callable[[restate.RestateLatest], bytes | None],
+    *,
+    first: ReadLatest | None = None,
 ) -> tuple[Rewrite, restate.RestateLatest | None]:
     """Apply ``change`` (the new bytes, or None: nothing to do) to latest.json by
     compare-and-swap, reading again after each lost race; the outcome and the pointer it
-    was decided on. ``change`` may raise (e.g. RestatePointerError): nothing is written."""
+    was decided on. ``first``: a read just made, tried first (its ETag conditions the
+    write, so a stale one only costs the lost race). ``change`` may raise (e.g.
+    RestatePointerError): nothing is written."""
     key = layout.latest_key(partition)
-    for _ in range(MAX_REWRITES):
-        read = read_latest(store, layout, partition)
+    for attempt in range(MAX_REWRITES):
+        read = (
+            first if attempt == 0 and first is not None else read_latest(store, layout, partition)
+        )
         if read is None:
             return Rewrite.MISSING, None
         body = change(read.latest)
@@ -98,7 +104,12 @@ def rewrite(
 
 
 def prune(
-    store: ObjectStore, layout: RestateLayout, partition: int, deleted: Iterable[str]
+    store: ObjectStore,
+    layout: RestateLayout,
+    partition: int,
+    deleted: Iterable[str],
+    *,
+    first: ReadLatest | None = None,
 ) -> Rewrite:
     """Drop the snapshots GC deleted from ``retained_snapshots`` (none listed: nothing
     written). Never drops the one latest.json names (``latest_without`` refuses)."""
@@ -109,7 +120,7 @@ def prune(
             return None
         return restate.latest_without(latest, gone)
 
-    outcome, _ = rewrite(store, layout, partition, without)
+    outcome, _ = rewrite(store, layout, partition, without, first=first)
     return outcome
 
 
@@ -120,6 +131,8 @@ class RestatePointers:
     store: ObjectStore
     layout: RestateLayout
     partition: int
+    #: latest.json as this run already read it (heal's read), if it still stands.
+    known: ReadLatest | None = None
     check: PointerCheck | None = None
     _named: dict[str, tuple[KeepReason, ...]] = field(default_factory=dict)
     _prefix: str | None = None
@@ -131,13 +144,14 @@ class RestatePointers:
         if self.check is None:
             key = self.layout.latest_key(self.partition)
             try:
-                read = read_latest(self.store, self.layout, self.partition)
+                read = self.known or read_latest(self.store, self.layout, self.partition)
             except PointerUnreadableError as exc:
                 self.check = PointerCheck(key=key, state="unreadable", note=str(exc))
                 raise
             if read is None:
                 self.check = PointerCheck(key=key, state="missing", note="Restate wrote none yet")
             else:
+                self.known = read
                 latest = read.latest
                 self.check = PointerCheck(key=key, state="current", names=latest.snapshot_id)
                 sort_key = snapshot_sort_key(latest.min_applied_lsn, latest.snapshot_id)
