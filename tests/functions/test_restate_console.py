@@ -145,8 +145,9 @@ def test_restore_repoints_holds_and_records_who(seeded, rt, gc_handler, context)
         "bad deploy at 14:02",
     )
     # Lambda's retry of the same invocation: the same snapshot and hold, no second event
-    # (its previous_snapshot_id is what latest.json names on the retry: the chosen one)
+    # (no previous snapshot: latest.json already named the chosen one)
     again = gc_handler(restore_payload(), context)
+    assert again.get("previous_snapshot_id") is None
     assert {**again, "previous_snapshot_id": None} == {**answer, "previous_snapshot_id": None}
     assert len(rt.ledger.list_events(lineage).items) == len(events)
 
