@@ -10,6 +10,7 @@ never imports the local runtime, the local runtime builds on the client.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -22,6 +23,12 @@ if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
 
 STACK_NAME = "Snapledger"
+#: Where the region comes from when none is given, in order (boto3 reads only the second).
+REGION_VARIABLES = ("AWS_REGION", "AWS_DEFAULT_REGION")
+NO_REGION = (
+    "no AWS region: pass --region (region= in Snapledger.for_stack), export AWS_REGION "
+    "or AWS_DEFAULT_REGION, or set region in your AWS profile"
+)
 FUNCTION_OUTPUT_PREFIX = "Function"
 
 
@@ -46,17 +53,31 @@ class AwsTransport:
         self._functions: dict[str, str] | None = None
         self._lambda: LambdaClient | None = None
 
+    def resolved_region(self) -> str:
+        """The region given, else ``AWS_REGION``, ``AWS_DEFAULT_REGION``, the AWS profile's."""
+        for candidate in (self.region, *(os.environ.get(name) for name in REGION_VARIABLES)):
+            if candidate:
+                return candidate
+        try:
+            configured = boto3.session.Session().region_name
+        except BotoCoreError as exc:  # a broken profile or config file
+            raise TransportError(f"{NO_REGION} ({exc})") from exc
+        if not configured:
+            raise TransportError(NO_REGION)
+        return configured
+
     def functions(self) -> dict[str, str]:
         if self._functions is None:
+            region = self.resolved_region()
             try:
-                stacks = boto3.client("cloudformation", region_name=self.region).describe_stacks(
+                stacks = boto3.client("cloudformation", region_name=region).describe_stacks(
                     StackName=self.stack_name
                 )["Stacks"]
             except (ClientError, BotoCoreError) as exc:
                 raise TransportError(
-                    f"could not read the stack {self.stack_name!r}: {exc}. Deploy it with "
-                    "`cdk deploy`, pass --stack and --region, check your AWS credentials, "
-                    "or use --local for the local runtime"
+                    f"could not read the stack {self.stack_name!r} in {region}: {exc}. "
+                    "Deploy it with `cdk deploy`, pass --stack and --region, "
+                    "check your AWS credentials, or use --local for the local runtime"
                 ) from exc
             outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
             self._functions = {
@@ -75,7 +96,7 @@ class AwsTransport:
                 "redeploy with this version of snapledger"
             )
         if self._lambda is None:
-            self._lambda = boto3.client("lambda", region_name=self.region)
+            self._lambda = boto3.client("lambda", region_name=self.resolved_region())
         try:
             response = self._lambda.invoke(
                 FunctionName=names[key], Payload=json.dumps(payload).encode()
