@@ -99,17 +99,15 @@ def validate_changelog(
     segments = {(plan.partition, s.name): (plan, s) for plan in plans for s in plan.segments}
     if not segments:
         return applied
-    # One scan of every file, grouped by file, rather than one scan per partition: the
-    # last 10% of a 10M-row log over 4 partitions, validated in 0.79 s by 4 scans and in
-    # 0.44 s by one (best of 5); fewer tasks, fewer plans to build and run.
+    # One scan of every file, grouped by file, rather than one scan per partition: fewer
+    # tasks, fewer plans to build and run (docs/jobs.md, "Measurements").
     paths = [store.uri(segment.key) for _, segment in segments.values()]
     by_size = _segments_by_size(segments, segment_bytes or {})
     aggregates = (
         spark.read.schema(CHANGELOG_SCHEMA)
         .parquet(*paths)
         .selectExpr(
-            # A fixed-width grouping key is cheaper to hash than a path, per row: 5M rows
-            # in 40 files, 2 cores, best of 4: 0.96-1.15 s by path, 0.63-0.71 s by size.
+            # A fixed-width grouping key is cheaper to hash than a path, per row.
             f"_metadata.{'file_size' if by_size else 'file_path'} AS file",
             "_metadata.row_index AS row_index",
             "lsn",

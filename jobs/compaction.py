@@ -12,12 +12,11 @@ the put rows carrying their key's winning LSN are kept by a map-side join, so th
 rows are shuffled only once they have won. A base snapshot is never aggregated: it holds
 one row per key, older than every change, so its row survives exactly when no change
 touches its key; without a base, the lookup holds only (partition, winning LSN), for a
-semi join on fixed-width keys. Bootstrap of 5M rows on 2 cores, JVM CPU seconds, best
-of 3, each with the same shuffle, sort and write: ``groupBy + max(struct(lsn, op,
-value))`` 22.5 s, window ``row_number`` 22.2 s, this 14.7 s. When the change count
-alone cannot show that the winners fit the driver's broadcast budget, they are counted
-first (a 10M-row log of 1.25M keys: counted, then broadcast, instead of two wide
-shuffles for a sort-merge join).
+semi join on fixed-width keys. This costs less than ``groupBy + max(struct(lsn, op,
+value))`` or a window ``row_number`` over the wide rows (docs/jobs.md, "Measurements").
+When the change count alone cannot show that the winners fit the driver's broadcast
+budget, they are counted first, so that they are still broadcast instead of joined by two
+wide shuffles (a sort-merge join).
 
 **Merge into the state** (at most one change per state row: a restore or a compaction
 soon after its base; or winners too many to broadcast). The snapshot's rows are nearly
@@ -25,10 +24,8 @@ all survivors, and the changes are few, so each lineage partition's snapshot and
 are read by one task (coalesce: no shuffle at all), whose one sort by (key, LSN
 descending) serves both the choice of each key's last record (a window's first row) and
 the output order; the snapshot being sorted already, that sort mostly merges the changes
-into it. This saves the winners' own aggregation and broadcast, and (against shuffling
-by partition first) a restore from 90% of a 10M-row log (1.1M state rows, 1M changes),
-2 cores, best of 2 interleaved: 6.39 -> 4.44 s, together with the validation and
-two-level-map changes of the same commit.
+into it. This saves the winners' own aggregation and broadcast, and a shuffle by
+partition (docs/jobs.md, "Measurements").
 
 LSNs are unique within a partition (validation checks the changelog), so a winning
 (partition, LSN) names exactly one change row, and every change is newer than the state.
@@ -53,8 +50,7 @@ STATE_OUTPUT_COLUMNS = ("partition", *STATE_COLUMNS)
 STATE_OUTPUT_TYPE = "partition int, key string, value binary, lsn long"
 CHANGE_COLUMNS = (*STATE_COLUMNS, "op")
 # Frames are built from SQL text: one py4j call per expression list, where Columns built
-# from functions cost one call per function and operand (validation's projections of 4
-# partitions: 81 ms as Columns, 26 ms as SQL text).
+# from functions cost one call per function and operand (docs/jobs.md, "Measurements").
 _NEWEST_FIRST = "row_number() OVER (PARTITION BY key ORDER BY lsn DESC)"
 # Broadcast winners cost about 200 bytes each on the driver while it collects them and
 # builds the hash relation; a budget of one winner per kilobyte of heap keeps that to a
@@ -216,8 +212,7 @@ def _join_broadcast_winners(
     puts = changes.where(f"op = '{OP_PUT}'")
     if not states:
         # A winning (partition, LSN) names one change row, so the lookup needs no keys:
-        # fixed-width hashing and a smaller broadcast. Bootstrap of 10M records (1.1M
-        # winners), 2 cores, best of 6 interleaved with the keyed join: 11.1 -> 9.0 s.
+        # fixed-width hashing and a smaller broadcast.
         winning = F.broadcast(winners.selectExpr("partition", "winning_lsn AS lsn"))
         changed = puts.join(winning, ["partition", "lsn"], "left_semi")
         return _by_partition_in_key_order(changed.selectExpr(*STATE_OUTPUT_COLUMNS), tasks)
