@@ -203,11 +203,12 @@ def test_a_policy_change_on_a_stale_version_exits_1(seeded):
     assert run_cli("--local", "--json", "policy", "get", "orders").json()["source"] == "stream"
 
 
-def test_what_the_functions_find_invalid_in_cli_input_exits_2(seeded):
-    # --min-count 0 passes the CLI and is refused by the gc function's validation
-    status, out, _ = run("policy", "set", "orders", "--min-count", "0", "--yes")
-    # named as the user typed it (issue 30), not as the payload's field min_count
-    assert status == 2 and "error (validation)" in out and "--min-count" in out
+def test_a_policy_number_below_its_bound_is_refused_by_the_cli_itself_exit_2(seeded):
+    # --min-count 0 is refused as click parses it (issue 30: before any prompt or request),
+    # named as the user typed it and with the accepted range in words
+    status, out, err = run("policy", "set", "orders", "--min-count", "0", "--yes")
+    assert status == 2 and out == "" and "--min-count" in err
+    assert "a whole number from 1 to" in err
 
 
 def test_a_bad_time_is_one_line_listing_the_accepted_forms(seeded):
