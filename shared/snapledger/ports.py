@@ -42,6 +42,9 @@ class ObjectInfo:
     key: str
     size: int
     last_modified: datetime
+    #: S3's ETag as the listing gives it (it changes when the object is written again with
+    #: other content); None where the store has none (the file store).
+    etag: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -339,6 +339,7 @@ class S3ObjectStore:
             key=item["Key"].removeprefix(self._prefix),
             size=item["Size"],
             last_modified=_utc(item["LastModified"]),
+            etag=item.get("ETag"),
         )
 
     @contextmanager

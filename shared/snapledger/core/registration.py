@@ -137,6 +137,7 @@ def evolve_registration(
                 generation=event.generation,
                 member_of=event.member_of,
                 origin=event.origin,
+                files_digest=event.files_digest,
                 registered_at=event.at,
                 version=event.seq,
             )

@@ -60,6 +60,11 @@ class SnapshotRegistered(EventBase):
         description="Who wrote it, for a foreign layout (Restate: its cluster name and "
         "fingerprint); every registered snapshot of a lineage has the same",
     )
+    files_digest: str | None = Field(
+        default=None,
+        description="A digest of the files' S3 ETags at registration (a foreign layout's; "
+        "heal finds a file rewritten since by it)",
+    )
 
 
 class SnapshotRejected(EventBase):

@@ -80,6 +80,11 @@ class SnapshotRecord(Stored):
         description="Who wrote it, for a foreign layout (Restate: its cluster name and "
         "fingerprint); every registered snapshot of a lineage has the same",
     )
+    files_digest: str | None = Field(
+        default=None,
+        description="A digest of the files' S3 ETags at registration (a foreign layout's; "
+        "heal finds a file rewritten since by it)",
+    )
     registered_at: datetime = Field(description="Registry (server) time it was recorded")
     broken: tuple[str, ...] = Field(
         default=(), description="Why it can no longer be restored from, as heal found it"

@@ -85,10 +85,17 @@ _SHOWN = ("partition", "state", "names", "problems", "healed_to", "note")
 
 
 def snapshot_problems(
-    store: ObjectStore, layout: RestateLayout, partition: int, lsn: int, snapshot_id: str
+    store: ObjectStore,
+    layout: RestateLayout,
+    partition: int,
+    lsn: int,
+    snapshot_id: str,
+    *,
+    registered_digest: str | None = None,
 ) -> list[str]:
     """Why Restate could not restore from the snapshot (empty: it could, as far as its
-    metadata.json, one listing and each SST's footer tell)."""
+    metadata.json, one listing and each SST's footer tell), or would restore other state
+    than was registered (``registered_digest``: its files' ETags at registration)."""
     location = restate.RestateLocation(layout.prefix, partition, lsn, snapshot_id)
     try:
         raw = store.get(location.metadata_key, max_bytes=MAX_MANIFEST_BYTES)
@@ -97,7 +104,7 @@ def snapshot_problems(
     except ManifestTooLargeError as exc:
         return [f"{location.metadata_key!r}: {exc}"]
     try:
-        restate_snapshots.check(store, location, raw)
+        restate_snapshots.check(store, location, raw, registered_digest=registered_digest)
     except ManifestRejectedError as exc:
         return [exc.reason]
     return []
@@ -118,13 +125,21 @@ def heal_partition(
         return HealOutcome(partition, NO_POINTER, note="Restate has written no latest.json yet")
     latest = read.latest
     outcome = HealOutcome(partition, HEALTHY, names=latest.snapshot_id, pointer=read)
+    lineage = LineageId(stream=layout.stream, partition=partition)
+    named = ledger.get_snapshot(
+        lineage, snapshot_sort_key(latest.min_applied_lsn, latest.snapshot_id)
+    )
     outcome.problems = snapshot_problems(
-        store, layout, partition, latest.min_applied_lsn, latest.snapshot_id
+        store,
+        layout,
+        partition,
+        latest.min_applied_lsn,
+        latest.snapshot_id,
+        registered_digest=None if named is None else named.files_digest,
     )
     if not outcome.problems:
         return outcome
     outcome.pointer = None  # heal may write it from here on
-    lineage = LineageId(stream=layout.stream, partition=partition)
     if not dry_run:
         _record_broken(
             ledger,
@@ -251,7 +266,14 @@ def restore_from_chosen(
         except restate.RestatePointerError as exc:
             problem = exc.reason
     if problem is None:
-        found = snapshot_problems(store, layout, partition, record.lsn, snapshot_id)
+        found = snapshot_problems(
+            store,
+            layout,
+            partition,
+            record.lsn,
+            snapshot_id,
+            registered_digest=record.files_digest,
+        )
         if found:
             problem = f"snapshot {snapshot_id} fails the check: {found[0]}"
     if problem is not None:
@@ -352,7 +374,12 @@ def _healthy_retained(
         if record is None or record.status is not SnapshotStatus.REGISTERED or record.broken:
             continue
         problems = snapshot_problems(
-            store, layout, lineage.partition, entry.min_applied_lsn, entry.snapshot_id
+            store,
+            layout,
+            lineage.partition,
+            entry.min_applied_lsn,
+            entry.snapshot_id,
+            registered_digest=record.files_digest,
         )
         if not problems:
             return record, failed

@@ -9,7 +9,10 @@ with RocksDB's table magic (one ranged GET of ``SST_TAIL_BYTES`` per file,
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from snapledger.core.manifest_rules import (
     ManifestRejectedError,
@@ -22,7 +25,7 @@ from snapledger.layouts import restate
 from snapledger.layouts.lineage import RestateArrival
 from snapledger.limits import MAX_MANIFEST_BYTES
 from snapledger.models.commands import ManifestSummary, RegisterSnapshot
-from snapledger.ports import ObjectStore
+from snapledger.ports import ObjectInfo, ObjectStore
 
 #: SST tails read at once, per snapshot.
 FILE_READERS = 16
@@ -40,16 +43,50 @@ def origin_of(metadata: restate.RestateMetadata) -> str:
     return text
 
 
+def files_digest(expected: Iterable[str], listing: Mapping[str, ObjectInfo]) -> str | None:
+    """A digest of the expected files' ETags as listed (None if the store gives none, or
+    one is missing): equal while no file is written again with other content."""
+    tags = []
+    for key in sorted(expected):
+        info = listing.get(key)
+        if info is None or info.etag is None:
+            return None
+        tags.append(f"{key.rpartition('/')[2]}\t{info.size}\t{info.etag}")
+    return "sha256:" + hashlib.sha256("\n".join(tags).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What the check found: the problems (empty: restorable as far as it can tell) and
+    the digest of the files' ETags."""
+
+    problems: list[str]
+    digest: str | None
+
+
 def file_problems(
-    store: ObjectStore, location: restate.RestateLocation, metadata: restate.RestateMetadata
-) -> list[str]:
-    """Why the snapshot's files could not be restored from (empty: they can, as far as
-    a listing and each SST's footer tell)."""
-    listed = {info.key: info.size for info in store.list(location.folder)}
+    store: ObjectStore,
+    location: restate.RestateLocation,
+    metadata: restate.RestateMetadata,
+    *,
+    registered_digest: str | None = None,
+) -> Checked:
+    """Why the snapshot's files could not be restored from, as far as one listing and
+    each SST's footer tell, and (with ``registered_digest``, the digest recorded at
+    registration) whether a file was written again since."""
+    listing = {info.key: info for info in store.list(location.folder)}
+    listed = {key: info.size for key, info in listing.items()}
     expected = restate.expected_files(location, metadata)
+    digest = files_digest(expected, listing)
     problems = restate.file_problems(expected, listed)
+    if not problems and registered_digest and digest and digest != registered_digest:
+        problems.append(
+            f"a file under {location.folder!r} was written again since registration (its "
+            "S3 ETag differs, though every size and SST footer is as registered): the "
+            "snapshot no longer holds the state that was registered"
+        )
     if problems:
-        return problems  # sizes first: a missing or resized file needs no GET to refuse
+        return Checked(problems, digest)  # a missing or resized file needs no GET to refuse
     ssts = [key for key in expected if key.endswith(restate.SST_SUFFIX)]
 
     def footer(key: str) -> str | None:
@@ -61,19 +98,23 @@ def file_problems(
     else:
         with ThreadPoolExecutor(max_workers=min(FILE_READERS, len(ssts))) as pool:
             found = list(pool.map(footer, ssts))
-    return [problem for problem in found if problem is not None]
+    return Checked([problem for problem in found if problem is not None], digest)
 
 
 def check(
-    store: ObjectStore, location: restate.RestateLocation, raw: bytes
-) -> restate.RestateMetadata:
-    """The document of ``metadata.json`` (``raw``), after the file check;
-    ManifestRejectedError with the reason when it could not be restored from."""
+    store: ObjectStore,
+    location: restate.RestateLocation,
+    raw: bytes,
+    *,
+    registered_digest: str | None = None,
+) -> tuple[restate.RestateMetadata, str | None]:
+    """The document of ``metadata.json`` (``raw``) and its files' digest, after the file
+    check; ManifestRejectedError with the reason when it could not be restored from."""
     metadata = restate.parse_metadata(location, raw)
-    problems = file_problems(store, location, metadata)
-    if problems:
-        raise ManifestRejectedError(join_problems(problems))
-    return metadata
+    checked = file_problems(store, location, metadata, registered_digest=registered_digest)
+    if checked.problems:
+        raise ManifestRejectedError(join_problems(checked.problems))
+    return metadata, checked.digest
 
 
 def register_command(arrival: RestateArrival, store: ObjectStore) -> RegisterSnapshot:
@@ -98,7 +139,7 @@ def register_command(arrival: RestateArrival, store: ObjectStore) -> RegisterSna
         )
     digest = manifest_digest(raw)
     try:
-        metadata = check(store, location, raw)
+        metadata, files = check(store, location, raw)
     except ManifestRejectedError as rejected:
         return RegisterSnapshot(**common, manifest_digest=digest, rejection=rejected.reason)
     summary = ManifestSummary(
@@ -108,5 +149,6 @@ def register_command(arrival: RestateArrival, store: ObjectStore) -> RegisterSna
         source_kind=restate.NAME,
         format=restate.FORMAT,
         origin=origin_of(metadata),
+        files_digest=files,
     )
     return RegisterSnapshot(**common, manifest_digest=digest, summary=summary)
