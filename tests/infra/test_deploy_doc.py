@@ -13,6 +13,8 @@ from tests.deployed.deployment import USED_BY_THE_PLATFORM, role_statements
 from tests.infra.conftest import Synthesized, synthesize_app
 
 DEPLOY_DOC = names.REPO_ROOT / "docs" / "deploy.md"
+#: The CDK CLI's version, pinned once: CI runs it, every command in the docs names it.
+CDK_CLI_VERSION = names.REPO_ROOT / "tools" / "cdk-cli-version"
 # Called with the role by Lambda and the X-Ray daemon; the doc lists them once, in prose.
 PLATFORM_ACTIONS = {
     action for action in USED_BY_THE_PLATFORM if action.startswith(("logs:", "xray:"))
@@ -97,7 +99,9 @@ def test_the_node_versions_are_the_readmes_and_make_and_ci_silence_jsii_for_the_
     for text in (prerequisites, readme):
         assert "Node.js 22 or 24" in text
         assert "20 still works" in text
-    assert "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 npx aws-cdk@2 synth" in prerequisites
+    pinned = CDK_CLI_VERSION.read_text(encoding="utf-8").strip()
+    silenced = f"JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 npx aws-cdk@{pinned} synth"
+    assert silenced in prerequisites
     for runner in ("Makefile", ".ci/run"):
         text = (names.REPO_ROOT / runner).read_text(encoding="utf-8")
         line = next(
@@ -147,3 +151,24 @@ def test_the_restate_section_tells_the_synthesized_node_policy_and_grants() -> N
         "`register`, `gc` and `query`",
     ):
         assert claim in section, claim
+
+
+def test_the_cdk_cli_version_is_pinned_once_and_every_mention_names_it() -> None:
+    pinned = CDK_CLI_VERSION.read_text(encoding="utf-8").strip()
+    assert re.fullmatch(r"2\.\d+\.\d+", pinned), pinned  # an exact release of CDK CLI v2
+    mentions = {}
+    for path in ("README.md", "docs/deploy.md", "tools/cdk-app", ".ci/run", "Makefile"):
+        text = (names.REPO_ROOT / path).read_text(encoding="utf-8")
+        mentions[path] = re.findall(r"aws-cdk@([^\s`'\")]+)", text)
+    named = {path: set(found) - {pinned} for path, found in mentions.items()}
+    assert named == {  # no other version (aws-cdk@2 floats), and the two runners read the file
+        "README.md": set(),
+        "docs/deploy.md": set(),
+        "tools/cdk-app": {"VERSION"},
+        ".ci/run": {"$(<"},
+        "Makefile": set(),
+    }
+    assert mentions["docs/deploy.md"] and mentions["README.md"]
+    ci = (names.REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert 'cdk="aws-cdk@$(< tools/cdk-cli-version)"' in ci
+    assert 'npx --yes "$cdk" --version' in ci and 'npx --yes --offline "$cdk" synth' in ci
