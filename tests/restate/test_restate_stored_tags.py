@@ -33,6 +33,13 @@ def world() -> Iterator[tuple[object, object, ManualClock]]:
         yield ledger, open_object_store("s3://tags", s3_client=s3), ManualClock()
 
 
+def two_registered(world):
+    """Snapshots at LSN 1000 and 2000, registered; latest.json names 2000, retains both."""
+    ledger, store, clock = world
+    written = two_registered(world)
+    return written
+
+
 def rewrite_same_size(store, key: str) -> None:
     """Other content of the same size, ending with the same footer."""
     body = store.get(key)
@@ -41,12 +48,7 @@ def rewrite_same_size(store, key: str) -> None:
 
 def test_a_file_rewritten_since_registration_is_found_and_healed(world):
     ledger, store, clock = world
-    written = [write_restate_snapshot(store, lsn) for lsn in (1000, 2000)]
-    for w in written:
-        register_manifest(
-            w.location.metadata_key, ledger=ledger, store=store, clock=clock, layouts=LAYOUTS
-        )
-    write_latest(store, written[1], list(reversed(written)))
+    written = two_registered(world)
     record = ledger.find_snapshot(LINEAGE, written[1].location.snapshot_id)
     assert record.files_digest and record.files_digest.startswith("sha256:")
     assert heal_partition(ledger, store, clock, LAYOUT, 0).state == HEALTHY
@@ -61,12 +63,7 @@ def test_a_file_rewritten_since_registration_is_found_and_healed(world):
 
 def test_restore_refuses_a_snapshot_whose_file_was_rewritten(world):
     ledger, store, clock = world
-    written = [write_restate_snapshot(store, lsn) for lsn in (1000, 2000)]
-    for w in written:
-        register_manifest(
-            w.location.metadata_key, ledger=ledger, store=store, clock=clock, layouts=LAYOUTS
-        )
-    write_latest(store, written[1], list(reversed(written)))
+    written = two_registered(world)
     rewrite_same_size(store, written[0].sst_keys[1])
     with pytest.raises(InvalidRequestError, match="written again since registration"):
         restore_from_chosen(
