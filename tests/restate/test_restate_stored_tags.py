@@ -36,7 +36,12 @@ def world() -> Iterator[tuple[object, object, ManualClock]]:
 def two_registered(world):
     """Snapshots at LSN 1000 and 2000, registered; latest.json names 2000, retains both."""
     ledger, store, clock = world
-    written = two_registered(world)
+    written = [write_restate_snapshot(store, lsn) for lsn in (1000, 2000)]
+    for w in written:
+        register_manifest(
+            w.location.metadata_key, ledger=ledger, store=store, clock=clock, layouts=LAYOUTS
+        )
+    write_latest(store, written[1], list(reversed(written)))
     return written
 
 
