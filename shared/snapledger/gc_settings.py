@@ -50,7 +50,12 @@ if TYPE_CHECKING:
     _DefaultPolicy = BaseModel
 else:  # default_<field> for each policy field, as models/policy.py declares it
     _DefaultPolicy = create_model(
-        "_DefaultPolicy", __module__=__name__, **default_fields(DEFAULT_PREFIX)
+        "_DefaultPolicy",
+        __module__=__name__,
+        # Built on first use, as GcConfig and GcSettings (which inherit it): a function
+        # validates GcConfig at its first ``runtime()``, GcSettings only in tests.
+        __config__=ConfigDict(defer_build=True),
+        **default_fields(DEFAULT_PREFIX),
     )
 
 

@@ -50,7 +50,9 @@ MAX_LEDGER_TTL_DAYS = int(MAX_HOURS // 24)
 class LedgerSettings(BaseModel):
     """What every function needs: the table and the object store root."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    # Validators built on first use (a function reads one settings class, at its first
+    # ``runtime()``): importing this module builds none of them (issue 29).
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     table: str = Field(min_length=3, max_length=255, description="DynamoDB table name")
     root: str = Field(description="Object store root: s3://bucket[/prefix] or file:///dir")
