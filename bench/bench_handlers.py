@@ -14,6 +14,10 @@ For each handler module ``functions/*.py`` (found on disk, so new handlers are i
   ``functions.*``, ``snapledger.entrypoints.*``, ``snapledger.runtime`` and the
   Powertools objects they create), timing each first-party module on its own.
 
+``first_runtime_ms.<name>`` is what the handler process then spends in its first
+``runtime()`` (settings, boto3 clients: paid by a cold start's first invocation, after
+the import; no request is sent).
+
 ``handler_import_overhead.<name>`` = handler ÷ libraries (target ≤ 1.15).
 ``handler_import_overhead_paired.<name>`` is the median of the same ratio taken within
 each decomposition process (all three parts measured in one interpreter): steadier on a
@@ -46,11 +50,23 @@ FUNCTION_LAYER = ("functions", "snapledger.entrypoints", "snapledger.runtime")
 ENV = {
     "POWERTOOLS_SERVICE_NAME": "snapledger",
     "POWERTOOLS_METRICS_NAMESPACE": "Snapledger",
+    # For ``first_runtime_ms``: what a deployed function is given. Building the runtime
+    # builds clients and calls nothing: the credentials are placeholders, never used.
+    "SNAPLEDGER_TABLE": "snapledger-bench",
+    "SNAPLEDGER_ROOT": "s3://snapledger-bench",
+    "AWS_DEFAULT_REGION": "eu-west-1",
+    "AWS_ACCESS_KEY_ID": "bench",
+    "AWS_SECRET_ACCESS_KEY": "bench",
+    "AWS_EC2_METADATA_DISABLED": "true",
 }
 # Both timed scripts import the same helpers before the clock starts.
 _PRELUDE = "import importlib, json, sys, time\n"
 _TIME_HANDLER = _PRELUDE + (
-    "t = time.process_time()\nimport functions.{name}\nprint(time.process_time() - t)\n"
+    "t = time.process_time()\nimport functions.{name}\nimported = time.process_time() - t\n"
+    # What the first invocation adds before its own work: the settings, the boto3 clients.
+    "from snapledger.runtime import runtime\n"
+    "t = time.process_time()\nruntime()\n"
+    "print(json.dumps([imported, time.process_time() - t]))\n"
 )
 _DECOMPOSE = _PRELUDE + (
     "plan = json.load(open(sys.argv[1]))\n"
@@ -79,9 +95,12 @@ def run(config: Any) -> dict[str, object]:
         plan_file = workdir / f"{name}-plan.json"
         plan_file.write_text(json.dumps(plan))
         handler_s: list[float] = []
+        runtime_s: list[float] = []
         parts: list[dict[str, Any]] = []
         for _ in range(RUNS):
-            handler_s.append(float(_python(_TIME_HANDLER.format(name=name))))
+            imported, first_runtime = json.loads(_python(_TIME_HANDLER.format(name=name)))
+            handler_s.append(imported)
+            runtime_s.append(first_runtime)
             parts.append(json.loads(_python(_DECOMPOSE, str(plan_file))))
         library_s = [p["libraries"] for p in parts]
         snapledger_s = [sum(p["own"].values()) for p in parts]
@@ -94,6 +113,7 @@ def run(config: Any) -> dict[str, object]:
         figures[f"handler_import_overhead.{name}"] = ratios[name]
         figures[f"handler_import_overhead_paired.{name}"] = statistics.median(paired)
         figures[f"handler_import_ms.{name}"] = statistics.median(handler_s) * 1000
+        figures[f"first_runtime_ms.{name}"] = statistics.median(runtime_s) * 1000
         figures[f"library_import_ms.{name}"] = statistics.median(library_s) * 1000
         figures[f"snapledger_ms.{name}"] = statistics.median(snapledger_s) * 1000
         figures[f"function_layer_ms.{name}"] = statistics.median(p["layer"] for p in parts) * 1000
