@@ -1,11 +1,15 @@
-"""What a handler's import builds (issue 29): no settings validator before it is used."""
+"""What a handler's import builds (issue 29): no settings validator before it is used; and
+the cold-start figures the docs quote (README, docs/deploy.md) are the saved bench run's."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,3 +59,69 @@ def test_deferred_settings_still_validate_on_first_use():
     assert (ledger.table, ledger.root, gc.gc_workers) == ("ledger", "s3://bucket", 4)
     with pytest.raises(Exception, match="SNAPLEDGER_TABLE"):
         settings_from_env(LedgerSettings, {"SNAPLEDGER_ROOT": "s3://bucket"})
+
+
+# The figures the docs quote come from one bench run, saved beside them.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BENCH = json.loads((REPO_ROOT / "docs" / "bench" / "handlers.json").read_text())
+README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+DEPLOY = (REPO_ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+DASH = "\u2013"  # the docs' ranges: 1.22\u20131.61
+TABLE_COLUMNS = (
+    ("library_import_ms", "{:.0f}"),
+    ("snapledger_ms", "{:.0f}"),
+    ("function_layer_ms", "{:.0f}"),
+    ("handler_import_ms", "{:.0f}"),
+    ("handler_import_overhead", "{:.2f}"),
+    ("handler_import_overhead_paired", "{:.2f}"),
+    ("first_runtime_ms", "{:.0f}"),
+)
+
+
+def _span(figures: dict[str, Any], figure: str, fmt: str = "{:.2f}") -> str:
+    values = [v for k, v in figures.items() if k.rpartition(".")[0] == figure]
+    return f"{fmt.format(min(values))}{DASH}{fmt.format(max(values))}"
+
+
+def test_the_readme_cold_start_table_is_the_saved_bench_run():
+    # Given the saved run, When the README's table is read
+    start = README.index("<!-- handler-cold-start -->")
+    rows = re.findall(r"^\| (\w+) \| (.+) \|$", README[start:], re.MULTILINE)
+    table = {name: cells.split(" | ") for name, cells in rows if name != "function"}
+    # Then it has a row per handler, each cell the run's figure
+    figures = BENCH["handlers"]
+    assert set(table) == set(HANDLER_MODULES)
+    for name, cells in table.items():
+        expected = [fmt.format(figures[f"{figure}.{name}"]) for figure, fmt in TABLE_COLUMNS]
+        assert cells == expected, name
+
+
+def test_the_readme_ranges_are_the_saved_runs():
+    after, before = BENCH["handlers"], BENCH["handlers_before"]
+    row = next(line for line in README.splitlines() if "`handlers.handler_import_overhead`" in line)
+    assert f"paired {_span(after, 'handler_import_overhead_paired')}, unpaired " in row
+    assert f"unpaired {_span(after, 'handler_import_overhead')} per handler" in row
+    assert f"paired {_span(before, 'handler_import_overhead_paired')}, unpaired " in row
+    assert f"unpaired {_span(before, 'handler_import_overhead')};" in row
+    assert f"({_span(before, 'handler_import_overhead_paired')} paired before it" in README
+    events_ms = [
+        int(m)
+        for k, v in after.items()
+        if k.startswith("slowest_modules.")
+        for m in re.findall(r"snapledger\.models\.events (\d+)", v)
+    ]
+    assert f"`models.events`, takes {min(events_ms)}{DASH}{max(events_ms)} ms" in README
+
+
+def test_the_snapstart_section_quotes_the_stack_and_the_run():
+    from infra.constructs.functions import RUNTIME, SPECS
+
+    section = DEPLOY[DEPLOY.index("## Lambda SnapStart") :]
+    section = section[: section.index("\n## ")]
+    assert f"run {RUNTIME.name} on arm64" in section
+    assert "Architecture.ARM_64" in (REPO_ROOT / "infra/constructs/functions.py").read_text()
+    figures = BENCH["handlers"]
+    assert f"handler's import: {_span(figures, 'handler_import_ms', '{:.0f}')} ms" in section
+    assert f"runtime()` ({_span(figures, 'first_runtime_ms', '{:.0f}')} ms" in section
+    memory = [spec.memory_mb for spec in SPECS.values()]
+    assert f"have {min(memory)}{DASH}{max(memory)} MB" in section
