@@ -32,6 +32,16 @@ def test_demo_scenario_passes_every_check(tmp_path, capsys, spark):
     assert f"timeline of orders/0 drawn - {timeline.resolve()}" in out or str(timeline) in out
     assert timeline.read_text().count('class="snapshot') >= 2
     assert 'class="plan-keep"' in (tmp_path / "demo" / "gc-plan.svg").read_text()
+    # one readable line per fact: no function's answer printed as a raw dict
+    raw = [line for line in out.splitlines() if "{'" in line or "'ok': True" in line]
+    assert raw == [], raw[:3]
+
+
+def test_an_answer_reads_as_one_line_of_facts():
+    answer = {"ok": True, "status": "REQUESTED", "generation": 3, "job_id": "j-1", "x": {"y": 1}}
+    line = demo._outcome({**answer, "partitions": [{"partition": 0}, {"partition": 1}]})
+    assert line == "status REQUESTED, job_id j-1, generation 3, 2 partitions"
+    assert demo._outcome({"ok": False, "error": "no such stream"}) == "error no such stream"
 
 
 def test_a_long_step_says_it_is_still_working(capsys):
@@ -65,3 +75,6 @@ def test_spark_logs_to_a_file_with_only_errors_on_the_console(tmp_path):
     assert f"appender.file.fileName = {tmp_path / 'spark.log'}" in config
     assert "appender.console.filter.threshold.level = error" in config
     assert "%d{yy/MM/dd HH:mm:ss}" in config  # the braces survive the format
+    # the gateway's logger at the root's level: no "Setting default log level" on the console
+    assert "logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer" in config
+    assert "logger.gateway.level = info" in config and "rootLogger.level = info" in config

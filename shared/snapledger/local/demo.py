@@ -246,8 +246,9 @@ def restore_and_compare(demo: Demo, per_round: int) -> None:
                 if target is not None:
                     payload["target_lsn"] = target
                 answer = demo.call("launch", payload)
+                described = "latest" if target is None else f"the snapshot as of LSN {target}"
                 if not report.check(
-                    f"{STREAM}/{p}: restore from {source} launched",
+                    f"{STREAM}/{p}: restore from {described} launched",
                     answer.get("ok") is True,
                     answer.get("message", ""),
                 ):
@@ -288,7 +289,9 @@ def stream_snapshot(demo: Demo) -> None:
         )  # fmt: skip
         generation = asked.get("generation")
         report.check(
-            f"generation {generation} requested", asked.get("status") == "REQUESTED", str(asked)
+            f"generation {generation} requested",
+            asked.get("status") == "REQUESTED",
+            _outcome(asked),
         )
         reader = SnapshotReader(demo.root_uri)
         for p in partitions:
@@ -308,7 +311,7 @@ def stream_snapshot(demo: Demo) -> None:
         answer = demo.call(
             "launch", {"action": "restore", "stream": STREAM, "from": {"generation": generation}}
         )
-        if not report.check("stream restore launched", answer.get("ok") is True, str(answer)):
+        if not report.check("stream restore launched", answer.get("ok") is True, _outcome(answer)):
             return
         spark = demo.runner.spark()
         for plan in answer["partitions"]:
@@ -363,6 +366,20 @@ def bootstrap_from_the_bucket(demo: Demo) -> None:
                 and rows == sum(f.rows or 0 for f in opened.files),
                 f"{opened.snapshot_id} at LSN {opened.lsn:,}: {rows:,} rows",
             )
+
+
+def _outcome(answer: dict[str, Any]) -> str:
+    """A function's answer in one readable line: its outcome, ids and message, never the
+    whole dict (a launch's answer runs to 1,500 characters)."""
+    facts = [f"{key} {answer[key]}" for key in _OUTCOME_KEYS if answer.get(key) not in (None, "")]
+    if isinstance(answer.get("partitions"), list):
+        facts.append(f"{len(answer['partitions'])} partitions")
+    if answer.get("error"):
+        facts.append(f"error {answer['error']}")
+    return ", ".join(facts)
+
+
+_OUTCOME_KEYS = ("status", "job_id", "generation", "deadline", "message")
 
 
 def _print_plan(plan: dict[str, Any]) -> None:

@@ -53,7 +53,9 @@ SPARK_CONF = {
 
 
 #: Spark's own log (log4j2) when it goes to a file: everything there, only errors on the
-#: console. ``{path}`` is the log file.
+#: console. ``{path}`` is the log file. PySpark's gateway prints "Setting default log level
+#: to WARN" (two lines, on the console) unless its own logger has a level of its own equal
+#: to the root's: ``logger.gateway`` gives it one.
 LOG4J2_TO_FILE = """status = error
 appender.file.type = File
 appender.file.name = file
@@ -70,6 +72,8 @@ appender.console.filter.threshold.level = error
 rootLogger.level = info
 rootLogger.appenderRef.file.ref = file
 rootLogger.appenderRef.console.ref = console
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = info
 """
 
 
