@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from snapledger.cli import main as cli
+from snapledger.cli import app as cli_app
 from snapledger.local.handlers import HANDLERS, LogsRouted
 from snapledger.local.router import call_handler
 from snapledger.runtime import runtime_override
@@ -45,7 +45,7 @@ def rt(tmp_path, clock, monkeypatch):
     with moto_ledger() as ledger:
         runtime = make_runtime(ledger, FileObjectStore(tmp_path / "root"), clock)
         with runtime_override(runtime):
-            monkeypatch.setattr(cli, "_transport", lambda options: InProcess())
+            monkeypatch.setattr(cli_app, "_transport", lambda options: InProcess())
             yield runtime
 
 

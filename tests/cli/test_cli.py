@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 import pytest
 
+from snapledger.cli import app as cli_app
 from snapledger.cli import main as cli
 from snapledger.cli.render import make_console, readable_fields, render
 from snapledger.local.handlers import invoke
@@ -259,7 +260,7 @@ def test_a_union_refusal_becomes_one_line_with_the_accepted_forms(seeded):
     ],
 )
 def test_bad_arguments_exit_2_with_a_message(argv, message, monkeypatch):
-    monkeypatch.setattr(cli, "_transport", lambda options: pytest.fail("nothing is sent"))
+    monkeypatch.setattr(cli_app, "_transport", lambda options: pytest.fail("nothing is sent"))
     ran = run_cli(*argv)
     assert ran.status == 2 and message in ran.err, ran.err
 

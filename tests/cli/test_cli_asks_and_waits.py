@@ -9,8 +9,8 @@ from datetime import timedelta
 
 import pytest
 
-from snapledger.cli import confirm, waiting
-from snapledger.cli import main as cli
+from snapledger.cli import app as cli_app
+from snapledger.cli import confirm, job_commands, waiting
 from snapledger.cli.confirm import lowered_retention
 from snapledger.services.registration import register_manifest
 from tests.cli.conftest import InProcess
@@ -47,7 +47,7 @@ def jobs_go(rt, monkeypatch):
 
     def install(states, reason=None):
         scripted = Scripted(states, reason)
-        monkeypatch.setattr(cli, "_transport", lambda options: scripted)
+        monkeypatch.setattr(cli_app, "_transport", lambda options: scripted)
         return scripted
 
     return install
@@ -98,7 +98,7 @@ def test_waiting_is_the_default_on_a_terminal_only(seeded, jobs_go, monkeypatch)
     scripted = jobs_go(["RUNNING", "SUCCESS"])
     ran = run("restore", "orders", "3")  # not a terminal: answers at once
     assert ran.status == 0 and scripted.job_queries == 0 and "SUBMITTED" in ran.out
-    monkeypatch.setattr(cli, "stdout_is_terminal", lambda: True)
+    monkeypatch.setattr(job_commands, "stdout_is_terminal", lambda: True)
     ran = run("restore", "orders", "3", "--no-wait")
     assert ran.status == 0 and scripted.job_queries == 0
     ran = run("restore", "orders", "3")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from snapledger.cli import app as cli_app
 from snapledger.cli import confirm
-from snapledger.cli import main as cli
 from snapledger.cli.policy_options import option_name
 from snapledger.models.policy import MAX_MIN_COUNT, POLICY_FIELDS, PolicyField
 from tests.cli.support import Recording, run_cli
@@ -18,7 +18,7 @@ NUMBERS = [f for f in POLICY_FIELDS if f.kind is not bool]
 def sent(monkeypatch):
     """A person at a terminal who would answer yes; the requests the CLI sends."""
     recording = Recording(answers={"policy_get": {"policy": {"min_count": 3}}})
-    monkeypatch.setattr(cli, "_transport", lambda options: recording)
+    monkeypatch.setattr(cli_app, "_transport", lambda options: recording)
     monkeypatch.setattr(confirm, "interactive", lambda: True)
     return recording.sent
 

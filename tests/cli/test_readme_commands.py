@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from snapledger.cli import app as cli_app
 from snapledger.cli import confirm
-from snapledger.cli import main as cli
 from tests.cli.support import Recording, run_cli
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -48,7 +48,7 @@ def test_the_readme_shows_the_stream_snapshot_and_job_commands():
 def test_each_readme_command_runs(line, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # where a picture a command draws goes
     recording = Recording(answers=ANSWERS)
-    monkeypatch.setattr(cli, "_transport", lambda options: recording)
+    monkeypatch.setattr(cli_app, "_transport", lambda options: recording)
     monkeypatch.setattr(confirm, "interactive", lambda: True)
     ran = run_cli(*_argv(line), input="y\n")
     assert ran.status == 0, (ran.out, ran.err)

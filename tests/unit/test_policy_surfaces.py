@@ -14,8 +14,8 @@ from typing import Annotated, Any
 import pytest
 from pydantic import ValidationError
 
+from snapledger.cli import app as cli_app
 from snapledger.cli import confirm
-from snapledger.cli import main as cli
 from snapledger.cli.policy_options import option_name
 from snapledger.client.control import Snapledger
 from snapledger.entrypoints.gc import PolicySetRequest, parse_gc
@@ -111,7 +111,7 @@ def test_the_client_refuses_a_keyword_that_is_no_policy_field() -> None:
 @FIELDS
 def test_the_cli_has_an_option_for_each_field(field: PolicyField, monkeypatch) -> None:
     sent = Recording()
-    monkeypatch.setattr(cli, "_transport", lambda options: sent)
+    monkeypatch.setattr(cli_app, "_transport", lambda options: sent)
     value = sample(field)
     argv = [option_name(field)] if field.kind is bool else [option_name(field), str(value)]
     ran = run_cli("--json", "policy", "set", "orders", *argv, "--yes")
@@ -128,7 +128,7 @@ def test_the_cli_has_an_option_for_each_field(field: PolicyField, monkeypatch) -
 
 def test_the_cli_turns_a_switch_off(monkeypatch) -> None:
     sent = Recording()
-    monkeypatch.setattr(cli, "_transport", lambda options: sent)
+    monkeypatch.setattr(cli_app, "_transport", lambda options: sent)
     assert run_cli("policy", "set", "orders", "--no-delete-changelog-below-trim").status == 0
     [payload] = [p for _, p in sent.sent if p["action"] == "policy_set"]
     assert payload["delete_changelog_below_trim"] is False

@@ -1,7 +1,7 @@
 """``snapledger restate``: a Restate stream's latests healed, a partition restored from a
 chosen snapshot (the gc function's ``restate_heal`` and ``restate_restore``; docs/console.md).
 
-Registered on the ``snapledger`` group by ``cli/main.py``; built on its options and helpers.
+Registered on the ``snapledger`` group (``cli/app.py``) when ``cli/main.py`` imports it.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from snapledger.cli import confirm
-from snapledger.cli.main import (
+from snapledger.cli.app import (
     NOT_CONFIRMED,
     REFUSED,
     STREAM,
