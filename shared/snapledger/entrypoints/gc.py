@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import AwareDatetime, Field, ValidationError, create_model
 
 from snapledger.core.compaction_trigger import backlog_since
+from snapledger.entrypoints.actions import ActionTable
 from snapledger.entrypoints.answers import (
     Answer,
     MetricSink,
@@ -34,7 +35,6 @@ from snapledger.entrypoints.answers import (
     as_object,
     count,
     ok,
-    payload_error,
 )
 from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, SnapshotId
 from snapledger.entrypoints.register import manifest_registrar
@@ -218,15 +218,9 @@ def parse_gc(event: object) -> GcRequest:
     payload = as_object(event, SUBJECT)
     if is_scheduled_run(payload):
         return GcRun()  # the EventBridge schedule's own event shape: a full run
-    action = payload.get("action")
-    if action is None:
+    if payload.get("action") is None:
         return GcRun.model_validate(payload)
-    row = _ACTIONS.get(action) if isinstance(action, str) else None
-    if row is None:
-        known = ", ".join(sorted(_ACTIONS))
-        problem = f"{action!r} is not an action: use one of {known}, or none for a GC run"
-        raise payload_error(SUBJECT, [("action", problem)], payload)
-    request: GcRequest = row[0].model_validate(payload)  # type: ignore[assignment]
+    request: GcRequest = _ACTIONS.parse(payload)
     return request
 
 
@@ -304,7 +298,7 @@ def _answer(
         )
         _failure_metrics(report, metrics)
         return {"report": report.to_dict()}
-    _, answer = _ACTIONS[request.action]
+    answer = _ACTIONS.answer_for(request)
     return {"action": request.action, **answer(request, rt, metrics, request_id)}
 
 
@@ -392,15 +386,10 @@ def _restate_restore(
     return {"stream": request.stream, **restore(rt, request, request_id).to_dict()}
 
 
-def _action_name(model: type[ConsolePayload]) -> str:
-    (name,) = get_args(model.model_fields["action"].annotation)
-    return str(name)
-
-
 #: Each action: its payload model (whose ``action`` Literal names it) and its answer.
-_ACTIONS: dict[str, tuple[type[ConsolePayload], ActionFn[Any]]] = {
-    _action_name(model): (model, answer)
-    for model, answer in (
+_ACTIONS: ActionTable[ActionFn[Any]] = ActionTable(
+    SUBJECT,
+    (
         (HoldRequest, _hold),
         (ReleaseRequest, _release),
         (PolicyGetRequest, _policy_get),
@@ -408,13 +397,14 @@ _ACTIONS: dict[str, tuple[type[ConsolePayload], ActionFn[Any]]] = {
         (PolicyResetRequest, _policy_reset),
         (RestateHealRequest, _restate_heal),
         (RestateRestoreRequest, _restate_restore),
-    )
-}
+    ),
+    otherwise=", or none for a GC run",
+)
 
 
 def actions() -> list[str]:
     """The console actions' names, sorted (a GC run takes none)."""
-    return sorted(_ACTIONS)
+    return _ACTIONS.names()
 
 
 def _records_since(rt: Runtime) -> RecordsSince:

@@ -12,13 +12,14 @@ starts one job.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from annotated_types import MaxLen
 
+from snapledger.entrypoints.actions import ActionTable
 from snapledger.entrypoints.answers import (
     Answer,
     MetricSink,
@@ -66,15 +67,9 @@ def parse_launch(event: object, lambda_request_id: str) -> ParsedLaunch:
     if "detail-type" in payload:
         return _from_eventbridge(payload)
     return ParsedLaunch(
-        request=_request_model(payload).model_validate(payload),
+        request=_ACTIONS.parse(payload),
         request_id=str(payload.get("request_id") or lambda_request_id),
     )
-
-
-def _request_model(payload: Mapping[str, Any]) -> type[LaunchRequest | StreamSnapshotRequest]:
-    if payload.get("action") == SNAPSHOT_STREAM_ACTION:
-        return StreamSnapshotRequest
-    return LaunchRequest
 
 
 def _from_eventbridge(event: Mapping[str, Any]) -> ParsedLaunch:
@@ -98,7 +93,7 @@ def _from_eventbridge(event: Mapping[str, Any]) -> ParsedLaunch:
             SUBJECT, [("detail.action", f"contradicts detail-type {detail_type}")], event
         )
     body = {**detail, "action": action}
-    request = _request_model(body).model_validate(body)
+    request: LaunchRequest | StreamSnapshotRequest = _ACTIONS.parse(body)
     event_id = event.get("id")
     if request.request_id is None and not _is_event_id(event_id):
         problem = (
@@ -119,9 +114,14 @@ def _is_event_id(value: object) -> bool:
 
 
 def answer_launch(parsed: ParsedLaunch, rt: Runtime, metrics: MetricSink) -> Answer:
-    """Start (or find) the job; expected refusals are answers, the rest raises."""
-    if isinstance(parsed.request, StreamSnapshotRequest):
-        return _answer_stream_snapshot(parsed, parsed.request, rt, metrics)
+    """Start (or find) the job, or ask for a stream snapshot; expected refusals are
+    answers, the rest raises."""
+    return _ACTIONS.answer_for(parsed.request)(parsed, parsed.request, rt, metrics)
+
+
+def _answer_job(
+    parsed: ParsedLaunch, request: LaunchRequest, rt: Runtime, metrics: MetricSink
+) -> Answer:
     deps = LaunchDeps(
         ledger=rt.ledger,
         jobs=rt.jobs,
@@ -131,13 +131,13 @@ def answer_launch(parsed: ParsedLaunch, rt: Runtime, metrics: MetricSink) -> Ans
         streams=rt.streams,
     )
     try:
-        result = launch(parsed.request, request_id=parsed.request_id, deps=deps)
+        result = launch(request, request_id=parsed.request_id, deps=deps)
     except SnapledgerError as exc:
         answer = answer_for_error(exc, console=not parsed.from_event)
         if answer is None:
             raise
         count(metrics, "Launch_refused")
-        emit_for_stream(JOBS_FAILED, parsed.request.stream, 1)
+        emit_for_stream(JOBS_FAILED, request.stream, 1)
         return answer
     count(metrics, f"Launch_{result.job.job_kind.value}")
     if result.created and result.job.state is JobState.FAILED:  # the runner refused it
@@ -176,3 +176,9 @@ def _answer_stream_snapshot(
         created=result.created,
         **describe_generation(result.generation, rt.clock.now()),
     )
+
+
+#: Each action: a job kind's request (one row, an action per kind) or a stream snapshot's.
+_ACTIONS: ActionTable[Callable[..., Answer]] = ActionTable(
+    SUBJECT, ((LaunchRequest, _answer_job), (StreamSnapshotRequest, _answer_stream_snapshot))
+)

@@ -9,10 +9,11 @@ actions in validation answers, the error answers and the metrics follow from tha
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, Self, TypeVar, get_args
+from typing import Any, Literal, Self, TypeVar
 
 from pydantic import AwareDatetime, Field, model_validator
 
+from snapledger.entrypoints.actions import ActionTable
 from snapledger.entrypoints.answers import (
     Answer,
     MetricSink,
@@ -20,7 +21,6 @@ from snapledger.entrypoints.answers import (
     as_object,
     count,
     ok,
-    payload_error,
 )
 from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, SnapshotId
 from snapledger.errors import NotFoundError, SnapledgerError
@@ -107,9 +107,6 @@ class SnapshotQuery(LineageQuery):
     snapshot_id: SnapshotId
 
 
-_ACTIONS: dict[str, tuple[type[QueryPayload], AnswerFn[Any]]] = {}
-
-
 class JobQuery(QueryPayload):
     """``{"action": "job", "job_id": "restore-…"}``: one job, with its transitions."""
 
@@ -125,39 +122,29 @@ class JobsQuery(QueryPayload):
     cursor: str | None = Field(default=None, min_length=1, description="From the last answer")
 
 
+#: Each action's model and answer; filled by ``@query_action`` below.
+_ACTIONS: ActionTable[AnswerFn[Any]] = ActionTable(SUBJECT)
+
+
 def query_action(model: type[QueryT]) -> Callable[[AnswerFn[QueryT]], AnswerFn[QueryT]]:
     """Register the decorated function as the answer to ``model``'s action."""
-    (name,) = get_args(model.model_fields["action"].annotation)
-
-    def register(answer: AnswerFn[QueryT]) -> AnswerFn[QueryT]:
-        _ACTIONS[name] = (model, answer)
-        return answer
-
-    return register
+    return _ACTIONS.action(model)
 
 
 def actions() -> list[str]:
     """The action names, sorted."""
-    return sorted(_ACTIONS)
+    return _ACTIONS.names()
 
 
 def parse_query(event: object) -> QueryPayload:
     """The query ``event`` asks; a ValidationError naming the fields if it is malformed."""
-    payload = as_object(event, SUBJECT)
-    action = payload.get("action")
-    known = ", ".join(actions())
-    if action is None:
-        raise payload_error(SUBJECT, [("action", f"required: one of {known}")], payload)
-    if not isinstance(action, str) or action not in _ACTIONS:
-        problem = f"{action!r} is not an action: use one of {known}"
-        raise payload_error(SUBJECT, [("action", problem)], payload)
-    model, _ = _ACTIONS[action]
-    return model.model_validate(payload)
+    request: QueryPayload = _ACTIONS.parse(as_object(event, SUBJECT))
+    return request
 
 
 def answer_query(request: QueryPayload, rt: Runtime, metrics: MetricSink) -> Answer:
     """Answer ``request``; NotFound and InvalidRequest errors are answers, others raise."""
-    _, answer = _ACTIONS[request.action]
+    answer = _ACTIONS.answer_for(request)
     try:
         body = answer(request, rt)
     except SnapledgerError as exc:
