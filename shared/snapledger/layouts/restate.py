@@ -16,30 +16,28 @@ compare-and-swap.
 
 Every malformed ``metadata.json`` or ``latest.json`` is refused with ``ManifestRejectedError``
 (a reason a Restate operator can act on), never another exception.
+
+This module holds ``metadata.json`` and the checks of a snapshot's files, and is the
+layout's one import: it re-exports the keys (``restate_keys``), ``latest.json``
+(``restate_latest``) and what both documents share (``restate_documents``).
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError
 
-from snapledger.core.manifest_rules import ManifestRejectedError, join_problems, json_depth
+from snapledger.core.manifest_rules import ManifestRejectedError, join_problems
 from snapledger.layout import path_problem
 from snapledger.limits import (
     MAX_COUNT,
     MAX_INT64,
-    MAX_JSON_DEPTH,
-    MAX_LSN,
-    MAX_MANIFEST_BYTES,
     MAX_MANIFEST_FILES,
-    MAX_PARTITION,
-    MAX_UINT64,
 )
 
 __all__ = [
@@ -82,6 +80,22 @@ __all__ = [
     "summary",
 ]
 
+from snapledger.layouts.restate_documents import (
+    Count,
+    Fingerprint,
+    Hex,
+    LogId,
+    Lsn,
+    Partition,
+    RestateDocument,
+    SnapshotId,
+    Text,
+    Timestamp,
+    Uint64,
+    describe,
+    load_json,
+    parse_timestamp,
+)
 from snapledger.layouts.restate_keys import (
     FORMAT,
     LATEST_NAME,
@@ -104,71 +118,30 @@ from snapledger.layouts.restate_keys import (
     snapshot_path,
     snapshot_prefix,
 )
+from snapledger.layouts.restate_latest import (
+    RestateLatest,
+    RestatePointerError,
+    RestateRetained,
+    latest_with,
+    latest_without,
+    parse_latest,
+    replay_floor,
+)
 
 #: RocksDB live file names, after their leading '/': flat, and in characters object_store
 #: keeps as they are (it percent-encodes others in the key, so they would not be found).
 _FILE_NAME_RE = re.compile(r"[A-Za-z0-9._-]+")
-_TIMESTAMP_RE = re.compile(
-    r"(?P<second>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})"
-    r"(?P<fraction>\.[0-9]{1,9})?(?P<zone>Z|[+-][0-9]{2}:[0-9]{2})"
-)
 
 
-# --- the documents -------------------------------------------------------------------
+# --- the metadata ----------------------------------------------------------------
 
 
-def parse_timestamp(text: str) -> datetime:
-    """A Restate ``created_at`` (RFC 3339, e.g. ``2026-11-26T20:47:51.439Z``, up to
-    nanoseconds) as an aware datetime (to the microsecond). Raises ValueError otherwise."""
-    match = _TIMESTAMP_RE.fullmatch(text)
-    if match is None:
-        raise ValueError(f"{text[:64]!r} is not a timestamp like 2026-11-26T20:47:51.439Z")
-    fraction = (match["fraction"] or "")[:7]
-    zone = "+00:00" if match["zone"] == "Z" else match["zone"]
-    return datetime.fromisoformat(match["second"] + fraction + zone)
-
-
-def _timestamp(text: str) -> str:
-    parse_timestamp(text)
-    return text
-
-
-def _text(value: str) -> str:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("must be valid Unicode text (it holds a lone surrogate)") from None
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise ValueError("control characters are not allowed")
-    return value
-
-
-Text = Annotated[str, Field(max_length=1024), AfterValidator(_text)]
-Timestamp = Annotated[str, AfterValidator(_timestamp)]
-SnapshotId = Annotated[str, Field(pattern=rf"^{SNAPSHOT_ID_PATTERN}$")]
-Lsn = Annotated[int, Field(ge=0, le=MAX_LSN)]
-Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
-Partition = Annotated[int, Field(ge=0, le=MAX_PARTITION)]
-LogId = Annotated[int, Field(ge=0, le=MAX_INT64)]
-Uint64 = Annotated[int, Field(ge=0, le=MAX_UINT64)]
-#: Restate's ``ClusterFingerprint`` is a non-zero u64; snapshots of old versions have none.
-Fingerprint = Annotated[int, Field(ge=1, le=MAX_UINT64)]
-Hex = Annotated[str, Field(pattern=r"^[0-9A-Fa-f]*$")]
-
-
-class _Restate(BaseModel):
-    """Frozen; strict about the types of the fields it names (as Restate's serde is), and
-    keeps the fields it does not know (a newer Restate may add some)."""
-
-    model_config = ConfigDict(frozen=True, extra="allow", strict=True, defer_build=True)
-
-
-class RestateKeyRange(_Restate):
+class RestateKeyRange(RestateDocument):
     start: Uint64
     end: Uint64
 
 
-class RestateSstFile(_Restate):
+class RestateSstFile(RestateDocument):
     """One RocksDB live file of the snapshot (``name`` as RocksDB gives it: "/000024.sst")."""
 
     name: Annotated[str, Field(min_length=1, max_length=1024)]
@@ -189,7 +162,7 @@ class RestateSstFile(_Restate):
         return self.name[1:] if self.name.startswith("/") else self.name
 
 
-class RestateMetadata(_Restate):
+class RestateMetadata(RestateDocument):
     """A snapshot's ``metadata.json`` (Restate's ``PartitionSnapshotMetadata``, "V1")."""
 
     version: Literal["V1"]
@@ -214,117 +187,11 @@ class RestateMetadata(_Restate):
         return parse_timestamp(self.created_at)
 
 
-class RestateRetained(_Restate):
-    """One of latest.json's ``retained_snapshots``."""
-
-    snapshot_id: SnapshotId
-    min_applied_lsn: Lsn
-    created_at: Timestamp
-    path: Annotated[str, Field(max_length=1024)]
-
-    @model_validator(mode="after")
-    def _path_is_the_folder(self) -> RestateRetained:
-        _check_path(self.path, self.min_applied_lsn, self.snapshot_id)
-        return self
-
-
-class RestateLatest(_Restate):
-    """A partition's ``latest.json`` (Restate's ``LatestSnapshot``, "V1" or "V2"): the
-    snapshot Restate restores from, and the ones it still retains, newest first."""
-
-    version: Literal["V1", "V2"]
-    partition_id: Partition
-    log_id: LogId | None = None
-    cluster_name: Text
-    cluster_fingerprint: Fingerprint | None = None
-    node_name: Text
-    created_at: Timestamp
-    snapshot_id: SnapshotId
-    min_applied_lsn: Lsn
-    path: Annotated[str, Field(max_length=1024)]
-    retained_snapshots: list[RestateRetained] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _path_is_the_folder(self) -> RestateLatest:
-        _check_path(self.path, self.min_applied_lsn, self.snapshot_id)
-        return self
-
-    def retained(self) -> tuple[RestateRetained, ...]:
-        """The snapshots Restate retains, newest first: ``retained_snapshots``, or (a V1
-        pointer, none listed) the one it names, as Restate reads it."""
-        if self.retained_snapshots:
-            return tuple(self.retained_snapshots)
-        return (
-            RestateRetained(
-                snapshot_id=self.snapshot_id,
-                min_applied_lsn=self.min_applied_lsn,
-                created_at=self.created_at,
-                path=self.path,
-            ),
-        )
-
-    @property
-    def retained_ids(self) -> frozenset[str]:
-        return frozenset(entry.snapshot_id for entry in self.retained())
-
-
-def _check_path(path: str, lsn: int, snapshot_id: str) -> None:
-    expected = snapshot_path(lsn, snapshot_id)
-    if path != expected:
-        raise ValueError(
-            f"path {path[:128]!r} is not the folder of snapshot {snapshot_id} at LSN {lsn} "
-            f"({expected!r})"
-        )
-
-
-# --- parsing -------------------------------------------------------------------------
-
-
-def _load(raw: bytes, what: str) -> Any:
-    """``raw`` as JSON, within the size and depth bounds, else ManifestRejectedError."""
-    if len(raw) > MAX_MANIFEST_BYTES:
-        raise ManifestRejectedError(
-            f"{what} is {len(raw):,} bytes, over the {MAX_MANIFEST_BYTES:,}-byte limit "
-            "(docs/limits.md): a partition store of this many SST files is beyond what "
-            "snapledger registers; compact it into fewer, larger files"
-        )
-    too_deep = False
-    try:
-        document = json.loads(raw)
-    except RecursionError:  # nested too deep for the parser: refused just below
-        document, too_deep = None, True
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, a 4,300-digit integer
-        if "integer string conversion" in str(exc):
-            raise ManifestRejectedError(
-                f"{what} holds an integer of thousands of digits: Restate's numbers are at "
-                f"most {MAX_UINT64:,} (docs/limits.md)"
-            ) from None
-        raise ManifestRejectedError(
-            f"{what} is not valid UTF-8 JSON ({str(exc)[:200]}): Restate writes it whole, so "
-            "it was truncated or edited by hand; Restate cannot restore from it either"
-        ) from None
-    if too_deep or json_depth(document) > MAX_JSON_DEPTH:
-        raise ManifestRejectedError(
-            f"{what}'s JSON nests deeper than {MAX_JSON_DEPTH} levels (Restate's nests 3): "
-            "it is not a file Restate wrote"
-        )
-    return document
-
-
-def _describe(exc: ValidationError) -> str:
-    return join_problems(
-        [
-            f"{'.'.join(str(part) for part in err['loc']) or '(root)'}: {err['msg']}"
-            for err in exc.errors(include_url=False, include_input=False)
-        ]
-    )
-
-
 def parse_metadata(location: RestateLocation, raw: bytes) -> RestateMetadata:
     """Parse a snapshot's ``metadata.json`` (``raw``, read from ``location.metadata_key``)
     and check it against its key and its file names; raise ManifestRejectedError with the
     reason otherwise (and never another exception, whatever ``raw`` holds)."""
-    document = _load(raw, METADATA_NAME)
+    document = load_json(raw, METADATA_NAME)
     files = document.get("files") if isinstance(document, dict) else None
     if isinstance(files, list) and len(files) > MAX_MANIFEST_FILES:
         raise ManifestRejectedError(
@@ -336,7 +203,7 @@ def parse_metadata(location: RestateLocation, raw: bytes) -> RestateMetadata:
         metadata = RestateMetadata.model_validate(document)
     except ValidationError as exc:
         raise ManifestRejectedError(
-            "metadata.json is not a Restate 1.7 snapshot metadata (format V1): " + _describe(exc)
+            "metadata.json is not a Restate 1.7 snapshot metadata (format V1): " + describe(exc)
         ) from None
     problems = [*_key_disagreements(location, metadata), *_file_name_problems(metadata)]
     total = metadata.total_bytes
@@ -383,26 +250,6 @@ def _file_name_problems(metadata: RestateMetadata) -> list[str]:
             problems.append(f"files[{index}].name {entry.name!r} is listed twice")
         seen.add(name)
     return problems
-
-
-def parse_latest(raw: bytes, *, partition: int | None = None) -> RestateLatest:
-    """Parse a partition's Restate ``latest.json``; with ``partition`` (from its key),
-    check that it is that partition's. Raise ManifestRejectedError otherwise (and never
-    another exception, whatever ``raw`` holds)."""
-    document = _load(raw, LATEST_NAME)
-    try:
-        latest = RestateLatest.model_validate(document)
-    except ValidationError as exc:
-        raise ManifestRejectedError(
-            "latest.json is not a Restate 1.7 snapshot pointer (V1 or V2): " + _describe(exc)
-        ) from None
-    if partition is not None and latest.partition_id != partition:
-        raise ManifestRejectedError(
-            f"latest.json says partition_id={latest.partition_id} but it is partition "
-            f"{partition}'s pointer: Restate would refuse to restore from it; rewrite it "
-            "from that partition's snapshots"
-        )
-    return latest
 
 
 # --- checks --------------------------------------------------------------------------
@@ -506,71 +353,3 @@ def summary(location: RestateLocation, metadata: RestateMetadata) -> RestateSumm
         created_at=metadata.created_at,
         log_id=metadata.log_id,
     )
-
-
-# --- the pointer ---------------------------------------------------------------------
-
-
-class RestatePointerError(ValueError):
-    """A rewrite of latest.json that would break Restate's restore; ``reason`` says why."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-def replay_floor(latest: RestateLatest) -> int:
-    """The oldest ``min_applied_lsn`` Restate retains: it may trim its log up to here, so
-    it can restore only from a snapshot at or above it."""
-    return min(entry.min_applied_lsn for entry in latest.retained())
-
-
-def latest_with(latest: RestateLatest, snapshot_id: str) -> bytes:
-    """``latest`` repointed at its retained snapshot ``snapshot_id`` (to heal, or to restore
-    from a chosen one): the bytes to write back by compare-and-swap. Fields snapledger does
-    not know are kept. Raises RestatePointerError if Restate does not retain that one."""
-    target = next((e for e in latest.retained() if e.snapshot_id == snapshot_id), None)
-    if target is None:
-        raise RestatePointerError(
-            f"Restate's latest.json for partition {latest.partition_id} does not retain "
-            f"snapshot {snapshot_id!r} (it retains {', '.join(sorted(latest.retained_ids))}): "
-            "Restate may have trimmed the log it would replay after it"
-        )
-    document = _document(latest)
-    document.update(
-        snapshot_id=target.snapshot_id,
-        min_applied_lsn=target.min_applied_lsn,
-        created_at=target.created_at,
-        path=target.path,
-    )
-    return _render(document)
-
-
-def latest_without(latest: RestateLatest, snapshot_ids: Iterable[str]) -> bytes:
-    """``latest`` with ``snapshot_ids`` (deleted by GC) dropped from ``retained_snapshots``:
-    the bytes to write back by compare-and-swap. Fields snapledger does not know are kept.
-    Raises RestatePointerError if one of them is the snapshot latest.json names."""
-    dropped = set(snapshot_ids)
-    if latest.snapshot_id in dropped:
-        raise RestatePointerError(
-            f"snapshot {latest.snapshot_id} is the one Restate's latest.json for partition "
-            f"{latest.partition_id} names: it restores from it, so it is never deleted"
-        )
-    document = _document(latest)
-    if "retained_snapshots" in document:
-        document["retained_snapshots"] = [
-            entry
-            for entry in document["retained_snapshots"]
-            if entry.get("snapshot_id") not in dropped
-        ]
-    return _render(document)
-
-
-def _document(latest: RestateLatest) -> dict[str, Any]:
-    """``latest`` as JSON again: the fields it was given (unknown ones included), and no
-    defaults it was not given."""
-    return latest.model_dump(mode="json", exclude_unset=True)
-
-
-def _render(document: dict[str, Any]) -> bytes:
-    return json.dumps(document, indent=2).encode()
