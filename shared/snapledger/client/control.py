@@ -14,23 +14,29 @@ validation and one set of answers. An answer is the function's JSON object; a re
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
+from snapledger.client.payloads import Answer, drop_none
 from snapledger.client.restate_actions import RestateActions
+from snapledger.client.retention_actions import POLICY_FIELD_NAMES, RetentionActions
 from snapledger.client.transport import STACK_NAME, AwsTransport, Transport
-from snapledger.errors import InvalidRequestError, SnapledgerError
+from snapledger.errors import SnapledgerError
 from snapledger.ids import new_ulid
-from snapledger.limits import MAX_HOLD_HOURS
 from snapledger.models.jobs import TERMINAL_STATES
-from snapledger.models.policy import POLICY_FIELDS
 
-Answer = dict[str, Any]
-#: ``set_policy``'s keywords: the retention policy's fields, as models/policy.py declares them.
-POLICY_FIELD_NAMES = tuple(f.name for f in POLICY_FIELDS)
+__all__ = [
+    "POLICY_FIELD_NAMES",
+    "WAIT_POLL_SECONDS",
+    "WAIT_TIMEOUT_SECONDS",
+    "Answer",
+    "JobWaitTimeoutError",
+    "RequestRefusedError",
+    "Snapledger",
+]
+
 #: How often ``wait`` asks for a job's state, and how long it waits by default.
 WAIT_POLL_SECONDS = 5.0
 WAIT_TIMEOUT_SECONDS = 3600.0
@@ -55,24 +61,7 @@ class JobWaitTimeoutError(SnapledgerError):
         self.job = job
 
 
-def _with_policy_keywords(method: Callable[..., Any]) -> inspect.Signature:
-    """``method``'s signature with its ``**fields`` spelled out as the policy's fields."""
-    signature = inspect.signature(method)
-    named = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
-    fields = [
-        inspect.Parameter(
-            f.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=f.kind | None
-        )
-        for f in POLICY_FIELDS
-    ]
-    return signature.replace(parameters=[*named, *fields])
-
-
-def _drop_none(payload: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in payload.items() if v is not None}
-
-
-class Snapledger(RestateActions):
+class Snapledger(RetentionActions, RestateActions):
     """One registry: a deployment (``for_stack``), or the local runtime
     (``snapledger.local.connect()``, which gives one over its own transport)."""
 
@@ -115,7 +104,7 @@ class Snapledger(RestateActions):
     ) -> Answer:
         """The partition's snapshot records, highest LSN first (``snapshots``, ``cursor``)."""
         payload = {"action": "list", "stream": stream, "partition": partition}
-        return self.call("query", _drop_none({**payload, "limit": limit, "cursor": cursor}))
+        return self.call("query", drop_none({**payload, "limit": limit, "cursor": cursor}))
 
     def snapshot(self, stream: str, partition: int, snapshot_id: str) -> Answer:
         """One snapshot record by id (``snapshot``: its ``manifest_key``, LSN, status,
@@ -142,7 +131,7 @@ class Snapledger(RestateActions):
         """A partition's events in order; without a partition, the stream's (policy changes)."""
         return self.call(
             "query",
-            _drop_none(
+            drop_none(
                 {
                     "action": "history",
                     "stream": stream,
@@ -159,7 +148,7 @@ class Snapledger(RestateActions):
         return self.call("query", {"action": "job", "job_id": job_id})
 
     def jobs(self, *, limit: int | None = None, cursor: str | None = None) -> Answer:
-        return self.call("query", _drop_none({"action": "jobs", "limit": limit, "cursor": cursor}))
+        return self.call("query", drop_none({"action": "jobs", "limit": limit, "cursor": cursor}))
 
     # -- jobs ---------------------------------------------------------------------------
 
@@ -174,7 +163,7 @@ class Snapledger(RestateActions):
         """Build first snapshots of ``partitions`` from the changelog; the job's answer."""
         return self.call(
             "launch",
-            _drop_none(
+            drop_none(
                 {
                     "action": "bootstrap",
                     "stream": stream,
@@ -211,7 +200,7 @@ class Snapledger(RestateActions):
             source = {"time": when}
         return self.call(
             "launch",
-            _drop_none(
+            drop_none(
                 {
                     "action": "restore",
                     "stream": stream,
@@ -240,7 +229,7 @@ class Snapledger(RestateActions):
         ``status``, ``deadline``, ``missing``...)."""
         return self.call(
             "launch",
-            _drop_none(
+            drop_none(
                 {
                     "action": "snapshot_stream",
                     "stream": stream,
@@ -256,14 +245,14 @@ class Snapledger(RestateActions):
     def generation(self, stream: str, generation: int | None = None) -> Answer:
         """One stream snapshot (the newest without ``generation``): status and members."""
         payload = {"action": "generation", "stream": stream, "generation": generation}
-        return self.call("query", _drop_none(payload))
+        return self.call("query", drop_none(payload))
 
     def generations(
         self, stream: str, *, limit: int | None = None, cursor: str | None = None
     ) -> Answer:
         """The stream's snapshots by generation, newest first (``generations``, ``cursor``)."""
         payload = {"action": "generations", "stream": stream, "limit": limit, "cursor": cursor}
-        return self.call("query", _drop_none(payload))
+        return self.call("query", drop_none(payload))
 
     def restore_stream(
         self,
@@ -279,7 +268,7 @@ class Snapledger(RestateActions):
         each changelog)."""
         return self.call(
             "launch",
-            _drop_none(
+            drop_none(
                 {
                     "action": "restore",
                     "stream": stream,
@@ -318,129 +307,3 @@ class Snapledger(RestateActions):
             if waited + poll > timeout:
                 raise JobWaitTimeoutError(job, waited)
             time.sleep(poll)
-
-    # -- retention ----------------------------------------------------------------------
-
-    def gc_plan(self, stream: str | None = None) -> Answer:
-        """What GC would delete and keep, and why (a dry run: nothing is deleted)."""
-        return self.call("gc", _drop_none({"dry_run": True, "stream": stream}))
-
-    def gc(self, stream: str | None = None) -> Answer:
-        """Run garbage collection now (of ``stream``, or of every stream)."""
-        return self.call("gc", _drop_none({"dry_run": False, "stream": stream}))
-
-    def hold(
-        self,
-        stream: str,
-        partition: int,
-        snapshot_id: str,
-        *,
-        expires_in: timedelta | None = None,
-        reason: str | None = None,
-        by: str | None = None,
-    ) -> Answer:
-        """Keep a snapshot from GC until released (or until ``expires_in`` has passed, at
-        most ``limits.MAX_HOLD_HOURS``)."""
-        if expires_in is not None and not (
-            timedelta(0) < expires_in <= timedelta(hours=MAX_HOLD_HOURS)
-        ):
-            raise InvalidRequestError(
-                f"expires_in must be more than 0 and at most {MAX_HOLD_HOURS:,.0f} hours "
-                f"(100 years), got {expires_in}: omit it for a hold until released"
-            )
-        expires = None if expires_in is None else (datetime.now(UTC) + expires_in).isoformat()
-        return self.call(
-            "gc",
-            _drop_none(
-                {
-                    "action": "hold",
-                    "stream": stream,
-                    "partition": partition,
-                    "snapshot_id": snapshot_id,
-                    "expires_at": expires,
-                    "reason": reason,
-                    "by": by,
-                }
-            ),
-        )
-
-    def release(
-        self, stream: str, partition: int, snapshot_id: str, *, hold_id: str | None = None
-    ) -> Answer:
-        """Release an operator's hold on a snapshot."""
-        return self.call(
-            "gc",
-            _drop_none(
-                {
-                    "action": "release",
-                    "stream": stream,
-                    "partition": partition,
-                    "snapshot_id": snapshot_id,
-                    "hold_id": hold_id,
-                }
-            ),
-        )
-
-    def policy(self, stream: str) -> Answer:
-        """The stream's retention policy in force (``policy``, ``version``)."""
-        return self.call("gc", {"action": "policy_get", "stream": stream})
-
-    def set_policy(
-        self,
-        stream: str,
-        *,
-        by: str | None = None,
-        expected_version: int | None = None,
-        request_id: str | None = None,
-        **fields: Any,
-    ) -> Answer:
-        """Change the given fields of the stream's own policy (others keep their value): one
-        keyword per policy field as ``models/policy.py`` declares it (``help()`` lists them),
-        e.g. ``min_count=5``, ``delete_changelog_below_trim=True``; ``None`` leaves one as it
-        is. An unknown keyword is a ``TypeError``, as for any function."""
-        unknown = sorted(set(fields) - set(POLICY_FIELD_NAMES))
-        if unknown:
-            raise TypeError(
-                f"set_policy() got unknown policy fields {unknown}: use {list(POLICY_FIELD_NAMES)}"
-            )
-        return self.call(
-            "gc",
-            _drop_none(
-                {
-                    "action": "policy_set",
-                    **self._change(stream, by, expected_version, request_id),
-                    **fields,
-                }
-            ),
-        )
-
-    def reset_policy(
-        self,
-        stream: str,
-        *,
-        by: str | None = None,
-        expected_version: int | None = None,
-        request_id: str | None = None,
-    ) -> Answer:
-        """Remove the stream's own policy: the deployment's default applies."""
-        return self.call(
-            "gc",
-            _drop_none(
-                {"action": "policy_reset", **self._change(stream, by, expected_version, request_id)}
-            ),
-        )
-
-    # help() and editors list the policy's fields as set_policy's keywords.
-    set_policy.__signature__ = _with_policy_keywords(set_policy)  # type: ignore[attr-defined]
-
-    @staticmethod
-    def _change(
-        stream: str, by: str | None, expected_version: int | None, request_id: str | None
-    ) -> dict[str, Any]:
-        # One id per change, so a retried invocation (a lost answer) applies it once.
-        return {
-            "stream": stream,
-            "by": by,
-            "expected_version": expected_version,
-            "request_id": request_id or new_ulid(),
-        }

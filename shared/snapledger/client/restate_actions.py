@@ -6,9 +6,9 @@ from __future__ import annotations
 import getpass
 from typing import Any
 
+from snapledger.client.payloads import Answer
 from snapledger.ids import new_ulid
 
-Answer = dict[str, Any]
 #: ``by`` when the system names no user.
 UNKNOWN_USER = "snapledger client"
 
