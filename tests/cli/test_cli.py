@@ -8,7 +8,8 @@ import pytest
 
 from snapledger.cli import app as cli_app
 from snapledger.cli import main as cli
-from snapledger.cli.render import make_console, readable_fields, render
+from snapledger.cli.refusals import readable_fields
+from snapledger.cli.render import make_console, render
 from snapledger.local.handlers import invoke
 from snapledger.services.registration import register_manifest
 from tests.cli.conftest import InProcess
