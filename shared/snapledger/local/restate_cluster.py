@@ -13,13 +13,10 @@ only imported by the service's own process.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -33,6 +30,7 @@ from typing import Any, TypeVar
 
 import boto3
 
+from snapledger.local import processes
 from snapledger.local.clients import ensure_bucket
 from snapledger.local.dynamodb_local import REPO_ROOT, free_port
 
@@ -87,71 +85,6 @@ def snapshots_toml(
         f'aws-secret-access-key = "{secret_key}"',
     ]
     return "\n".join(lines) + "\n"
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    """SIGKILL this child if the test process dies first (Linux prctl PR_SET_PDEATHSIG)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-
-
-def _spawn(command: list[str], log: Path, *, cwd: Path | None = None) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            command,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - only prctl, no locks or threads
-        )
-
-
-def _stop(process: subprocess.Popen[bytes] | None, *, kill: bool = False) -> None:
-    """Stop one process we started, by its pid: SIGTERM (or SIGKILL), wait, then SIGKILL."""
-    if process is None or process.poll() is not None:
-        return
-    process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
-
-
-def _tail(log: Path, chars: int = 3000) -> str:
-    try:
-        return log.read_text(errors="replace")[-chars:]
-    except OSError:
-        return "(no log)"
-
-
-def _wait_for(
-    what: str,
-    probe: Callable[[], bool],
-    process: subprocess.Popen[bytes],
-    log: Path,
-    timeout_s: float,
-) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RestateHarnessError(
-                f"{what} exited with code {process.returncode} at start; log {log}:\n{_tail(log)}"
-            )
-        if probe():
-            return
-        time.sleep(0.05)
-    raise RestateHarnessError(f"{what} not ready after {timeout_s}s; log {log}:\n{_tail(log)}")
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:  # noqa: S310 - loopback
-            return bool(200 <= response.status < 300)
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 @dataclass(frozen=True)
@@ -304,7 +237,7 @@ class RestateCluster:
 
     def stop(self) -> None:
         for process in (self._service, self._server, self._moto):
-            _stop(process)
+            processes.stop(process)
         self._service = self._server = self._moto = None
 
     def __enter__(self) -> RestateCluster:
@@ -325,9 +258,16 @@ class RestateCluster:
             log = self.work_dir / "moto.log"
             port = str(self.s3_port)
             command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", port]
-            self._moto = _spawn(command, log)
+            self._moto = processes.spawn(command, log)
             endpoint = self.s3_endpoint + "/"
-            _wait_for("moto's S3 server", lambda: _http_ok(endpoint), self._moto, log, 30)
+            processes.wait_for(
+                "moto's S3 server",
+                lambda: processes.http_ok(endpoint),
+                self._moto,
+                log,
+                timeout_s=30,
+                error=RestateHarnessError,
+            )
         ensure_bucket(self.s3, self.bucket)  # an endpoint given may hold it already
 
     def start_server(self, timeout_s: float = 60) -> None:
@@ -347,21 +287,22 @@ class RestateCluster:
             "--log-disable-ansi-codes",
             "true",
         ]
-        self._server = _spawn(command, self.server_log, cwd=self.work_dir)
-        _wait_for(
+        self._server = processes.spawn(command, self.server_log, cwd=self.work_dir)
+        processes.wait_for(
             "restate-server",
             lambda: (
-                _http_ok(self.admin_url + "/health")
-                and _http_ok(self.ingress_url + "/restate/health")
+                processes.http_ok(self.admin_url + "/health")
+                and processes.http_ok(self.ingress_url + "/restate/health")
             ),
             self._server,
             self.server_log,
-            timeout_s,
+            timeout_s=timeout_s,
+            error=RestateHarnessError,
         )
 
     def kill_server(self) -> None:
         """SIGKILL the server: no clean shutdown, as a crashed node."""
-        _stop(self._server, kill=True)
+        processes.stop(self._server, kill=True)
         self._server = None
 
     def wipe_partition_store(self) -> None:
@@ -404,13 +345,14 @@ class RestateCluster:
             "--bind",
             f"127.0.0.1:{self.service_port}",
         ]
-        self._service = _spawn(command, log, cwd=self.work_dir)
-        _wait_for(
+        self._service = processes.spawn(command, log, cwd=self.work_dir)
+        processes.wait_for(
             "the test service (hypercorn)",
-            lambda: _http_ok(self.service_url + "/health"),
+            lambda: processes.http_ok(self.service_url + "/health"),
             self._service,
             log,
-            30,
+            timeout_s=30,
+            error=RestateHarnessError,
         )
 
     def _register_service(self) -> None:
