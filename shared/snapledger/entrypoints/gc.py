@@ -15,6 +15,8 @@
   stream's latests checked and healed, or repointed at a chosen snapshot
   (``entrypoints/restate_actions.py``).
 
+Holds and policies are answered in ``entrypoints/retention_actions.py``.
+
 Each action is one row of ``_ACTIONS``: its payload model and the function answering it.
 """
 
@@ -22,9 +24,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import AwareDatetime, Field, ValidationError, create_model
+from pydantic import Field, ValidationError
 
 from snapledger.core.compaction_trigger import backlog_since
 from snapledger.entrypoints.actions import ActionTable
@@ -36,7 +38,7 @@ from snapledger.entrypoints.answers import (
     count,
     ok,
 )
-from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, SnapshotId
+from snapledger.entrypoints.payloads import ConsolePayload
 from snapledger.entrypoints.register import manifest_registrar
 from snapledger.entrypoints.restate_actions import (
     RestateHealRequest,
@@ -44,17 +46,26 @@ from snapledger.entrypoints.restate_actions import (
     heal,
     restore,
 )
+from snapledger.entrypoints.retention_actions import (
+    HoldRequest,
+    PolicyGetRequest,
+    PolicyResetRequest,
+    PolicySetRequest,
+    ReleaseRequest,
+    answer_hold,
+    answer_policy_get,
+    answer_policy_reset,
+    answer_policy_set,
+    answer_release,
+)
 from snapledger.entrypoints.stream_metrics import RecordsSince, emit_gc_metrics
 from snapledger.errors import SnapledgerError
 from snapledger.layout import STREAM_PATTERN
-from snapledger.models.policy import request_fields
 from snapledger.runtime import Runtime
 from snapledger.services.gc import run_gc, run_gc_shard
 from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_fanout import GcShard
 from snapledger.services.gc_report import GcReport
-from snapledger.services.holds import hold_snapshot, release_hold
-from snapledger.services.policies import get_policy, reset_policy, set_policy
 
 SUBJECT = "gc request"
 INVALID_METRIC = "Gc_invalid"
@@ -79,59 +90,6 @@ class GcRunFailedError(SnapledgerError):
 class GcRun(ConsolePayload):
     dry_run: bool = False
     stream: str | None = Field(default=None, pattern=f"^{STREAM_PATTERN}$")
-
-
-class HoldRequest(LineagePayload):
-    action: Literal["hold"]
-    snapshot_id: SnapshotId
-    expires_at: AwareDatetime | None = Field(default=None, strict=False)
-    reason: str = Field(default="", max_length=512)
-    by: str = Field(default="", max_length=128)
-    hold_id: str | None = Field(default=None, min_length=1, max_length=64)
-
-
-class ReleaseRequest(LineagePayload):
-    action: Literal["release"]
-    snapshot_id: SnapshotId
-    hold_id: str | None = Field(default=None, min_length=1, max_length=64)
-    by: str = Field(default="", max_length=128)
-
-
-class PolicyGetRequest(ConsolePayload):
-    action: Literal["policy_get"]
-    stream: str = Field(pattern=f"^{STREAM_PATTERN}$")
-
-
-class PolicyChangeRequest(ConsolePayload):
-    """What a set and a reset share: who, on which version, and the request's identity."""
-
-    stream: str = Field(pattern=f"^{STREAM_PATTERN}$")
-    by: str = Field(default="", max_length=128)
-    expected_version: int | None = Field(
-        default=None, ge=0, description="Refuse unless the policy is at this version (0: default)"
-    )
-    request_id: str | None = Field(
-        default=None, min_length=1, max_length=128, description="The same request applies once"
-    )
-
-
-if TYPE_CHECKING:
-    _PolicyFields = ConsolePayload
-else:  # one optional field per policy field, as models/policy.py declares it
-    _PolicyFields = create_model(
-        "_PolicyFields", __base__=ConsolePayload, __module__=__name__, **request_fields()
-    )
-
-
-class PolicySetRequest(PolicyChangeRequest, _PolicyFields):
-    """Each policy field (``models/policy.py``'s declaration) within its own bounds
-    (``limits.py``), so a value past one is answered naming that field before anything is read."""
-
-    action: Literal["policy_set"]
-
-
-class PolicyResetRequest(PolicyChangeRequest):
-    action: Literal["policy_reset"]
 
 
 ActionRequest = (
@@ -302,70 +260,6 @@ def _answer(
     return {"action": request.action, **answer(request, rt, metrics, request_id)}
 
 
-def _hold(
-    request: HoldRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
-) -> dict[str, Any]:
-    held = hold_snapshot(
-        rt.ledger,
-        request.lineage,
-        request.snapshot_id,
-        clock=rt.clock,
-        expires_at=request.expires_at,
-        reason=request.reason,
-        by=request.by,
-        hold_id=request.hold_id,
-    )
-    return held.to_dict()
-
-
-def _release(
-    request: ReleaseRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
-) -> dict[str, Any]:
-    released = release_hold(
-        rt.ledger,
-        request.lineage,
-        request.snapshot_id,
-        clock=rt.clock,
-        hold_id=request.hold_id,
-        by=request.by,
-    )
-    return released.to_dict()
-
-
-def _policy_get(
-    request: PolicyGetRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
-) -> dict[str, Any]:
-    return get_policy(rt.policies, request.stream, rt.gc.default_policy()).to_dict()
-
-
-def _change(request: PolicyChangeRequest, rt: Runtime, request_id: str | None) -> dict[str, Any]:
-    """What a policy set and a reset pass on: who, on which version, and the identity."""
-    return {
-        "default": rt.gc.default_policy(),
-        "clock": rt.clock,
-        "by": request.by,
-        "expected_version": request.expected_version,
-        "request_id": request.request_id or request_id,
-    }
-
-
-def _policy_set(
-    request: PolicySetRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
-) -> dict[str, Any]:
-    fields = request.model_dump(
-        exclude={"action", "stream", "by", "expected_version", "request_id"}, exclude_none=True
-    )
-    return set_policy(
-        rt.streams, request.stream, fields, **_change(request, rt, request_id)
-    ).to_dict()
-
-
-def _policy_reset(
-    request: PolicyResetRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
-) -> dict[str, Any]:
-    return reset_policy(rt.streams, request.stream, **_change(request, rt, request_id)).to_dict()
-
-
 def _restate_heal(
     request: RestateHealRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
 ) -> dict[str, Any]:
@@ -390,11 +284,11 @@ def _restate_restore(
 _ACTIONS: ActionTable[ActionFn[Any]] = ActionTable(
     SUBJECT,
     (
-        (HoldRequest, _hold),
-        (ReleaseRequest, _release),
-        (PolicyGetRequest, _policy_get),
-        (PolicySetRequest, _policy_set),
-        (PolicyResetRequest, _policy_reset),
+        (HoldRequest, answer_hold),
+        (ReleaseRequest, answer_release),
+        (PolicyGetRequest, answer_policy_get),
+        (PolicySetRequest, answer_policy_set),
+        (PolicyResetRequest, answer_policy_reset),
         (RestateHealRequest, _restate_heal),
         (RestateRestoreRequest, _restate_restore),
     ),
