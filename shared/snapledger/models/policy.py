@@ -18,11 +18,12 @@ what the stored value did, and GC, the stream's log and its history still read i
 **Each field is declared once, here**, on ``RetentionPolicy``, with its ``Bounds``: what a
 request may give it and which change of it lets GC delete more. ``POLICY_FIELDS`` reads that
 declaration, and every surface is derived from it: the console's ``policy_set`` payload
-(``request_fields``, entrypoints/gc.py), ``GcConfig``'s ``default_*`` settings
+(``request_fields``, entrypoints/retention_actions.py), ``GcConfig``'s ``default_*`` settings
 (``default_fields``, gc_settings.py), the client's ``set_policy`` keywords
-(client/control.py) and the CLI's ``policy set`` options (cli/params.py), which asks first
-when a change lowers retention (cli/confirm.py). A new rule is a field here (and its check in
-``policy_problems`` if it has a cross-field or worded bound), plus the code that applies it.
+(client/retention_actions.py) and the CLI's ``policy set`` options (cli/policy_options.py),
+which asks first when a change lowers retention (cli/confirm.py). A new rule is a field
+here (and its check in ``policy_problems`` if it has a cross-field or worded bound), plus
+the code that applies it.
 """
 
 from __future__ import annotations
