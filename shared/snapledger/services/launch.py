@@ -180,6 +180,8 @@ def plan_partition(
         base: SnapshotRecord | None = _member_base(generation, lineage, deps)
     else:
         base = resolve_base(request, lineage, deps) if needs_base else None
+    if base is not None:
+        refuse_unrestorable(base, lineage)
     if base is not None and base.format != "kv-parquet":
         raise InvalidRequestError(
             f"the snapshot {base.snapshot_id} of {lineage} (LSN {base.lsn}) is {base.format}: "
@@ -301,6 +303,30 @@ def resolve_base(request: LaunchRequest, lineage: LineageId, deps: LaunchDeps) -
         return queries.as_of_lsn(deps.ledger, lineage, selector.lsn)
     assert isinstance(selector, FromTime)  # a generation's members: _member_base
     return queries.as_of_time(deps.ledger, lineage, selector.time)
+
+
+#: Why a snapshot that is not REGISTERED cannot be a job's base, by its status.
+_NOT_RESTORABLE = {
+    SnapshotStatus.EXPIRING: "GC is deleting its files",
+    SnapshotStatus.DELETED: "GC deleted its files",
+    SnapshotStatus.REJECTED: "registration rejected it",
+}
+
+
+def refuse_unrestorable(base: SnapshotRecord, lineage: LineageId) -> None:
+    """Refuse, before anything is recorded, a base that is not REGISTERED (the lineage
+    would refuse to pin it, and the job would be recorded FAILED for nothing)."""
+    if base.status is SnapshotStatus.REGISTERED:
+        return
+    why = _NOT_RESTORABLE.get(base.status, "it is not live")
+    if base.status is SnapshotStatus.REJECTED and base.rejection_reason:
+        why += f" ({base.rejection_reason})"
+    raise InvalidRequestError(
+        f"the snapshot {base.snapshot_id} of {lineage} (LSN {base.lsn}) is "
+        f"{base.status.value}: {why}; only a REGISTERED snapshot can be a job's base. "
+        'Start from a REGISTERED one (from "latest", {"lsn": ...} or {"snapshot_id": ...}; '
+        "list the lineage's snapshots to see them)"
+    )
 
 
 def _request_on_lineage(job: JobRecord, plan: PartitionPlan, deps: LaunchDeps) -> None:
