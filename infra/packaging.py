@@ -11,6 +11,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from infra.bytecode import compile_for_lambda, lambda_interpreter
+
 # Never shipped: bytecode, caches, editor and test leftovers.
 _IGNORED = shutil.ignore_patterns(
     "__pycache__", "*.pyc", "*.pyo", ".mypy_cache", ".pytest_cache", ".ruff_cache", "*.egg-info"
@@ -28,12 +30,17 @@ def _fresh_dir(label: str) -> Path:
 
 
 def stage_function_code(
-    functions_dir: Path, shared_package_dir: Path, excluded_subpackages: tuple[str, ...]
+    functions_dir: Path,
+    shared_package_dir: Path,
+    excluded_subpackages: tuple[str, ...],
+    *,
+    compiled: bool = True,
 ) -> Path:
     """A directory with ``functions/`` and ``snapledger/`` at its top, as Lambda imports them.
 
     ``excluded_subpackages`` (e.g. ``local``, ``cli``) are workstation-only parts of
-    ``snapledger`` left out of the function code.
+    ``snapledger`` left out of the function code. ``compiled``: with each module's bytecode
+    for the Lambda runtime's Python, when this machine has that Python (infra/bytecode.py).
     """
     if not functions_dir.is_dir():
         raise FileNotFoundError(f"function sources not found: {functions_dir}")
@@ -46,6 +53,8 @@ def stage_function_code(
     for name in excluded_subpackages:
         shutil.rmtree(package / name, ignore_errors=True)
         (package / f"{name}.py").unlink(missing_ok=True)
+    if compiled:
+        compile_for_lambda(out, lambda_interpreter())
     return out
 
 

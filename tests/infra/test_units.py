@@ -13,6 +13,7 @@ from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
 
 from infra import names
+from infra.bytecode import LAMBDA_PYTHON
 from infra.config import StackConfig
 from infra.constructs.console_events import console_event_schema, load_console_events
 from infra.constructs.ledger_table import LedgerTable
@@ -29,10 +30,12 @@ def test_function_code_holds_functions_and_snapledger_without_workstation_parts(
     assert (out / "functions" / "__init__.py").is_file()
     assert (out / "snapledger" / "__init__.py").is_file()
     assert (out / "snapledger" / "adapters" / "table_definition.py").is_file()
-    # And none of the workstation-only sub-packages, and no bytecode
+    # And none of the workstation-only sub-packages, and no bytecode of the working tree's
+    # Python: only the Lambda runtime's, compiled for it (infra/bytecode.py)
     for excluded in names.LAMBDA_EXCLUDED_SUBPACKAGES:
         assert not (out / "snapledger" / excluded).exists()
-    assert not list(out.rglob("__pycache__"))
+    runtime_tag = "cpython-" + LAMBDA_PYTHON.replace(".", "")
+    assert [p for p in out.rglob("*.pyc") if f".{runtime_tag}." not in p.name] == []
 
 
 def test_jobs_zip_directory_puts_the_package_at_its_root() -> None:
