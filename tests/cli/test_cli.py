@@ -354,8 +354,10 @@ def test_timeline_draws_the_lineage_to_the_file_it_names(seeded, tmp_path):
     page = target.read_text()
     assert page.startswith("<!doctype html>") and page.count('class="snapshot') == len(seeded)
     assert page.count(" latest") >= 1  # the latest is marked
-    status, _, err = run("timeline", "orders", "3", "-o", str(tmp_path / "t.png"))
-    assert status == 2 and "a picture is written as .svg or .html" in err
+    status, out, _ = run("timeline", "orders", "3", "-o", str(tmp_path / "t.png"))
+    assert status == 0 and (tmp_path / "t.png").read_bytes().startswith(b"\x89PNG")
+    status, _, err = run("timeline", "orders", "3", "-o", str(tmp_path / "t.pdf"))
+    assert status == 2 and "a picture is written as .svg or .png or .html" in err
 
 
 def test_gc_dry_run_plots_the_plan(seeded, tmp_path):

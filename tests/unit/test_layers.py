@@ -8,6 +8,7 @@ import importlib.util
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from types import ModuleType
 
@@ -184,9 +185,15 @@ def test_the_workstation_packages_are_the_ones_the_lambda_package_leaves_out(con
     assert guarded == [(("functions", "snapledger"), excluded)]
 
 
-def test_pictures_are_not_in_the_lambda_package():
+def test_pictures_and_matplotlib_are_not_in_the_lambda_package():
     out = stage_function_code(
         names.FUNCTIONS_DIR, names.SHARED_PACKAGE_DIR, names.LAMBDA_EXCLUDED_SUBPACKAGES
     )
-    assert (names.SHARED_PACKAGE_DIR / "cli" / "pictures.py").is_file()
-    assert [p for p in out.rglob("*.py") if p.name == "pictures.py"] == []
+    assert (names.SHARED_PACKAGE_DIR / "cli" / "pictures" / "__init__.py").is_file()
+    assert [p for p in out.rglob("*") if "pictures" in p.parts] == []
+    assert [p for p in out.rglob("*") if p.name.startswith(("matplotlib", "numpy"))] == []
+    drawing = [p for p in out.rglob("*.py") if "matplotlib" in p.read_text()]
+    assert drawing == [], "the functions' code must not import matplotlib (the cli extra's)"
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert not [d for d in project["dependencies"] if d.startswith("matplotlib")]
+    assert [d for d in project["optional-dependencies"]["cli"] if d.startswith("matplotlib")]

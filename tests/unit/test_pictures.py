@@ -3,6 +3,8 @@ holds, pins, the trim point and jobs are in the timeline; every plan decision in
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from datetime import timedelta
 
@@ -78,8 +80,8 @@ def groups(root: ET.Element, cls: str) -> list[ET.Element]:
 
 
 def test_the_timeline_shows_every_snapshot_the_latest_holds_pins_trim_and_jobs(answers):
-    svg = pictures.timeline("orders", 3, answers["snapshots"], answers["head"], answers["jobs"])
-    root = parse(svg)
+    picture = pictures.timeline("orders", 3, answers["snapshots"], answers["head"], answers["jobs"])
+    root = parse(picture.svg)
     marks = groups(root, "snapshot")
     assert len(marks) == len(answers["snapshots"]) == 5
     by_id = {g.get("data-snapshot-id"): g for g in marks}
@@ -89,31 +91,75 @@ def test_the_timeline_shows_every_snapshot_the_latest_holds_pins_trim_and_jobs(a
     assert "held" in by_id[ids[1]].get("class").split()
     assert by_id[ids[0]].get("data-status") == "DELETED"  # not held, beyond min_count 2
     assert "pinned" in by_id[ids[3]].get("class").split()  # the restore's base (LSN 400)
-    [trim] = [line for line in root.iter(f"{SVG}line") if line.get("class") == "trim"]
+    [trim] = groups(root, "trim")
     assert int(trim.get("data-lsn")) == answers["head"]["trim_lsn"]
     [job] = groups(root, "job")
     assert (job.get("data-kind"), job.get("data-state")) == ("restore", "SUBMITTED")
 
 
+def test_each_mark_is_detailed_on_hover(answers):
+    """The id, LSN, status, size, registered time and why: a <title>, not a label."""
+    picture = pictures.timeline("orders", 3, answers["snapshots"], answers["head"])
+    root = parse(picture.svg)
+    by_id = {g.get("data-snapshot-id"): g for g in groups(root, "snapshot")}
+    held, deleted = by_id[answers["ids"][1]], by_id[answers["ids"][0]]
+    hover = held.find(f"{SVG}title").text
+    assert answers["ids"][1] in hover and "LSN 200: REGISTERED (held)" in hover
+    assert "held" in hover and "audit" in hover and "registered 20" in hover
+    assert " B in " in hover or "iB in " in hover  # its size
+    assert "chosen by GC: unprotected: not the latest" in deleted.find(f"{SVG}title").text
+    # no snapshot id is written on the canvas: labels are axes, titles and the legend
+    texts = " ".join(t.text or "" for t in root.iter(f"{SVG}text"))
+    assert all(sid not in texts for sid in answers["ids"])
+    assert {"registered", "expiring", "deleted", "rejected", "latest", "held", "pinned"} <= set(
+        texts.split()
+    )
+    assert "trim point" in texts and "LSN" in texts and "registered (UTC)" in texts
+
+
 def test_the_gc_plan_shows_each_decision_with_its_reasons(answers):
     report = answers["plan"]
-    root = parse(pictures.gc_plan(report))
+    root = parse(pictures.gc_plan(report).svg)
     [lineage] = report["lineages"]
     kept, deleted = groups(root, "plan-keep"), groups(root, "plan-delete")
     assert len(kept) == len(lineage["kept"]) and len(deleted) == len(lineage["deleted"])
     reasons = {g.get("data-snapshot-id"): g.get("data-reasons") for g in kept}
     assert "latest" in reasons[answers["ids"][4]] and "held" in reasons[answers["ids"][1]]
-    assert [g.get("data-lineage") for g in groups_by_text(root)] == ["orders/3"]
+    hover = {g.get("data-snapshot-id"): g.find(f"{SVG}title").text for g in kept}
+    assert "reasons: " in hover[answers["ids"][1]] and "held" in hover[answers["ids"][1]]
+    assert [g.get("data-lineage") for g in groups(root, "lineage")] == ["orders/3"]
 
 
-def groups_by_text(root: ET.Element) -> list[ET.Element]:
-    return [t for t in root.iter(f"{SVG}text") if t.get("class") == "lineage"]
+def test_pictures_are_written_as_svg_png_or_html(tmp_path, answers):
+    picture = pictures.timeline("orders", 3, answers["snapshots"], answers["head"])
+    assert pictures.write(picture, tmp_path / "t.svg", "t").read_text() == picture.svg
+    page = pictures.write(picture, tmp_path / "t.html", "orders/3").read_text()
+    assert page.startswith("<!doctype html>") and "<title>orders/3</title>" in page
+    assert page.count('class="snapshot ') == 5 and "<?xml" not in page
+    png = pictures.write(picture, tmp_path / "t.png", "t").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    with pytest.raises(
+        ValueError, match=r"t\.pdf: a picture is written as \.svg or \.png or \.html"
+    ):
+        pictures.write(picture, tmp_path / "t.pdf", "t")
 
 
-def test_pictures_are_written_as_svg_or_html_only(tmp_path, answers):
-    svg = pictures.timeline("orders", 3, answers["snapshots"], answers["head"])
-    assert pictures.write(svg, tmp_path / "t.svg", "t").read_text() == svg
-    page = pictures.write(svg, tmp_path / "t.html", "orders/3").read_text()
-    assert page.startswith("<!doctype html>") and svg in page
-    with pytest.raises(ValueError, match=r"t\.png: a picture is written as \.svg or \.html"):
-        pictures.write(svg, tmp_path / "t.png", "t")
+def test_without_matplotlib_a_picture_names_the_extra_to_install(monkeypatch, answers):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    with pytest.raises(pictures.PicturesUnavailable, match=r"pip install 'snapledger\[cli\]'"):
+        pictures.timeline("orders", 3, answers["snapshots"], answers["head"])
+
+
+def test_the_command_starts_without_loading_matplotlib():
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, snapledger.cli.main; print('matplotlib' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert ran.stdout.strip() == "False"

@@ -339,12 +339,12 @@ def draw_pictures(demo: Demo) -> None:
         lineage = {"stream": STREAM, "partition": 0}
         snapshots = invoke("query", {"action": "list", **lineage}).get("snapshots", [])
         jobs = invoke("query", {"action": "jobs", "limit": 100}).get("jobs", [])
-        svg = pictures.timeline(STREAM, 0, snapshots, demo.head(0), jobs)
-        timeline = pictures.write(svg, demo.root / f"timeline-{STREAM}-0.html", f"{STREAM}/0")
+        drawn = pictures.timeline(STREAM, 0, snapshots, demo.head(0), jobs)
+        timeline = pictures.write(drawn, demo.root / f"timeline-{STREAM}-0.html", f"{STREAM}/0")
         plan = pictures.write(pictures.gc_plan(demo.gc_plan), demo.root / "gc-plan.svg", "GC")
         demo.report.check(
             f"timeline of {STREAM}/0 drawn",
-            svg.count('class="snapshot') == len(snapshots) > 0,
+            drawn.svg.count('class="snapshot ') == len(snapshots) > 0,
             str(timeline),
         )
         demo.report.check("GC plan drawn", plan.stat().st_size > 0, str(plan))
