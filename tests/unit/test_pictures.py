@@ -7,12 +7,14 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.cli import pictures
 from snapledger.clock import ManualClock
+from snapledger.extras import MissingExtraError
 from snapledger.models.ledger import LineageId
 from snapledger.models.requests import LaunchRequest
 from snapledger.services import queries
@@ -25,6 +27,7 @@ from tests.gc.support import gc_deps
 from tests.support import make_runtime, moto_ledger, write_segments, write_snapshot
 
 SVG = "{http://www.w3.org/2000/svg}"
+REPO = Path(__file__).resolve().parents[2]
 ORDERS_3 = LineageId(stream="orders", partition=3)
 
 
@@ -147,8 +150,14 @@ def test_pictures_are_written_as_svg_png_or_html(tmp_path, answers):
 def test_without_matplotlib_a_picture_names_the_extra_to_install(monkeypatch, answers):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
-    with pytest.raises(pictures.PicturesUnavailable, match=r"pip install 'snapledger\[cli\]'"):
+    with pytest.raises(MissingExtraError, match=r"matplotlib, .*: pip install 'snapledger\[cli\]'"):
         pictures.timeline("orders", 3, answers["snapshots"], answers["head"])
+
+
+def test_the_readme_shows_a_timeline():
+    readme = (REPO / "README.md").read_text()
+    assert "](docs/images/timeline.png)" in readme
+    assert (REPO / "docs" / "images" / "timeline.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_the_command_starts_without_loading_matplotlib():

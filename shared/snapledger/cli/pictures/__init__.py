@@ -19,7 +19,8 @@ size, registered time and reasons are its hover text instead, a ``<title>`` in i
 group (``svg.fonttype="none"`` keeps all text as ``<text>``). Vega-Lite (altair and
 vl-convert) would bring a bundled JavaScript engine for a static export; plotly a 3 MB
 script per page and a browser (kaleido) for PNG. matplotlib is in the ``cli`` extra only,
-imported when a picture is first drawn (``snapledger --help`` does not load it), and, like
+imported when a picture is first drawn (``snapledger --help`` does not load it; without it a
+picture fails with ``snapledger.extras.MissingExtraError`` naming the extra), and, like
 all of ``snapledger.cli``, never in the Lambda package.
 
 Every mark carries a ``class`` and ``data-`` attributes naming what it is (``snapshot``,
@@ -29,23 +30,14 @@ Every mark carries a ``class`` and ``data-`` attributes naming what it is (``sna
 
 from __future__ import annotations
 
-from snapledger.cli.pictures.canvas import (
-    EXTRA,
-    FORMATS,
-    Mark,
-    Picture,
-    PicturesUnavailable,
-    write,
-)
+from snapledger.cli.pictures.canvas import FORMATS, Mark, Picture, write
 from snapledger.cli.pictures.lineage import timeline
 from snapledger.cli.pictures.plan import gc_plan
 
 __all__ = [
-    "EXTRA",
     "FORMATS",
     "Mark",
     "Picture",
-    "PicturesUnavailable",
     "gc_plan",
     "timeline",
     "write",

@@ -19,7 +19,7 @@ from io import BytesIO, StringIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
+from snapledger.extras import MissingExtraError, install_line
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 
 #: The formats a picture is written as, chosen by the file's suffix.
 FORMATS = (".svg", ".png", ".html")
-#: What installs matplotlib: the command's extra.
-EXTRA = "pip install 'snapledger[cli]'"
 PNG_DPI = 150
 #: Text kept as ``<text>`` (searchable, hoverable, measurable), stable ids, and times drawn
 #: as days since 1970 (``days``).
@@ -44,10 +42,6 @@ _PAGE_STYLE = (
     "body{margin:16px;font-family:sans-serif}svg{display:block;max-width:none}"
     "svg [data-hover]{cursor:help}svg [data-hover]:hover{filter:drop-shadow(0 0 2px #000)}"
 )
-
-
-class PicturesUnavailable(click.ClickException):
-    """matplotlib is not installed: the pictures need the ``cli`` extra."""
 
 
 @dataclass(frozen=True)
@@ -123,10 +117,11 @@ def canvas(title: str, width: float, height: float) -> Picture:
     try:
         import matplotlib
         from matplotlib.figure import Figure
-    except ImportError as err:
-        raise PicturesUnavailable(
-            f"drawing a picture needs matplotlib, which is not installed ({err}): {EXTRA}"
-        ) from err
+    except ImportError as missing:
+        raise MissingExtraError(
+            f"drawing a picture needs matplotlib, which is not installed: {install_line('cli')}",
+            name="matplotlib",
+        ) from missing
     with matplotlib.rc_context(_RC):
         figure = Figure(figsize=(width, height), layout="constrained")
     return Picture(figure=figure, title=title)
