@@ -12,6 +12,7 @@ from rich.status import Status
 from snapledger.client.control import Answer, JobWaitTimeoutError, Snapledger
 from snapledger.job_kinds import JOB_KINDS
 from snapledger.layout import SNAPSHOTS, restore_prefix
+from snapledger.models.jobs import TERMINAL_STATES
 
 #: How often the CLI asks for the job's state while it waits.
 POLL_SECONDS = 2.0
@@ -56,8 +57,9 @@ def wait_for_job(
     with Status(waiting, console=console):
 
         def on_state(job: Answer) -> None:
-            console.print(f"{clock() - started:6.0f} s  {job.get('state')}")
             waiting.state = str(job.get("state"))
+            if waiting.state not in TERMINAL_STATES:  # the last, once, by _report
+                console.print(f"{clock() - started:6.0f} s  {waiting.state}")
 
         try:
             job = client.wait(job_id, timeout=timeout, poll=POLL_SECONDS, on_state=on_state)

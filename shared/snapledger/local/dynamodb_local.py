@@ -85,6 +85,11 @@ class DynamoDBLocal:
     def endpoint_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def pid(self) -> int | None:
+        """The engine's process id while it runs."""
+        return None if self._process is None else self._process.pid
+
     def start(self, timeout_s: float = 60.0) -> DynamoDBLocal:
         jar = self.install_dir / "DynamoDBLocal.jar"
         if not jar.is_file():

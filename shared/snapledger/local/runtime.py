@@ -166,6 +166,8 @@ class LocalRuntime:
     s3_endpoint: str | None = None
     #: Restate prefixes, each with its stream name (``SNAPLEDGER_RESTATE_PREFIXES``).
     restate_prefixes: Mapping[str, str] = field(default_factory=dict)
+    #: A DynamoDB Local to use (a job's process: its CLI's); None: ``local up``'s, or our own.
+    endpoint: str | None = None
     _engine: DynamoDBLocal | None = None
     _saved_env: dict[str, str | None] = field(default_factory=dict)
     runtime: Runtime | None = None
@@ -196,7 +198,7 @@ class LocalRuntime:
         cold_start.is_cold_start = False
         self.home.mkdir(parents=True, exist_ok=True)
         running = None if self.in_memory else running_runtime(self.home)
-        endpoint = None if running is None else running.get("endpoint")
+        endpoint = self.endpoint or (None if running is None else running.get("endpoint"))
         if running is not None and self.s3_endpoint is None:  # its store and layouts
             self.s3_endpoint = running.get("s3_endpoint")
             self.restate_prefixes = running.get("restate_prefixes") or {}
@@ -205,6 +207,7 @@ class LocalRuntime:
             data_dir = None if self.in_memory else self.home / "dynamodb"
             self._engine = DynamoDBLocal(port=free_port(), data_dir=data_dir).start()
             endpoint = self._engine.endpoint_url
+        self.endpoint = endpoint
         client = local_dynamodb_client(endpoint)
         ensure_table(client, self.table, ttl_window=self.ttl_window)
         store = self._open_store()
@@ -232,6 +235,12 @@ class LocalRuntime:
     @property
     def endpoint_url(self) -> str | None:
         return self._engine.endpoint_url if self._engine else None
+
+    def hand_over_engine(self) -> DynamoDBLocal | None:
+        """The DynamoDB Local this runtime started, left running by ``stop`` from now on
+        (a job's process still uses it and stops it when done); None if it started none."""
+        engine, self._engine = self._engine, None
+        return engine
 
     def stop(self) -> None:
         reset_runtime()

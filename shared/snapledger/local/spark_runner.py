@@ -126,7 +126,7 @@ class LocalSparkRunner:
         return None  # the local session's own, whatever the input
 
     def start(self, spec: JobRunSpec) -> str:
-        run_id = _run_id(spec.job_id)
+        run_id = run_id_of(spec.job_id)
         with self._lock:
             if run_id in self._runs:
                 return run_id  # like a client token: the same job starts once
@@ -143,7 +143,7 @@ class LocalSparkRunner:
     def find_run(self, job_id: str, *, created_after: datetime) -> FoundJobRun | None:
         """The run this process started for ``job_id`` (runs live as long as the process:
         one started before a restart is gone with it, so None is the truth then)."""
-        run_id = _run_id(job_id)
+        run_id = run_id_of(job_id)
         with self._lock:
             status = self._runs.get(run_id)
         if status is None:
@@ -199,6 +199,6 @@ class LocalSparkRunner:
         self._report(spec, run_id, "SUCCESS")
 
 
-def _run_id(job_id: str) -> str:
+def run_id_of(job_id: str) -> str:
     """The local run id of a job: one per job id (what a client token gives on EMR)."""
     return "local-" + hashlib.sha256(job_id.encode()).hexdigest()[:16]

@@ -1,11 +1,14 @@
 """The client's way to the local runtime: the same handlers, called in-process.
 
 ``snapledger.local.connect()`` gives a ``Snapledger`` client over it; the CLI's ``--local``
-uses it too.
+uses it too. The jobs the functions start run beside it, each in a process of its own
+with its log in a file (``local/job_process.py``), never in this one: a launch answers once
+the job is submitted, and the client follows the job by its record.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import uuid
 from collections.abc import Callable, Mapping
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from snapledger.local.handlers import HANDLERS, LogsRouted
+from snapledger.local.job_process import JobProcesses, join, release
 from snapledger.local.router import Handler, Router, call_handler
 from snapledger.local.runtime import LocalRuntime, local_home, running_endpoint
 
@@ -42,6 +46,9 @@ class LocalTransport:
     #: Where the functions' logs went (restored and closed with the transport).
     logs: LogsRouted | None = None
     log_file: TextIO | None = None
+    say: Callable[[str], None] = _to_stderr
+    #: Whether it uses another's DynamoDB Local (``local up``'s, or one handed to jobs).
+    joined: bool = False
 
     @classmethod
     def open(
@@ -60,8 +67,13 @@ class LocalTransport:
         folder = local_home(home)
         if running_endpoint(folder) is None:
             say(STARTING_NOTICE)
-        local = LocalRuntime(home=folder)
+        jobs = JobProcesses(folder, say=say)
+        local = LocalRuntime(home=folder, runner=jobs)
         runtime = local.start()
+        jobs.endpoint = local.endpoint
+        joined = local.endpoint_url is None  # another's: if handed over, kept up until close
+        if joined:
+            join(folder, os.getpid())
         log_file = None
         if str(function_logs) == STDERR:
             stream = sys.stderr
@@ -71,20 +83,30 @@ class LocalTransport:
             stream = log_file = path.open("a", encoding="utf-8")
         routed = LogsRouted(handlers, stream)
         router = Router(runtime.store, routed)
-        bind = getattr(local.runner, "bind", None)
-        if bind is not None:
-            bind(router)
-        return cls(local=local, router=router, handlers=routed, logs=routed, log_file=log_file)
+        return cls(
+            local=local,
+            router=router,
+            handlers=routed,
+            logs=routed,
+            log_file=log_file,
+            say=say,
+            joined=joined,
+        )
 
     def invoke(self, function: str, payload: dict[str, Any]) -> dict[str, Any]:
-        answer = call_handler(self.handlers, function, payload, request_id=str(uuid.uuid4()))
-        drain = getattr(self.local.runner, "drain", None)
-        if drain is not None:
-            drain()  # a job started by this command finishes before the CLI exits
-        return answer
+        return call_handler(self.handlers, function, payload, request_id=str(uuid.uuid4()))
 
     def close(self) -> None:
+        jobs = self.local.runner
+        running = jobs.hand_over(self.local) if isinstance(jobs, JobProcesses) else []
+        if running:  # the jobs outlive this command, and the DynamoDB Local they use
+            self.say(
+                f"snapledger: DynamoDB Local stays up for the running job (process "
+                f"{', '.join(map(str, running))}) and stops when it ends"
+            )
         self.local.stop()
+        if self.joined:
+            release(self.local.home, os.getpid())
         if self.logs is not None:
             self.logs.restore()
         if self.log_file is not None:

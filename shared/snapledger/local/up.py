@@ -39,6 +39,9 @@ from snapledger.local.restate_cluster import snapshots_toml
 from snapledger.local.router import Router
 from snapledger.local.runtime import RUNTIME_FILE, LocalRuntime, local_home, running_endpoint
 
+#: Spark's own log, in the home folder (only its errors reach the console).
+SPARK_LOG = "spark.log"
+
 
 class BadArgumentError(ValueError):
     """An argument of ``local up`` that cannot be used: said in one line, exit status 2."""
@@ -133,8 +136,11 @@ def run_local_up(
         if port is not None:
             s3_server, s3_endpoint = _start_s3(port)
             running.callback(s3_server.stop)
+        from snapledger.local.spark_runner import LocalSparkRunner
+
         local = LocalRuntime(
             home=folder,
+            runner=LocalSparkRunner(log_file=folder / SPARK_LOG),
             in_memory=s3_endpoint is not None,  # as the endpoint's objects are
             s3_endpoint=s3_endpoint,
             restate_prefixes=prefixes,
@@ -163,6 +169,7 @@ def _say(local: LocalRuntime, s3_endpoint: str | None, prefixes: dict[str, str])
     if s3_endpoint is None:
         print(f"snapledger local runtime: root file://{local.root}", flush=True)
         print(f"  DynamoDB Local at {local.endpoint_url}, data in {local.home / 'dynamodb'}")
+        print(f"  Spark's log in {local.home / SPARK_LOG}")
         print("  drop snapshots under snapshots/ and changelog under changelog/; Ctrl-C stops")
     else:
         _say_s3(local, s3_endpoint, prefixes)
@@ -172,6 +179,7 @@ def _say_s3(local: LocalRuntime, endpoint: str, prefixes: dict[str, str]) -> Non
     print(f"snapledger local runtime: store {local.store_uri} at {endpoint}", flush=True)
     print(f"  S3 endpoint {endpoint} (moto's server) and DynamoDB Local at {local.endpoint_url}")
     print("  both in memory: the objects and the ledger last as long as this process")
+    print(f"  Spark's log in {local.home / SPARK_LOG}")
     print("  put snapshots under snapshots/ and changelog under changelog/; Ctrl-C stops")
     if not prefixes:
         print("  no Restate cluster: give --restate-prefix PREFIX=STREAM for each")
