@@ -43,10 +43,14 @@ def timeline(
     name = f"{stream}/{partition}"
     picture = canvas(f"{name}: snapshots", width=10, height=5.5)
     ax = picture.figure.add_subplot()
+    times = [days(s["registered_at"]) for s in snapshots]
+    lsns = [int(s["lsn"]) for s in snapshots]
     for job in jobs:
         plan = _job_plan(job, stream, partition)
         if plan is not None:
             _job(picture, ax, job, plan)
+            times.append(days(job["requested_at"]))
+            lsns += [int(plan.get("base_lsn") or 0), int(plan["target_lsn"])]
     latest = head.get("latest_snapshot_id")
     for snapshot in snapshots:
         _snapshot(picture, ax, snapshot, latest)
@@ -55,7 +59,8 @@ def timeline(
         line = ax.axhline(trim, color=TRIM, linestyle="--", linewidth=1.2, zorder=1)
         hover = f"trim point: LSN {trim:,} (the changelog before it may be deleted)"
         picture.mark(line, "trim", Mark(("trim",), {"lsn": str(trim)}, hover))
-    _axes(ax, empty=not snapshots)
+        lsns.append(trim)
+    _axes(ax, times, lsns, empty=not snapshots)
     picture.figure.suptitle(f"{name}: snapshots by LSN over registry time", fontsize=11)
     picture.figure.legend(
         handles=_legend(), loc="outside right upper", frameon=False, title="marks"
@@ -146,22 +151,43 @@ def _hold(hold: Mapping[str, Any]) -> str:
     return f"held{by}{until}: {hold.get('reason') or 'no reason given'}"
 
 
-def _axes(ax: Axes, *, empty: bool) -> None:
+def _axes(ax: Axes, times: Sequence[float], lsns: Sequence[int], *, empty: bool) -> None:
+    """Date ticks below, LSN ticks beside, limits around what is drawn (10 minutes and 10
+    LSNs at the least, so one snapshot still has readable ticks)."""
     from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
-    from matplotlib.ticker import MaxNLocator, StrMethodFormatter
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
+    ax.set_xlabel("registered (UTC)")
+    ax.set_ylabel("LSN")
+    if empty:
+        ax.text(0.5, 0.5, "no snapshots", ha="center", va="center", transform=ax.transAxes)
+    if not times:
+        ax.set_xticks([])
+        ax.set_yticks([])
+        return
     locator = AutoDateLocator(minticks=3, maxticks=8, tz=UTC)  # type: ignore[no-untyped-call]
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(ConciseDateFormatter(locator, tz=UTC))  # type: ignore[no-untyped-call]
     ax.yaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
-    ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
-    ax.set_xlabel("registered (UTC)")
-    ax.set_ylabel("LSN")
+    ax.yaxis.set_major_formatter(FuncFormatter(_lsn_tick))
     ax.grid(True, color="#e0e0e0", linewidth=0.6)
     ax.set_axisbelow(True)
-    ax.margins(x=0.05, y=0.08)
-    if empty:
-        ax.text(0.5, 0.5, "no snapshots", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlim(*_around(times, least=10 / 1440))
+    low, high = _around(lsns, least=10)
+    if min(lsns) >= 0:  # no room below LSN 0 beyond the marks' own
+        low = max(low, min(lsns) - (high - low) * 0.04)
+    ax.set_ylim(low, high)
+
+
+def _lsn_tick(value: float, _position: int | None) -> str:
+    """An LSN tick's label: 1,500; none below 0 (a margin, not an LSN)."""
+    return f"{value:,.0f}" if value >= 0 else ""
+
+
+def _around(values: Sequence[float], *, least: float) -> tuple[float, float]:
+    """Limits holding ``values`` with a margin, at least ``least`` on each side."""
+    pad = max((max(values) - min(values)) * 0.06, least)
+    return min(values) - pad, max(values) + pad
 
 
 def _legend() -> list[Line2D]:
