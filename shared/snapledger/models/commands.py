@@ -4,40 +4,32 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import Field
 
 from snapledger.models.base import Frozen
 from snapledger.models.generations import ProtectedGenerations
 from snapledger.models.policy import RetentionPolicy
+from snapledger.models.snapshot import ProducerFields, SnapshotFields
 
 
-class ManifestSummary(Frozen):
-    """What registration keeps of a valid manifest."""
+class ManifestSummary(ProducerFields, SnapshotFields, Frozen):
+    """What registration keeps of a valid manifest: the snapshot's fields
+    (models/snapshot.py) and the epoch of its writer."""
 
     epoch: int
-    file_count: int
-    total_bytes: int
-    row_count: int | None = None
-    source_kind: str | None = None
-    format: str = Field(default="kv-parquet", description="The manifest's format")
-    offsets: dict[str, int] | None = Field(
-        default=None, description="The processor's input positions the state matches"
-    )
-    generation: int | None = Field(
-        default=None, description="The stream snapshot generation the manifest names"
-    )
-    origin: str | None = Field(
-        default=None,
-        description="Who wrote it, for a foreign layout (Restate: its cluster name and "
-        "fingerprint); every registered snapshot of a lineage has the same",
-    )
-    files_digest: str | None = Field(
-        default=None,
-        description="A digest of the files' S3 ETags at registration (a foreign layout's; "
-        "heal finds a file rewritten since by it)",
-    )
+
+
+class ArrivedManifest(TypedDict):
+    """Which snapshot's manifest arrived: a ``RegisterSnapshot`` of it is built as
+    ``RegisterSnapshot(**arrived, manifest_digest=..., ...)``, mypy checking each keyword."""
+
+    stream: str
+    partition: int
+    lsn: int
+    snapshot_id: str
+    manifest_key: str
 
 
 class RegisterSnapshot(Frozen):

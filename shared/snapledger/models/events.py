@@ -13,7 +13,9 @@ discriminator (unique across both logs), fields are snake_case. New event types 
 added, never renamed; readers skip types they do not know.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: every Lambda function imports these models,
+# and pydantic would compile and evaluate each annotation string of each model at import
+# (cold start); the annotations name only what is defined above them.
 
 from datetime import datetime
 from typing import Annotated, Literal
@@ -22,6 +24,7 @@ from pydantic import Field, TypeAdapter
 
 from snapledger.models.base import DEFERRED, Frozen
 from snapledger.models.policy import RetentionPolicy
+from snapledger.models.snapshot import GenerationMembership, ProducerFields, SnapshotFields
 
 
 class EventBase(Frozen):
@@ -32,50 +35,32 @@ class EventBase(Frozen):
     stream: str
     partition: int
     command_id: str = Field(description="The command that produced it (for idempotency)")
+    # The discriminator: each event narrows it to its own Literal, and it stays here, after
+    # the fields above, when a base between declares fields of its own.
+    type: str
 
 
-class SnapshotRegistered(EventBase):
-    type: Literal["SnapshotRegistered"] = "SnapshotRegistered"
-    snapshot_id: str
-    lsn: int
-    epoch: int
-    manifest_key: str
-    manifest_digest: str
-    file_count: int
-    total_bytes: int
-    row_count: int | None = None
-    source_kind: str | None = None
-    format: str = Field(default="kv-parquet", description="The manifest's format")
-    offsets: dict[str, int] | None = Field(
-        default=None, description="The processor's input positions the state matches"
-    )
-    generation: int | None = Field(
-        default=None, description="The stream snapshot generation the manifest names"
-    )
-    member_of: int | None = Field(
-        default=None, description="The generation it counted for (None: it did not count)"
-    )
-    origin: str | None = Field(
-        default=None,
-        description="Who wrote it, for a foreign layout (Restate: its cluster name and "
-        "fingerprint); every registered snapshot of a lineage has the same",
-    )
-    files_digest: str | None = Field(
-        default=None,
-        description="A digest of the files' S3 ETags at registration (a foreign layout's; "
-        "heal finds a file rewritten since by it)",
-    )
+class ManifestEvent(EventBase):
+    """An event about the manifest that arrived for a snapshot: registered or rejected."""
 
-
-class SnapshotRejected(EventBase):
-    """A manifest refused: ``code`` is ``invalid``, ``fenced`` or ``conflict``."""
-
-    type: Literal["SnapshotRejected"] = "SnapshotRejected"
     snapshot_id: str
     lsn: int
     epoch: int | None = None
     manifest_key: str
     manifest_digest: str
+
+
+# The snapshot's fields are declared once (models/snapshot.py); this event lists them after
+# ManifestEvent's, in that order (bases from the last).
+class SnapshotRegistered(ProducerFields, GenerationMembership, SnapshotFields, ManifestEvent):
+    type: Literal["SnapshotRegistered"] = "SnapshotRegistered"
+    epoch: int
+
+
+class SnapshotRejected(ManifestEvent):
+    """A manifest refused: ``code`` is ``invalid``, ``fenced`` or ``conflict``."""
+
+    type: Literal["SnapshotRejected"] = "SnapshotRejected"
     code: Literal["invalid", "fenced", "conflict"]
     reason: str
 

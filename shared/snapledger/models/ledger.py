@@ -9,6 +9,7 @@ from pydantic import Field
 
 from snapledger.layout import LSN_WIDTH
 from snapledger.models.base import Frozen, Stored
+from snapledger.models.snapshot import GenerationMembership, ProducerFields, SnapshotFields
 
 
 class SnapshotStatus(StrEnum):
@@ -50,8 +51,8 @@ class Hold(Frozen):
         return self.expires_at is None or self.expires_at > now
 
 
-class SnapshotRecord(Stored):
-    """One snapshot as the ledger knows it (the ``SNAP#`` item)."""
+class SnapshotKey(Stored):
+    """Which snapshot a record is, and the manifest it was recorded from."""
 
     stream: str
     partition: int
@@ -61,30 +62,15 @@ class SnapshotRecord(Stored):
     epoch: int | None = Field(default=None, description="None when the manifest was unreadable")
     manifest_key: str
     manifest_digest: str
-    file_count: int = 0
+
+
+class SnapshotRecord(ProducerFields, GenerationMembership, SnapshotFields, SnapshotKey):
+    """One snapshot as the ledger knows it (the ``SNAP#`` item): the snapshot's fields
+    (models/snapshot.py) as its ``SnapshotRegistered`` event gave them, after its key; GC
+    protects the members of a generation (``member_of``)."""
+
+    file_count: int = 0  # a rejected snapshot's record has neither
     total_bytes: int = 0
-    row_count: int | None = None
-    source_kind: str | None = None
-    format: str = Field(default="kv-parquet", description="The manifest's format")
-    offsets: dict[str, int] | None = Field(
-        default=None, description="The processor's input positions the state matches"
-    )
-    generation: int | None = Field(
-        default=None, description="The stream snapshot generation the manifest names"
-    )
-    member_of: int | None = Field(
-        default=None, description="The generation it counted for (GC protects its members)"
-    )
-    origin: str | None = Field(
-        default=None,
-        description="Who wrote it, for a foreign layout (Restate: its cluster name and "
-        "fingerprint); every registered snapshot of a lineage has the same",
-    )
-    files_digest: str | None = Field(
-        default=None,
-        description="A digest of the files' S3 ETags at registration (a foreign layout's; "
-        "heal finds a file rewritten since by it)",
-    )
     registered_at: datetime = Field(description="Registry (server) time it was recorded")
     broken: tuple[str, ...] = Field(
         default=(), description="Why it can no longer be restored from, as heal found it"

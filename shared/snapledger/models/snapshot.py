@@ -1,0 +1,67 @@
+"""A snapshot's description, declared once and composed into the models that carry it.
+
+Three groups: what the manifest says the snapshot holds (``SnapshotFields``), the stream
+generation it counted for (``GenerationMembership``), and who wrote it (``ProducerFields``).
+``ManifestSummary`` (what registration keeps of a valid manifest) is ``SnapshotFields`` and
+``ProducerFields`` with the writer's epoch; the ``SnapshotRegistered`` event and the
+``SnapshotRecord`` it projects to carry all three.
+
+A model lists its fields in the order of its bases from the last to the first, then its
+own; a field it declares again (another default or type) keeps its first position. So a
+composed model names the groups before its own base (``class SnapshotRegistered(
+ProducerFields, GenerationMembership, SnapshotFields, ManifestEvent)``) and its fields keep
+the order they are published in: an event's JSON and its schema list them in that order.
+A group is never used alone; its only config is ``defer_build``, so a model composed of it
+keeps its own (frozen, strict or lenient about unknown fields).
+"""
+
+# No ``from __future__ import annotations`` here: every Lambda function imports these models,
+# and pydantic would compile and evaluate each annotation string of each model at import
+# (cold start); the annotations name only what is defined above them.
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SnapshotFields(BaseModel):
+    """What a snapshot's manifest says it holds."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    file_count: int
+    total_bytes: int
+    row_count: int | None = None
+    source_kind: str | None = None
+    format: str = Field(default="kv-parquet", description="The manifest's format")
+    offsets: dict[str, int] | None = Field(
+        default=None, description="The processor's input positions the state matches"
+    )
+    generation: int | None = Field(
+        default=None, description="The stream snapshot generation the manifest names"
+    )
+
+
+class GenerationMembership(BaseModel):
+    """The stream snapshot generation a registered snapshot counted for."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    member_of: int | None = Field(
+        default=None, description="The generation it counted for (None: it did not count)"
+    )
+
+
+class ProducerFields(BaseModel):
+    """Who wrote the snapshot, and its files as they were at registration."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    origin: str | None = Field(
+        default=None,
+        description="Who wrote it, for a foreign layout (Restate: its cluster name and "
+        "fingerprint); every registered snapshot of a lineage has the same",
+    )
+    files_digest: str | None = Field(
+        default=None,
+        description="A digest of the files' S3 ETags at registration (a foreign layout's; "
+        "heal finds a file rewritten since by it)",
+    )
