@@ -112,15 +112,12 @@ def decide_expire(state: LineageState, cmd: ExpireSnapshots, now: datetime) -> l
         ):
             continue
         events.append(
-            SnapshotExpiring.model_validate(
-                {
-                    **ev.common,
-                    "seq": ev.seq(),
-                    "snapshot_id": record.snapshot_id,
-                    "lsn": record.lsn,
-                    "cause": target.cause,
-                    "reason": _expiry_reason(target, cmd.policy, cmd.grace_hours),
-                }
+            SnapshotExpiring(
+                **ev.next(),
+                snapshot_id=record.snapshot_id,
+                lsn=record.lsn,
+                cause=target.cause,
+                reason=_expiry_reason(target, cmd.policy, cmd.grace_hours),
             )
         )
         current[target.sort_key] = record.model_copy(update={"status": SnapshotStatus.EXPIRING})
@@ -136,23 +133,18 @@ def decide_claim_orphan(state: LineageState, cmd: ClaimOrphan, now: datetime) ->
         return []  # a writer may still be between upload and registration
     ev = Sequencer(state, cmd.command_id, now)
     return [
-        OrphanClaimed.model_validate(
-            {
-                **ev.common,
-                "seq": ev.seq(),
-                "snapshot_id": cmd.snapshot_id,
-                "lsn": cmd.lsn,
-                "manifest_key": cmd.manifest_key,
-                "object_count": cmd.object_count,
-                "newest_object_at": cmd.newest_object_at,
-                "reason": (
-                    f"no ledger record and no object newer than {cmd.grace_hours:g}h: "
-                    "an upload that was never registered"
-                    if existing is None
-                    else f"objects written again after the snapshot was deleted, none newer "
-                    f"than {cmd.grace_hours:g}h"
-                ),
-            }
+        OrphanClaimed(
+            **ev.next(),
+            snapshot_id=cmd.snapshot_id,
+            lsn=cmd.lsn,
+            manifest_key=cmd.manifest_key,
+            object_count=cmd.object_count,
+            newest_object_at=cmd.newest_object_at,
+            reason=f"no ledger record and no object newer than {cmd.grace_hours:g}h: "
+            "an upload that was never registered"
+            if existing is None
+            else f"objects written again after the snapshot was deleted, none newer "
+            f"than {cmd.grace_hours:g}h",
         )
     ]
 
@@ -167,14 +159,11 @@ def decide_mark_deleted(
         if record is None or record.status is not SnapshotStatus.EXPIRING:
             continue  # already DELETED (another run), or never expired: nothing to record
         events.append(
-            SnapshotDeleted.model_validate(
-                {
-                    **ev.common,
-                    "seq": ev.seq(),
-                    "snapshot_id": record.snapshot_id,
-                    "lsn": record.lsn,
-                    "objects_deleted": done.objects_deleted,
-                }
+            SnapshotDeleted(
+                **ev.next(),
+                snapshot_id=record.snapshot_id,
+                lsn=record.lsn,
+                objects_deleted=done.objects_deleted,
             )
         )
     if cmd.trim is not None:
@@ -201,14 +190,8 @@ def _trim_events(
     if any(job.base_lsn is None or job.base_lsn < lsn for job in head.active_jobs.values()):
         return []  # a running job still reads the changelog below it
     return [
-        TrimPointAdvanced.model_validate(
-            {
-                **ev.common,
-                "seq": ev.seq(),
-                "lsn": lsn,
-                "previous_lsn": head.trim_lsn,
-                "snapshot_id": record.snapshot_id,
-            }
+        TrimPointAdvanced(
+            **ev.next(), lsn=lsn, previous_lsn=head.trim_lsn, snapshot_id=record.snapshot_id
         )
     ]
 
@@ -227,17 +210,14 @@ def decide_hold(state: LineageState, cmd: HoldSnapshot, now: datetime) -> list[L
         raise InvalidRequestError(problem)
     ev = Sequencer(state, cmd.command_id, now)
     return [
-        SnapshotHeld.model_validate(
-            {
-                **ev.common,
-                "seq": ev.seq(),
-                "snapshot_id": record.snapshot_id,
-                "lsn": record.lsn,
-                "hold_id": cmd.hold_id,
-                "expires_at": cmd.expires_at,
-                "reason": cmd.reason,
-                "by": cmd.by,
-            }
+        SnapshotHeld(
+            **ev.next(),
+            snapshot_id=record.snapshot_id,
+            lsn=record.lsn,
+            hold_id=cmd.hold_id,
+            expires_at=cmd.expires_at,
+            reason=cmd.reason,
+            by=cmd.by,
         )
     ]
 
@@ -281,15 +261,12 @@ def decide_release(state: LineageState, cmd: ReleaseHold, now: datetime) -> list
     released = [h for h in record.holds if cmd.hold_id is None or h.hold_id == cmd.hold_id]
     ev = Sequencer(state, cmd.command_id, now)
     return [
-        SnapshotReleased.model_validate(
-            {
-                **ev.common,
-                "seq": ev.seq(),
-                "snapshot_id": record.snapshot_id,
-                "lsn": record.lsn,
-                "hold_id": hold.hold_id,
-                "by": cmd.by,
-            }
+        SnapshotReleased(
+            **ev.next(),
+            snapshot_id=record.snapshot_id,
+            lsn=record.lsn,
+            hold_id=hold.hold_id,
+            by=cmd.by,
         )
         for hold in released
     ]

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
+from snapledger.core.state import StreamSequencer
 from snapledger.errors import InvalidRequestError
 from snapledger.models.commands import (
     CountGenerationMember,
@@ -104,28 +104,28 @@ def decide_generation(
     head: StreamHead,
     generations: dict[int, StreamGeneration],
     command: GenerationCommand,
-    common: dict[str, Any],
+    ev: StreamSequencer,
     now: datetime,
 ) -> list[StreamEvent]:
     """The events of ``command``; ``generations`` holds the items it concerns (loaded)."""
     match command:
         case RequestStreamSnapshot():
             open_ = generations.get(head.open_generation or 0)
-            return _request(head, open_, command, common, now)
+            return _request(head, open_, command, ev, now)
         case CountGenerationMember():
-            return _count(head, generations.get(command.generation), command, common, now)
+            return _count(head, generations.get(command.generation), command, ev, now)
         case FailOverdueGeneration():
             generation = generations.get(command.generation)
             if generation is None or not generation.overdue(now):
                 return []
-            return [_failed(generation, common, FailureCause.DEADLINE, _late(generation))]
+            return [_failed(generation, ev, FailureCause.DEADLINE, _late(generation))]
 
 
 def _request(
     head: StreamHead,
     open_: StreamGeneration | None,
     command: RequestStreamSnapshot,
-    common: dict[str, Any],
+    ev: StreamSequencer,
     now: datetime,
 ) -> list[StreamEvent]:
     if command.deadline <= now:
@@ -141,10 +141,10 @@ def _request(
     events: list[StreamEvent] = []
     if open_ is not None and open_.is_open:
         reason = f"superseded by generation {new} before every partition counted"
-        events.append(_failed(open_, common, FailureCause.SUPERSEDED, reason, superseded_by=new))
+        events.append(_failed(open_, ev, FailureCause.SUPERSEDED, reason, superseded_by=new))
     events.append(
         StreamSnapshotRequested(
-            **{**common, "seq": common["seq"] + len(events)},
+            **ev.next(),
             generation=new,
             partitions=tuple(sorted(set(command.partitions))),
             min_lsn=tuple(
@@ -162,16 +162,16 @@ def _count(
     head: StreamHead,
     generation: StreamGeneration | None,
     command: CountGenerationMember,
-    common: dict[str, Any],
+    ev: StreamSequencer,
     now: datetime,
 ) -> list[StreamEvent]:
     if generation is not None and generation.overdue(now):
-        return [_failed(generation, common, FailureCause.DEADLINE, _late(generation))]
+        return [_failed(generation, ev, FailureCause.DEADLINE, _late(generation))]
     if generation is None or not verdict(head, generation, command, now).counts:
         return []
     missing = tuple(p for p in generation.missing if p != command.partition)
     counted = StreamSnapshotMemberCounted(
-        **common,
+        **ev.next(),
         generation=command.generation,
         member=command.partition,
         snapshot_id=command.snapshot_id,
@@ -184,7 +184,7 @@ def _count(
         return [counted]
     members = [*(_as_member(m) for m in generation.members.values()), _as_member(counted)]
     completed = StreamSnapshotCompleted(
-        **{**common, "seq": common["seq"] + 1},
+        **ev.next(),
         generation=command.generation,
         members=tuple(sorted(members, key=lambda m: m.member)),
     )
@@ -298,14 +298,14 @@ def _late(generation: StreamGeneration) -> str:
 
 def _failed(
     generation: StreamGeneration,
-    common: dict[str, Any],
+    ev: StreamSequencer,
     cause: FailureCause,
     reason: str,
     *,
     superseded_by: int | None = None,
 ) -> StreamSnapshotFailed:
     return StreamSnapshotFailed(
-        **common,
+        **ev.next(),
         generation=generation.generation,
         cause=cause.value,
         reason=reason,

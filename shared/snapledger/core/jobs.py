@@ -102,16 +102,13 @@ def decide_request_job(state: LineageState, cmd: RequestJob, now: datetime) -> l
     check_exclusive(head, cmd.job_kind)
     ev = Sequencer(state, cmd.command_id, now)
     events: list[LedgerEvent] = [
-        JobRequested.model_validate(
-            {
-                **ev.common,
-                "seq": ev.seq(),
-                "job_id": cmd.job_id,
-                "job_kind": cmd.job_kind,
-                "base_snapshot_id": cmd.base_snapshot_id,
-                "base_lsn": cmd.base_lsn,
-                "target_lsn": cmd.target_lsn,
-            }
+        JobRequested(
+            **ev.next(),
+            job_id=cmd.job_id,
+            job_kind=cmd.job_kind,
+            base_snapshot_id=cmd.base_snapshot_id,
+            base_lsn=cmd.base_lsn,
+            target_lsn=cmd.target_lsn,
         )
     ]
     if cmd.base_snapshot_id is not None and cmd.base_lsn is not None:
@@ -123,14 +120,8 @@ def decide_request_job(state: LineageState, cmd: RequestJob, now: datetime) -> l
                 "pinned for a job: pick a REGISTERED snapshot (list the lineage's snapshots)"
             )
         events.append(
-            SnapshotPinned.model_validate(
-                {
-                    **ev.common,
-                    "seq": ev.seq(),
-                    "snapshot_id": base.snapshot_id,
-                    "lsn": base.lsn,
-                    "job_id": cmd.job_id,
-                }
+            SnapshotPinned(
+                **ev.next(), snapshot_id=base.snapshot_id, lsn=base.lsn, job_id=cmd.job_id
             )
         )
     return events
@@ -146,46 +137,27 @@ def decide_job_state(state: LineageState, cmd: RecordJobState, now: datetime) ->
         return []  # stale or repeated: the job is already at or past this state
     ev = Sequencer(state, cmd.command_id, now)
     events: list[LedgerEvent] = [
-        JobStateChanged.model_validate(
-            {
-                **ev.common,
-                "seq": ev.seq(),
-                "job_id": cmd.job_id,
-                "state": cmd.state,
-                "run_id": cmd.run_id,
-            }
-        )
+        JobStateChanged(**ev.next(), job_id=cmd.job_id, state=cmd.state, run_id=cmd.run_id)
     ]
     if new_state not in TERMINAL_STATES:
         return events
     if new_state is JobState.SUCCESS:
-        events.append(
-            JobSucceeded.model_validate({**ev.common, "seq": ev.seq(), "job_id": cmd.job_id})
-        )
+        events.append(JobSucceeded(**ev.next(), job_id=cmd.job_id))
     else:
         events.append(
-            JobFailed.model_validate(
-                {
-                    **ev.common,
-                    "seq": ev.seq(),
-                    "job_id": cmd.job_id,
-                    "state": cmd.state,
-                    "reason": cmd.reason or f"the job ended {cmd.state} without a reason",
-                }
+            JobFailed(
+                **ev.next(),
+                job_id=cmd.job_id,
+                state=cmd.state,
+                reason=cmd.reason or f"the job ended {cmd.state} without a reason",
             )
         )
     if active.base_snapshot_id is not None and active.base_lsn is not None:
         base = state.snapshots.get(snapshot_sort_key(active.base_lsn, active.base_snapshot_id))
         if base is not None and any(p.job_id == cmd.job_id for p in base.pins):
             events.append(
-                SnapshotUnpinned.model_validate(
-                    {
-                        **ev.common,
-                        "seq": ev.seq(),
-                        "snapshot_id": base.snapshot_id,
-                        "lsn": base.lsn,
-                        "job_id": cmd.job_id,
-                    }
+                SnapshotUnpinned(
+                    **ev.next(), snapshot_id=base.snapshot_id, lsn=base.lsn, job_id=cmd.job_id
                 )
             )
     return events

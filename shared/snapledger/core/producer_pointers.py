@@ -34,14 +34,8 @@ def decide_broken(
         return []  # found broken again for the same reasons: already recorded
     ev = Sequencer(state, cmd.command_id, now)
     return [
-        SnapshotFoundBroken.model_validate(
-            {
-                **ev.common,
-                "seq": ev.seq(),
-                "snapshot_id": record.snapshot_id,
-                "lsn": record.lsn,
-                "problems": cmd.problems,
-            }
+        SnapshotFoundBroken(
+            **ev.next(), snapshot_id=record.snapshot_id, lsn=record.lsn, problems=cmd.problems
         )
     ]
 
@@ -53,18 +47,15 @@ def decide_repoint(state: LineageState, cmd: RecordRepoint, now: datetime) -> li
         raise InvalidRequestError(problem)
     ev = Sequencer(state, cmd.command_id, now)
     return [
-        ProducerLatestRepointed.model_validate(
-            {
-                **ev.common,
-                "seq": ev.seq(),
-                "snapshot_id": record.snapshot_id,
-                "lsn": record.lsn,
-                "previous_snapshot_id": cmd.previous_snapshot_id,
-                "previous_lsn": cmd.previous_lsn,
-                "cause": cmd.cause,
-                "by": cmd.by,
-                "reason": cmd.reason,
-            }
+        ProducerLatestRepointed(
+            **ev.next(),
+            snapshot_id=record.snapshot_id,
+            lsn=record.lsn,
+            previous_snapshot_id=cmd.previous_snapshot_id,
+            previous_lsn=cmd.previous_lsn,
+            cause=cmd.cause,
+            by=cmd.by,
+            reason=cmd.reason,
         )
     ]
 
@@ -81,14 +72,8 @@ def decide_evicted(state: LineageState, cmd: RecordEvicted, now: datetime) -> li
         return []
     ev = Sequencer(state, cmd.command_id, now)
     return [
-        SnapshotEvicted.model_validate(
-            {
-                **ev.common,
-                "seq": ev.seq(),
-                "snapshot_id": record.snapshot_id,
-                "lsn": record.lsn,
-                "reason": cmd.reason,
-            }
+        SnapshotEvicted(
+            **ev.next(), snapshot_id=record.snapshot_id, lsn=record.lsn, reason=cmd.reason
         )
     ]
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import assert_never
+from typing import Any, assert_never
 
 from snapledger.core.state import LineageState, Sequencer
 from snapledger.models.commands import ManifestSummary, RegisterSnapshot
 from snapledger.models.events import (
     LatestAdvanced,
     LedgerEvent,
+    ManifestEvent,
     SnapshotRegistered,
     SnapshotRejected,
 )
@@ -24,18 +25,15 @@ def decide_register(state: LineageState, cmd: RegisterSnapshot, now: datetime) -
     def rejected(code: str, reason: str) -> list[LedgerEvent]:
         epoch = cmd.summary.epoch if cmd.summary else cmd.epoch_hint
         return [
-            SnapshotRejected.model_validate(
-                {
-                    **ev.common,
-                    "seq": ev.seq(),
-                    "snapshot_id": cmd.snapshot_id,
-                    "lsn": cmd.lsn,
-                    "epoch": epoch,
-                    "manifest_key": cmd.manifest_key,
-                    "manifest_digest": cmd.manifest_digest,
-                    "code": code,
-                    "reason": reason,
-                }
+            SnapshotRejected(
+                **ev.next(),
+                snapshot_id=cmd.snapshot_id,
+                lsn=cmd.lsn,
+                epoch=epoch,
+                manifest_key=cmd.manifest_key,
+                manifest_digest=cmd.manifest_digest,
+                code=code,
+                reason=reason,
             )
         ]
 
@@ -64,29 +62,23 @@ def decide_register(state: LineageState, cmd: RegisterSnapshot, now: datetime) -
     if refusal is not None:
         return rejected(*refusal)
     events: list[LedgerEvent] = [
-        SnapshotRegistered.model_validate(
-            {
-                **ev.common,
-                "seq": ev.seq(),
-                "snapshot_id": cmd.snapshot_id,
-                "lsn": cmd.lsn,
-                "manifest_key": cmd.manifest_key,
-                "manifest_digest": cmd.manifest_digest,
-                **cmd.summary.model_dump(),
-            }
+        SnapshotRegistered(
+            **ev.next(),
+            snapshot_id=cmd.snapshot_id,
+            lsn=cmd.lsn,
+            manifest_key=cmd.manifest_key,
+            manifest_digest=cmd.manifest_digest,
+            **cmd.summary.model_dump(),
         )
     ]
     if head.latest_lsn is None or cmd.lsn > head.latest_lsn:
         events.append(
-            LatestAdvanced.model_validate(
-                {
-                    **ev.common,
-                    "seq": ev.seq(),
-                    "snapshot_id": cmd.snapshot_id,
-                    "lsn": cmd.lsn,
-                    "previous_snapshot_id": head.latest_snapshot_id,
-                    "previous_lsn": head.latest_lsn,
-                }
+            LatestAdvanced(
+                **ev.next(),
+                snapshot_id=cmd.snapshot_id,
+                lsn=cmd.lsn,
+                previous_snapshot_id=head.latest_snapshot_id,
+                previous_lsn=head.latest_lsn,
             )
         )
     return events
@@ -120,24 +112,8 @@ def evolve_registration(
     match event:
         case SnapshotRegistered():
             record = SnapshotRecord(
-                stream=event.stream,
-                partition=event.partition,
-                lsn=event.lsn,
-                snapshot_id=event.snapshot_id,
+                **_recorded(event),
                 status=SnapshotStatus.REGISTERED,
-                epoch=event.epoch,
-                manifest_key=event.manifest_key,
-                manifest_digest=event.manifest_digest,
-                file_count=event.file_count,
-                total_bytes=event.total_bytes,
-                row_count=event.row_count,
-                source_kind=event.source_kind,
-                format=event.format,
-                offsets=event.offsets,
-                generation=event.generation,
-                member_of=event.member_of,
-                origin=event.origin,
-                files_digest=event.files_digest,
                 registered_at=event.at,
                 version=event.seq,
             )
@@ -164,14 +140,8 @@ def evolve_registration(
                 )
             else:
                 snapshots[key] = SnapshotRecord(
-                    stream=event.stream,
-                    partition=event.partition,
-                    lsn=event.lsn,
-                    snapshot_id=event.snapshot_id,
+                    **_recorded(event),
                     status=SnapshotStatus.REJECTED,
-                    epoch=event.epoch,
-                    manifest_key=event.manifest_key,
-                    manifest_digest=event.manifest_digest,
                     registered_at=event.at,
                     rejection_code=event.code,
                     rejection_reason=event.reason,
@@ -185,3 +155,10 @@ def evolve_registration(
         case _:
             assert_never(event)
     return head
+
+
+def _recorded(event: ManifestEvent) -> dict[str, Any]:
+    """What a snapshot's record takes from the event about its manifest: every field the
+    two share (the snapshot's key and manifest; a registration's snapshot fields too)."""
+    shared = SnapshotRecord.model_fields.keys() & type(event).model_fields.keys()
+    return event.model_dump(include=shared)

@@ -19,8 +19,7 @@ def decide_reject_segment(
     ev = Sequencer(state, cmd.command_id, now)
     return [
         ChangelogSegmentRejected(
-            **ev.common,
-            seq=ev.seq(),
+            **ev.next(),
             segment_key=cmd.segment_key,
             size=cmd.size,
             reason=cmd.reason,

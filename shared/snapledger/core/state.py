@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypedDict
 
 from snapledger.models.ledger import Head, SnapshotRecord
 
@@ -25,18 +26,52 @@ class LineageState:
         return cls(head=Head(stream=stream, partition=partition))
 
 
+class EventFields(TypedDict):
+    """What every event of a lineage's log carries (``EventBase``), for an event built as
+    ``SomeEvent(**ev.next(), snapshot_id=..., ...)``: mypy checks each keyword, these and
+    the event's own, against the event's fields (a misspelled or missing one fails)."""
+
+    seq: int
+    at: datetime
+    stream: str
+    partition: int
+    command_id: str
+
+
+class StreamEventFields(TypedDict):
+    """What every event of a stream's own log carries (``StreamEventBase``)."""
+
+    seq: int
+    at: datetime
+    stream: str
+    command_id: str
+
+
 class Sequencer:
     """Numbers the events of one decision, continuing from the head's version."""
 
     def __init__(self, state: LineageState, command_id: str, now: datetime) -> None:
-        self._next = state.head.version + 1
-        self.common = {
-            "at": now,
-            "stream": state.head.stream,
-            "partition": state.head.partition,
-            "command_id": command_id,
-        }
+        self._numbers = StreamSequencer(state.head.version, state.head.stream, command_id, now)
+        self._partition = state.head.partition
 
-    def seq(self) -> int:
-        value, self._next = self._next, self._next + 1
-        return value
+    def next(self) -> EventFields:
+        """The common fields of the decision's next event (its ``seq`` the next number)."""
+        common = self._numbers.next()
+        return EventFields(**common, partition=self._partition)
+
+
+class StreamSequencer:
+    """Numbers the events of one decision on a stream's own log, after ``version``."""
+
+    def __init__(self, version: int, stream: str, command_id: str, now: datetime) -> None:
+        self._next = version + 1
+        self._stream = stream
+        self._command_id = command_id
+        self._now = now
+
+    def next(self) -> StreamEventFields:
+        """The common fields of the decision's next event (its ``seq`` the next number)."""
+        seq, self._next = self._next, self._next + 1
+        return StreamEventFields(
+            seq=seq, at=self._now, stream=self._stream, command_id=self._command_id
+        )

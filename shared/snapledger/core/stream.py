@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 
 from snapledger.core.generations import GenerationCommand, decide_generation, evolve_generation
+from snapledger.core.state import StreamSequencer
 from snapledger.errors import StaleVersionError
 from snapledger.models.commands import ResetPolicy, SetPolicy
 from snapledger.models.events import PolicyReset, PolicySet, StreamEvent
@@ -61,12 +61,7 @@ def decide_stream(state: StreamState, command: StreamCommand, now: datetime) -> 
     """The events ``command`` produces in ``state`` (empty: nothing to do)."""
     if state.is_duplicate(command.command_id):
         return []
-    common: dict[str, Any] = {
-        "seq": state.head.version + 1,
-        "at": now,
-        "stream": command.stream,
-        "command_id": command.command_id,
-    }
+    ev = StreamSequencer(state.head.version, command.stream, command.command_id, now)
     match command:
         case SetPolicy():
             _check_expected_version(state, command)
@@ -79,7 +74,7 @@ def decide_stream(state: StreamState, command: StreamCommand, now: datetime) -> 
             version = max(state.head.policy_version, state.policy_version) + 1
             return [
                 PolicySet(
-                    **common,
+                    **ev.next(),
                     policy=policy,
                     changed=_changed(previous, policy),
                     previous_policy=previous,
@@ -94,7 +89,7 @@ def decide_stream(state: StreamState, command: StreamCommand, now: datetime) -> 
                 return []
             return [
                 PolicyReset(
-                    **common,
+                    **ev.next(),
                     policy=command.default,
                     previous_policy=state.policy.policy,
                     previous_version=state.policy.version,
@@ -102,7 +97,7 @@ def decide_stream(state: StreamState, command: StreamCommand, now: datetime) -> 
                 )
             ]
         case _:
-            return decide_generation(state.head, state.generations, command, common, now)
+            return decide_generation(state.head, state.generations, command, ev, now)
 
 
 def evolve_stream(state: StreamState, event: StreamEvent) -> StreamState:

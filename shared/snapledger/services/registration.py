@@ -26,7 +26,7 @@ from snapledger.core.manifest_rules import (
 from snapledger.errors import InvalidKeyError, ManifestTooLargeError, NotFoundError
 from snapledger.layout import SnapshotLocation, parse_manifest_key
 from snapledger.layouts.lineage import NATIVE_ONLY, LayoutCatalog
-from snapledger.models.commands import RegisterSnapshot
+from snapledger.models.commands import ArrivedManifest, RegisterSnapshot
 from snapledger.models.events import LatestAdvanced, SnapshotRegistered, SnapshotRejected
 from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
 from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestV1
@@ -333,7 +333,7 @@ def _command_for(
     location: SnapshotLocation, key: str, store: ObjectStore, holds: ObjectHolds | None = None
 ) -> tuple[RegisterSnapshot, ManifestV1 | None]:
     """The registration command of the manifest at ``key``, and the manifest when valid."""
-    common = {
+    common: ArrivedManifest = {
         "stream": location.stream,
         "partition": location.partition,
         "lsn": location.lsn,

@@ -24,7 +24,7 @@ from snapledger.errors import ManifestTooLargeError, NotFoundError
 from snapledger.layouts import restate
 from snapledger.layouts.lineage import RestateArrival
 from snapledger.limits import MAX_MANIFEST_BYTES
-from snapledger.models.commands import ManifestSummary, RegisterSnapshot
+from snapledger.models.commands import ArrivedManifest, ManifestSummary, RegisterSnapshot
 from snapledger.ports import ObjectInfo, ObjectStore
 
 #: SST tails read at once, per snapshot.
@@ -120,7 +120,7 @@ def check(
 def register_command(arrival: RestateArrival, store: ObjectStore) -> RegisterSnapshot:
     """The ``RegisterSnapshot`` of the Restate snapshot whose ``metadata.json`` arrived."""
     location = arrival.location
-    common = {
+    common: ArrivedManifest = {
         "stream": arrival.stream,
         "partition": location.partition,
         "lsn": location.lsn,
