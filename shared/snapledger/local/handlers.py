@@ -100,7 +100,7 @@ class LogsRouted(Mapping[str, Handler]):
         for log in _powertools_handlers():
             if log.stream is not self._stream:
                 self._saved.setdefault(id(log), (log, log.stream))
-                log.setStream(self._stream)
+                _point(log, self._stream)
         return handler
 
     def __iter__(self) -> Iterator[str]:
@@ -111,8 +111,17 @@ class LogsRouted(Mapping[str, Handler]):
 
     def restore(self) -> None:
         for log, stream in self._saved.values():
-            log.setStream(stream)
+            _point(log, stream)
         self._saved.clear()
+
+
+def _point(log: logging.StreamHandler[Any], stream: Any) -> None:
+    """``log`` writes to ``stream`` from now on; the stream it had is flushed unless it
+    was closed meanwhile (a test's captured stdout, gone with its test)."""
+    try:
+        log.setStream(stream)
+    except ValueError:  # flushing the closed stream: nothing to flush
+        log.stream = stream
 
 
 def _powertools_handlers() -> list[logging.StreamHandler[Any]]:
