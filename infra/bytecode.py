@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-#: The Lambda runtime's Python (``infra/constructs/functions.py``'s ``RUNTIME``; a test
+#: The Lambda runtime's Python (``infra/constructs/function_specs.py``'s ``RUNTIME``; a test
 #: keeps the two equal).
 LAMBDA_PYTHON = "3.12"
 #: Where Lambda unpacks the function's code.

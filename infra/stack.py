@@ -22,7 +22,8 @@ from infra.constants import (
 from infra.constructs.console_events import ConsoleTestEvents
 from infra.constructs.emr import SparkJobs
 from infra.constructs.events import EnrichmentCode, EventRouting, LedgerEventBus
-from infra.constructs.functions import RUNTIME, SPECS, FunctionInputs, LedgerFunctions
+from infra.constructs.function_specs import RUNTIME, SPECS
+from infra.constructs.functions import FunctionInputs, LedgerFunctions
 from infra.constructs.gc_shards import GcShardQueue
 from infra.constructs.guardrails import deny_history_rewrites
 from infra.constructs.ledger_table import LedgerTable

@@ -73,6 +73,6 @@ class AccessDeniedError(SnapledgerError):
         super().__init__(
             f"access denied: this function's role may not call {action} on {resource}"
             + (f" ({detail})" if detail else "")
-            + ". Grant it to the role (infra/constructs/functions.py), or remove the deny "
+            + ". Grant it to the role (infra/constructs/function_roles.py), or remove the deny "
             "or resource policy that refuses it"
         )

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from infra.constructs.functions import LISTED_PREFIXES
+from infra.constructs.function_grants import LISTED_PREFIXES
 from snapledger.layout import latest_pointer_key
 from tests.deployed.conftest import Deployed
 from tests.deployed.deployment import BUCKET

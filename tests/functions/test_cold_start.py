@@ -114,7 +114,7 @@ def test_the_readme_ranges_are_the_saved_runs():
 
 
 def test_the_snapstart_section_quotes_the_stack_and_the_run():
-    from infra.constructs.functions import RUNTIME, SPECS
+    from infra.constructs.function_specs import RUNTIME, SPECS
 
     section = DEPLOY[DEPLOY.index("## Lambda SnapStart") :]
     section = section[: section.index("\n## ")]

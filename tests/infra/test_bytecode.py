@@ -7,13 +7,14 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from infra import bytecode, names
 from infra.bytecode import LAMBDA_PYTHON, TASK_ROOT, compile_for_lambda, lambda_interpreter
-from infra.constructs.functions import RUNTIME
+from infra.constructs.function_specs import RUNTIME
 from infra.packaging import stage_function_code
 
 REPO = Path(__file__).resolve().parents[2]
@@ -100,3 +101,15 @@ def test_without_the_runtime_python_the_code_ships_as_sources_and_says_so(
     assert compile_for_lambda(tmp_path, None) is False
     assert not list(tmp_path.rglob("*.pyc"))
     assert f"no Python {LAMBDA_PYTHON} found" in capsys.readouterr().err
+
+
+def test_the_interpreter_named_by_the_variable_is_used_only_when_it_is_the_runtimes(
+    monkeypatch,
+) -> None:
+    find = bytecode.lambda_interpreter.__wrapped__
+    this_python = f"{sys.version_info.major}.{sys.version_info.minor}"
+    monkeypatch.setenv(bytecode.INTERPRETER_VARIABLE, sys.executable)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("PYENV_ROOT", "/nonexistent")
+    assert find(this_python) == sys.executable
+    assert find("3.99") is None

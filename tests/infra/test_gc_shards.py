@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from infra import names
-from infra.constructs.functions import SPECS
+from infra.constructs.function_specs import SPECS
 from infra.constructs.gc_shards import MAX_RECEIVES, VISIBILITY_PER_FUNCTION_TIMEOUT
 from snapledger.gc_settings import ENV_GC_QUEUE_URL
 from tests.infra.conftest import Synthesized

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from infra.constructs.functions import (
+from infra.constructs.function_queues import (
     REGISTRATION_BATCH_SIZE,
     REGISTRATION_CONSUMERS,
     REGISTRATION_MAX_RECEIVES,
-    SPECS,
 )
+from infra.constructs.function_specs import SPECS
 from snapledger import settings
 from tests.infra.conftest import Synthesized
 

@@ -23,7 +23,7 @@ from infra.constants import (
     OUTPUT_TABLE,
     SERVICE_NAME,
 )
-from infra.constructs.functions import REQUIRED_ACCOUNT_CONCURRENCY, SPECS
+from infra.constructs.function_specs import REQUIRED_ACCOUNT_CONCURRENCY, SPECS
 from snapledger import settings
 from snapledger.adapters.table_definition import TTL_ATTRIBUTE
 from tests.infra.conftest import Synthesized

@@ -26,12 +26,9 @@ from cfnlint.api import ManualArgs, lint  # type: ignore[import-untyped]
 from infra import names
 from infra.app import build_app
 from infra.config import StackConfig
-from infra.constructs.functions import (
-    IF_MATCH_ONLY,
-    REGISTER_POINTER_DENY_SID,
-    RESTATE_FUNCTIONS,
-    RESTATE_POINTER_WRITE_SID,
-)
+from infra.constructs.function_grants import REGISTER_POINTER_DENY_SID
+from infra.constructs.function_roles import IF_MATCH_ONLY, RESTATE_POINTER_WRITE_SID
+from infra.constructs.functions import RESTATE_FUNCTIONS
 from infra.constructs.restate_nodes import LATEST_WRITE_CONDITIONS
 from infra.nag import acknowledgments_withheld
 from snapledger.layouts.lineage import LayoutCatalog
