@@ -11,6 +11,7 @@ from snapledger.models.events import (
     LatestAdvanced,
     LedgerEvent,
     ManifestEvent,
+    RejectionCode,
     SnapshotRegistered,
     SnapshotRejected,
 )
@@ -22,7 +23,7 @@ def decide_register(state: LineageState, cmd: RegisterSnapshot, now: datetime) -
     ev = Sequencer(state, cmd.command_id, now)
     existing = state.snapshots.get(snapshot_sort_key(cmd.lsn, cmd.snapshot_id))
 
-    def rejected(code: str, reason: str) -> list[LedgerEvent]:
+    def rejected(code: RejectionCode, reason: str) -> list[LedgerEvent]:
         epoch = cmd.summary.epoch if cmd.summary else cmd.epoch_hint
         return [
             SnapshotRejected(
@@ -84,7 +85,7 @@ def decide_register(state: LineageState, cmd: RegisterSnapshot, now: datetime) -
     return events
 
 
-def _writer_refusal(head: Head, summary: ManifestSummary) -> tuple[str, str] | None:
+def _writer_refusal(head: Head, summary: ManifestSummary) -> tuple[RejectionCode, str] | None:
     """(code, reason) when the snapshot's writer may not write this lineage: an older
     epoch than the lineage's (fenced), or another producer than its earlier snapshots'."""
     if head.max_epoch is not None and summary.epoch < head.max_epoch:

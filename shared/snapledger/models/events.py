@@ -40,6 +40,10 @@ class EventBase(Frozen):
     type: str
 
 
+#: Why a manifest was refused: unreadable or wrong, an older writer's, or another content.
+RejectionCode = Literal["invalid", "fenced", "conflict"]
+
+
 class ManifestEvent(EventBase):
     """An event about the manifest that arrived for a snapshot: registered or rejected."""
 
@@ -61,7 +65,7 @@ class SnapshotRejected(ManifestEvent):
     """A manifest refused: ``code`` is ``invalid``, ``fenced`` or ``conflict``."""
 
     type: Literal["SnapshotRejected"] = "SnapshotRejected"
-    code: Literal["invalid", "fenced", "conflict"]
+    code: RejectionCode
     reason: str
 
 
