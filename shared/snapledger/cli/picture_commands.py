@@ -26,7 +26,7 @@ PICTURE = click.option(
     "-o",
     "plot",
     type=click.Path(dir_okay=False, writable=True),
-    help="Also draw it to this file: .svg, or .html (an SVG in a page).",
+    help="Also draw it to this file: .svg, .png, or .html (hover a mark for its details).",
 )
 
 
@@ -47,7 +47,7 @@ def _check_picture(path: str | None) -> None:
     "output",
     required=True,
     type=click.Path(dir_okay=False, writable=True),
-    help="The picture: .svg, or .html (an SVG in a page).",
+    help="The picture: .svg, .png, or .html (hover a mark for its details).",
 )
 @json_option
 def timeline(stream: str, partition: int, output: str) -> int:
@@ -67,8 +67,8 @@ def _timeline(
         if not answer.get("ok", True):
             return _show(answer, options)
     jobs = _call(lambda: client.jobs(limit=1000)).get("jobs", [])
-    svg = pictures.timeline(stream, partition, listed.get("snapshots", []), latest["head"], jobs)
-    written = pictures.write(svg, output, f"{stream}/{partition}")
+    drawn = pictures.timeline(stream, partition, listed.get("snapshots", []), latest["head"], jobs)
+    written = pictures.write(drawn, output, f"{stream}/{partition}")
     if options.json:
         click.echo(as_json({"ok": True, "picture": str(written)}))
     else:
