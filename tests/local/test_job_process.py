@@ -20,6 +20,7 @@ from snapledger.local.job_process import (
     ended_marker,
     join,
     release,
+    stop_abandoned,
 )
 from snapledger.local.runtime import RUNTIME_FILE, running_runtime
 
@@ -112,3 +113,15 @@ def test_a_jobs_state_is_its_processes(tmp_path):
     state = jobs.status("local-1")
     assert state.state == "FAILED" and str(tmp_path / "jobs" / "local-1.log") in state.reason
     assert jobs.status("local-9").reason == "unknown run"
+
+
+def test_a_dynamodb_local_whose_users_all_died_is_stopped_by_the_next_command(tmp_path, sleepers):
+    dynamodb, job = sleepers(), sleepers()
+    jobs_running(tmp_path, job).hand_over(local(tmp_path, engine(dynamodb)))
+    assert not stop_abandoned(tmp_path)  # its job still runs
+    job.kill()
+    job.wait()  # died without releasing it
+
+    assert stop_abandoned(tmp_path)
+    assert dynamodb.wait(timeout=30) is not None
+    assert not (tmp_path / RUNTIME_FILE).exists()

@@ -198,9 +198,29 @@ def release(home: Path, pid: int, *, run_id: str | None = None) -> None:
         if rest:
             _write(home, {**info, "pid": rest[0], JOB_PIDS: rest})
             return
-        (home / RUNTIME_FILE).unlink(missing_ok=True)
-        with suppress(OSError):
-            os.kill(int(info[DYNAMODB_PID]), signal.SIGTERM)
+        _stop(home, info)
+
+
+def _stop(home: Path, info: dict[str, Any]) -> None:
+    """Stop the handed-over DynamoDB Local ``info`` names and forget it."""
+    (home / RUNTIME_FILE).unlink(missing_ok=True)
+    with suppress(OSError):
+        os.kill(int(info[DYNAMODB_PID]), signal.SIGTERM)
+
+
+def stop_abandoned(home: Path) -> bool:
+    """Stop a handed-over DynamoDB Local none of whose users runs any more (one died
+    without releasing it), so a command can start its own on the same data; True if so."""
+    if DYNAMODB_PID not in (_read(home) or {}):
+        return False  # not handed over (``local up``'s, or none): nothing to lock
+    with _locked(home):
+        info = _read(home)
+        if info is None or DYNAMODB_PID not in info:
+            return False
+        if any(_alive(pid) for pid in info.get(JOB_PIDS, [])):
+            return False
+        _stop(home, info)
+        return True
 
 
 def run(home: Path, endpoint: str, job_id: str) -> int:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from snapledger.local.handlers import HANDLERS, LogsRouted
-from snapledger.local.job_process import JobProcesses, join, release
+from snapledger.local.job_process import JobProcesses, join, release, stop_abandoned
 from snapledger.local.router import Handler, Router, call_handler
 from snapledger.local.runtime import LocalRuntime, local_home, running_endpoint
 
@@ -65,6 +65,7 @@ class LocalTransport:
         The functions' logs are appended to ``function_logs`` (default ``functions.log``
         in the home folder; ``-``: stderr), never written to stdout (the answer's)."""
         folder = local_home(home)
+        stop_abandoned(folder)
         if running_endpoint(folder) is None:
             say(STARTING_NOTICE)
         jobs = JobProcesses(folder, say=say)
