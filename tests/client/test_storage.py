@@ -13,7 +13,7 @@ from awscrt import checksums as crt
 from botocore.exceptions import ClientError
 
 from snapledger.adapters.object_store_s3 import S3ObjectStore
-from snapledger.client import storage
+from snapledger.client import blob_store as storage
 from snapledger.client.storage import (
     CHUNK_BYTES,
     MIN_PART_SIZE,

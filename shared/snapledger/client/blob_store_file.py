@@ -1,0 +1,60 @@
+"""The ``file:///dir`` blob store: a local directory, the local runtime's stand-in for S3.
+
+S3 makes an object visible whole; this store writes a temp file beside the target (named
+``.tmp-...``, which listings and the local runtime skip) and renames it into place, so a
+reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from snapledger.adapters.object_store_file import FileObjectStore, check_key
+from snapledger.client.blob_store import (
+    CHUNK_BYTES,
+    FileSource,
+    ListsAndDownloads,
+    StoredObject,
+    source_chunks,
+    write_atomically,
+)
+from snapledger.errors import NotFoundError
+
+
+class FileBlobStore(ListsAndDownloads):
+    """The ``file:///dir`` store: reads and conditional creates through the adapters'
+    ``FileObjectStore``; file puts and downloads are streamed, temp file then rename."""
+
+    _objects: FileObjectStore
+
+    def __init__(self, objects: FileObjectStore) -> None:
+        self._objects = objects
+
+    @property
+    def uri(self) -> str:
+        return self._objects.uri
+
+    def put_file(self, key: str, source: FileSource, *, checksum_algorithm: str) -> StoredObject:
+        """Copy ``source`` to ``key`` atomically; the checksum is of the bytes copied."""
+        target = self._objects.root / check_key(key)
+        size, checksum = write_atomically(
+            target, source_chunks(source, CHUNK_BYTES), checksum_algorithm
+        )
+        return StoredObject(key=key, size=size, checksum=checksum)
+
+    def put_if_absent(self, key: str, data: bytes) -> None:
+        """Exclusive create (temp file, then a hard link that fails if the key exists)."""
+        self._objects.create(key, data)
+
+    def get(self, key: str) -> bytes:
+        return self._objects.get(key)
+
+    def iter_chunks(self, key: str) -> Iterator[bytes]:
+        path = self._objects.root / check_key(key)
+        try:
+            handle = path.open("rb")
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as exc:
+            raise NotFoundError(f"object {key!r} does not exist in {self.uri}") from exc
+        with handle:
+            while chunk := handle.read(CHUNK_BYTES):
+                yield chunk
