@@ -29,7 +29,8 @@ if TYPE_CHECKING:
         SnapshotCorruptError,
         SnapshotFormatError,
     )
-    from snapledger.client.reader import OpenedSnapshot, SnapshotReader
+    from snapledger.client.opened_snapshot import OpenedSnapshot
+    from snapledger.client.reader import SnapshotReader
     from snapledger.client.writer import SnapshotWriter, WrittenSnapshot
 
 #: Exported name → the module that defines it (imported on first access).
@@ -39,7 +40,7 @@ _EXPORTS = {
     "SnapshotWriter": "snapledger.client.writer",
     "WrittenSnapshot": "snapledger.client.writer",
     "SnapshotReader": "snapledger.client.reader",
-    "OpenedSnapshot": "snapledger.client.reader",
+    "OpenedSnapshot": "snapledger.client.opened_snapshot",
     "PointerRefusedError": "snapledger.client.errors",
     "SnapshotCorruptError": "snapledger.client.errors",
     "SnapshotFormatError": "snapledger.client.errors",
