@@ -1,22 +1,24 @@
-"""docs/events.md says what subscribers receive: its example, patterns and tables hold."""
+"""docs/events.md says what subscribers receive: its example, patterns and tables hold, and
+its generated parts (the types, their fields, their schemas) are what the models render."""
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 import pytest
+from pydantic import BaseModel, Field
 
 from snapledger.adapters.dynamodb_codec import KNOWN_STREAM_EVENT_TYPES
 from snapledger.models.bus_events import (
     LEDGER_EVENT_SOURCE,
-    LedgerEventUndecodable,
     event_type_name,
     ledger_event_models,
     published_event_models,
 )
-from snapledger.models.events import EVENT_ADAPTER, TrimPointAdvanced
+from snapledger.models.event_docs import render_event_section, with_generated_parts
+from snapledger.models.events import EVENT_ADAPTER, EventBase, StreamEventBase, TrimPointAdvanced
 from snapledger.models.schema_export import EVENT_SCHEMA_DIR
 from tests.bus_events_support import (
     REPO,
@@ -70,7 +72,8 @@ def test_every_detail_has_the_common_fields_the_doc_lists() -> None:
         assert expected <= set(detail["required"]), name
         if name in KNOWN_STREAM_EVENT_TYPES:
             assert "partition" not in detail["properties"], name
-            assert f"`{name}`" in table
+            # the table the common fields point at marks it as a stream's own event
+            assert f"| `{name}` | [{name}.schema.json](events/{name}.schema.json) | stream |" in DOC
 
 
 def test_the_subscription_patterns_match_what_they_say() -> None:
@@ -97,11 +100,47 @@ def test_the_schema_table_links_every_type(model: type) -> None:
     assert (REPO / EVENT_SCHEMA_DIR / f"{name}.schema.json").is_file()
 
 
-def test_the_undecodable_fields_table_is_the_model() -> None:
-    table = _section("### A record that cannot be decoded")
-    listed = {
-        n
-        for row in re.findall(r"^\| (`.*?`) \|", table, re.MULTILINE)
-        for n in re.findall(r"`([a-z_]+)`", row)
-    }
-    assert listed == set(LedgerEventUndecodable.model_fields) - {"type"}
+def test_the_generated_parts_are_what_the_models_render() -> None:
+    # If this fails, run `make schema` and commit docs/events.md.
+    assert with_generated_parts(DOC) == DOC
+
+
+def test_a_generated_part_is_only_replaced_between_its_markers() -> None:
+    outside = "hand-written\n"
+    rendered = with_generated_parts(DOC.replace("## Event types\n", f"## Event types\n{outside}"))
+    assert f"## Event types\n{outside}" in rendered
+    with pytest.raises(ValueError, match="event fields"):
+        with_generated_parts(DOC.replace("<!-- end generated: event fields -->", ""))
+
+
+@pytest.mark.parametrize("model", published_event_models(), ids=event_type_name)
+def test_each_type_is_documented_with_its_own_fields(model: type[BaseModel]) -> None:
+    name = event_type_name(model)
+    section = _section(f"### `{name}`")
+    listed = set(re.findall(r"^\| `([a-z_]+)` \|", section, re.MULTILINE))
+    common = set(EventBase.model_fields) | set(StreamEventBase.model_fields)
+    assert listed == set(model.model_fields) - common - {"type"}
+
+
+def test_a_new_type_is_documented_by_its_docstring_and_field_descriptions() -> None:
+    class NoteTaken(EventBase):
+        """A note was taken about the lineage: ``text`` says what."""
+
+        type: Literal["NoteTaken"] = "NoteTaken"
+        text: str = Field(description="What the note | says")
+        kind: Literal["info", "warning", "fault"]
+        count: int | None = Field(default=None, ge=0)
+
+    section = render_event_section(NoteTaken)
+    assert section.startswith(
+        "### `NoteTaken`\n\nA note was taken about the lineage: `text` says what.\n"
+    )
+    assert "| `text` | string | What the note \\| says |" in section
+    assert '| `kind` | `"info"`, `"warning"` or `"fault"` | |' in section
+    assert "| `count` | integer, ≥ 0 or null | |" in section
+    assert "`seq`" not in section and "`partition`" not in section
+    assert section.endswith("Schema: [NoteTaken.schema.json](events/NoteTaken.schema.json).")
+
+
+def test_the_undecodable_section_points_at_its_fields() -> None:
+    assert "(#ledgereventundecodable)" in _section("### A record that cannot be decoded")

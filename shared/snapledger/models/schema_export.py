@@ -5,7 +5,9 @@
 - ``docs/generation-pointer-v1.schema.json``: ``generation.json``, a stream's newest
   completed stream snapshot;
 - ``docs/events/{type}.schema.json``: one per event type on the bus (a file for a type that
-  no longer exists is removed).
+  no longer exists is removed);
+- the generated parts of ``docs/events.md``: the types, their fields and their schema files
+  (``event_docs``; the rest of the file is written by hand).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from snapledger.models.event_docs import with_generated_parts
 from snapledger.models.event_schema import SCHEMA_SUFFIX, event_schema_documents
 from snapledger.models.manifest import manifest_json_schema
 from snapledger.models.pointer import generation_pointer_json_schema, pointer_json_schema
@@ -21,6 +24,7 @@ SCHEMA_PATH = Path("docs/manifest-v1.schema.json")
 POINTER_SCHEMA_PATH = Path("docs/latest-pointer-v1.schema.json")
 GENERATION_POINTER_SCHEMA_PATH = Path("docs/generation-pointer-v1.schema.json")
 EVENT_SCHEMA_DIR = Path("docs/events")
+EVENTS_DOC_PATH = Path("docs/events.md")
 
 
 def render() -> str:
@@ -59,6 +63,9 @@ def main() -> None:
     for path, text in files.items():
         path.write_text(text)
     print(f"wrote {len(files)} event schemas to {EVENT_SCHEMA_DIR}/")
+    doc = EVENTS_DOC_PATH.read_text(encoding="utf-8")
+    EVENTS_DOC_PATH.write_text(with_generated_parts(doc), encoding="utf-8")
+    print(f"wrote the generated parts of {EVENTS_DOC_PATH}")
 
 
 if __name__ == "__main__":
