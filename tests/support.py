@@ -132,7 +132,7 @@ class FakeRunner:
         self.started.setdefault(spec.job_id, spec)
         return f"run-{spec.job_id}"
 
-    def resources(self, spec: Any) -> Any:
+    def size(self, spec: Any) -> Any:
         return None
 
     def status(self, run_id: str) -> Any:

@@ -69,7 +69,6 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
 
-    from snapledger.models.jobs import JobResources
 
 # Retries: botocore's standard mode (jittered backoff, throttles included); the ledger
 # adds its own bounded retries on top for lost races. Timeouts well inside a function's.
@@ -125,7 +124,7 @@ class NoJobRunner:
             "SNAPLEDGER_EMR_JOB_ROLE_ARN and SNAPLEDGER_JOB_ENTRYPOINT"
         )
 
-    def resources(self, spec: JobRunSpec) -> JobResources | None:
+    def size(self, spec: JobRunSpec) -> None:
         return None
 
     def status(self, run_id: str) -> JobRunStatus:

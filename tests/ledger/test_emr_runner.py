@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import boto3
 import pytest
 from botocore.stub import Stubber
@@ -9,6 +11,7 @@ from moto import mock_aws
 
 from snapledger.adapters.emr_serverless import EmrServerlessRunner, spark_submit_parameters
 from snapledger.core.job_sizing import GIB, MIB, Capacity, PartitionInput, size_job
+from snapledger.core.jobs import recorded_resources
 from snapledger.emr_release import JOB_PYTHON
 from snapledger.errors import InvalidRequestError, JobStartError, StoreUnavailableError
 from snapledger.models.jobs import PartitionPlan
@@ -123,9 +126,15 @@ TWO = JobRunSpec(
 )
 
 
+def sized(runner: EmrServerlessRunner, spec: JobRunSpec) -> JobRunSpec:
+    """``spec`` with the size the runner gives it, as the launch passes it (once)."""
+    return replace(spec, size=runner.size(spec))
+
+
 def test_start_job_run_carries_the_size_of_what_the_job_reads():
     capacity = Capacity(vcpu=16, memory_gb=64, disk_gb=200)
-    parameters = sent_parameters(sized_runner(capacity), TWO)
+    runner = sized_runner(capacity)
+    parameters = sent_parameters(runner, sized(runner, TWO))
     size = size_job("restore", [TWO.inputs[1], TWO.inputs[0]], capacity)
     assert parameters == spark_submit_parameters("", size)
     assert parameters.startswith(spark_submit_parameters("") + " --conf spark.driver.cores=1 ")
@@ -143,9 +152,10 @@ def test_start_job_run_carries_the_size_of_what_the_job_reads():
 def test_the_resources_a_job_records_are_the_workers_start_asks_for():
     capacity = Capacity(vcpu=16, memory_gb=64, disk_gb=200)
     runner = sized_runner(capacity)
-    parameters = sent_parameters(runner, TWO)
-    resources = runner.resources(TWO)
-    assert resources is not None
+    spec = sized(runner, TWO)
+    parameters = sent_parameters(runner, spec)
+    assert spec.size is not None
+    resources = recorded_resources(spec.size)
     for conf in (
         f"spark.driver.cores={resources.driver.vcpu}",
         f"spark.executor.cores={resources.executor.vcpu}",
@@ -156,14 +166,25 @@ def test_the_resources_a_job_records_are_the_workers_start_asks_for():
         assert f"--conf {conf}" in parameters
     # the 10 GiB partition's worker: 2 vCPU and the most memory one has
     assert resources.executor.model_dump() == {"vcpu": 2, "memory_gb": 16, "disk_gb": 20}
-    assert sized_runner(None).resources(TWO) is None
+    assert sized_runner(None).size(TWO) is None
+
+
+def test_start_uses_the_size_it_is_given_and_sizes_nothing_again(monkeypatch):
+    runner = sized_runner(Capacity(vcpu=16, memory_gb=64, disk_gb=200))
+    spec = sized(runner, TWO)
+    monkeypatch.setattr(runner, "size", lambda spec: pytest.fail("sized a second time"))
+    assert spec.size is not None
+    assert sent_parameters(runner, spec) == spark_submit_parameters("", spec.size)
+    # and a spec given no size starts on the application's defaults, whatever it reads
+    assert sent_parameters(runner, TWO) == spark_submit_parameters("")
 
 
 def test_without_the_capacity_or_an_input_the_application_defaults_stay():
     unsized = spark_submit_parameters("")
-    assert sent_parameters(sized_runner(None), TWO) == unsized
+    assert sent_parameters(sized_runner(None), sized(sized_runner(None), TWO)) == unsized
     partial = JobRunSpec(**{**TWO.__dict__, "inputs": {0: PartitionInput(40 * MIB, 0)}})
-    assert sent_parameters(sized_runner(Capacity(16, 64, 200)), partial) == unsized
+    with_capacity = sized_runner(Capacity(16, 64, 200))
+    assert sent_parameters(with_capacity, sized(with_capacity, partial)) == unsized
 
 
 JOB_ENV = {

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.core.coverage import CoverageError
-from snapledger.core.job_sizing import PartitionInput
+from snapledger.core.job_sizing import JobSize, PartitionInput, Worker
 from snapledger.errors import InvalidRequestError, NotFoundError
 from snapledger.layout import segment_key
 from snapledger.models.jobs import JobResources, JobState, WorkerSize
@@ -288,9 +290,19 @@ class SizingRunner(FakeRunner):
         shuffle_partitions=12,
     )
 
-    def resources(self, spec):
+    SIZE = JobSize(
+        driver=Worker(vcpu=1, memory_gb=4, disk_gb=20),
+        executor=Worker(vcpu=4, memory_gb=16, disk_gb=40),
+        executors=3,
+        shuffle_partitions=12,
+    )
+
+    sizings = 0
+
+    def size(self, spec):
         self.sized = spec
-        return self.RESOURCES
+        self.sizings += 1
+        return self.SIZE
 
 
 def test_the_job_records_the_resources_its_run_was_started_with(deps, latest):
@@ -298,7 +310,10 @@ def test_the_job_records_the_resources_its_run_was_started_with(deps, latest):
     sized = LaunchDeps(**{**deps.__dict__, "runner": sizing})
     job = launch(restore(), request_id="req-sized", deps=sized).job
     assert job.state is JobState.SUBMITTED
-    assert sizing.sized is sizing.started[job.job_id]  # sized from the spec it started
+    started = sizing.started[job.job_id]
+    # sized once, from the spec it started, which carries that size to the runner
+    assert (sizing.sizings, started.size) == (1, SizingRunner.SIZE)
+    assert replace(started, size=None) == sizing.sized
     stored = deps.jobs.get(job.job_id)
     assert stored.resources == SizingRunner.RESOURCES  # through DynamoDB and back
     again = launch(restore(), request_id="req-sized", deps=sized).job

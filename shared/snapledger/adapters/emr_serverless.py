@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.exceptions import ClientError
 
-from snapledger.core.job_sizing import Capacity, JobSize, Worker, size_job
+from snapledger.core.job_sizing import Capacity, JobSize, size_job
 from snapledger.emr_release import JOB_PYTHON
 from snapledger.errors import AccessDeniedError, JobStartError, StoreUnavailableError
 from snapledger.job_arguments import job_arguments
-from snapledger.models.jobs import TERMINAL_STATES, JobResources, WorkerSize, parse_state
+from snapledger.models.jobs import TERMINAL_STATES, parse_state
 from snapledger.ports import FoundJobRun, JobRunSpec, JobRunStatus
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class EmrServerlessRunner:
         driver: dict[str, Any] = {
             "entryPoint": self.entrypoint,
             "entryPointArguments": job_arguments(spec),
-            "sparkSubmitParameters": spark_submit_parameters(self.py_files, self.size(spec)),
+            "sparkSubmitParameters": spark_submit_parameters(self.py_files, spec.size),
         }
         try:
             response = self.client.start_job_run(
@@ -92,23 +92,12 @@ class EmrServerlessRunner:
         return response["jobRunId"]
 
     def size(self, spec: JobRunSpec) -> JobSize | None:
-        """The job's size, if the capacity and every partition's input are known."""
+        """The job's size, if the capacity and every partition's input are known (asked
+        once, by the launch, which passes it to ``start`` in ``spec.size``)."""
         if self.capacity is None or any(p.partition not in spec.inputs for p in spec.partitions):
             return None
         inputs = [spec.inputs[p.partition] for p in spec.partitions]
         return size_job(spec.kind, inputs, self.capacity)
-
-    def resources(self, spec: JobRunSpec) -> JobResources | None:
-        """The workers ``start`` asks for (``size``), as the job records them."""
-        size = self.size(spec)
-        if size is None:
-            return None
-        return JobResources(
-            driver=_worker_size(size.driver),
-            executor=_worker_size(size.executor),
-            executors=size.executors,
-            shuffle_partitions=size.shuffle_partitions,
-        )
 
     def status(self, run_id: str) -> JobRunStatus:
         try:
@@ -176,10 +165,6 @@ def _chosen(runs: list[dict[str, Any]]) -> FoundJobRun | None:
     return FoundJobRun(
         run_id=str(run["id"]), state=str(run["state"]), reason=run.get("stateDetails") or None
     )
-
-
-def _worker_size(worker: Worker) -> WorkerSize:
-    return WorkerSize(vcpu=worker.vcpu, memory_gb=worker.memory_gb, disk_gb=worker.disk_gb)
 
 
 def _translate(exc: ClientError, what: str) -> Exception:

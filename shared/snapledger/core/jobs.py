@@ -7,6 +7,7 @@ import json
 from datetime import datetime
 from typing import assert_never
 
+from snapledger.core.job_sizing import JobSize, Worker
 from snapledger.core.state import LineageState, Sequencer
 from snapledger.errors import InvalidRequestError
 from snapledger.job_kinds import JOB_KINDS
@@ -27,6 +28,7 @@ from snapledger.models.jobs import (
     JobResources,
     JobState,
     JobTransition,
+    WorkerSize,
     parse_state,
 )
 from snapledger.models.ledger import (
@@ -210,3 +212,17 @@ def evolve_job(
         case _:
             assert_never(event)
     return head
+
+
+def recorded_resources(size: JobSize) -> JobResources:
+    """The workers a job run was started with, as its record keeps them."""
+    return JobResources(
+        driver=_worker(size.driver),
+        executor=_worker(size.executor),
+        executors=size.executors,
+        shuffle_partitions=size.shuffle_partitions,
+    )
+
+
+def _worker(worker: Worker) -> WorkerSize:
+    return WorkerSize(vcpu=worker.vcpu, memory_gb=worker.memory_gb, disk_gb=worker.disk_gb)

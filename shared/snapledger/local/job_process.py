@@ -89,7 +89,7 @@ class JobProcesses:
         )
         return run_id
 
-    def resources(self, spec: JobRunSpec) -> None:
+    def size(self, spec: JobRunSpec) -> None:
         return None  # the local session's own, whatever the input
 
     def status(self, run_id: str) -> JobRunStatus:

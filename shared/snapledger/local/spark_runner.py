@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from snapledger.local.router import Router
-    from snapledger.models.jobs import JobResources
 
 _log = logging.getLogger(__name__)
 # A local session lives long and runs many different jobs. Spark keeps the classes it
@@ -122,7 +121,7 @@ class LocalSparkRunner:
     def bind(self, router: Router) -> None:
         self._router = router
 
-    def resources(self, spec: JobRunSpec) -> JobResources | None:
+    def size(self, spec: JobRunSpec) -> None:
         return None  # the local session's own, whatever the input
 
     def start(self, spec: JobRunSpec) -> str:

@@ -11,15 +11,16 @@ from typing import TYPE_CHECKING, Protocol
 from snapledger.ports.ledger import Page
 
 if TYPE_CHECKING:
-    from snapledger.core.job_sizing import PartitionInput
-    from snapledger.models.jobs import JobRecord, JobResources, PartitionPlan
+    from snapledger.core.job_sizing import JobSize, PartitionInput
+    from snapledger.models.jobs import JobRecord, PartitionPlan
 
 
 @dataclass(frozen=True)
 class JobRunSpec:
     """What the runner needs to start a job: its id (the client token) and arguments,
     and what it reads, by partition (its base's and its changelog's bytes, which size it
-    on EMR Serverless); empty when unknown: the application's default sizes."""
+    on EMR Serverless); empty when unknown: the application's default sizes. ``size``: the
+    workers the launch chose, once (the runner's ``size``); None: the runner's defaults."""
 
     job_id: str
     kind: str
@@ -27,6 +28,7 @@ class JobRunSpec:
     root: str
     partitions: builtins.list[PartitionPlan]
     inputs: dict[int, PartitionInput] = field(default_factory=dict)
+    size: JobSize | None = None
 
 
 @dataclass(frozen=True)
@@ -51,9 +53,10 @@ class JobRunner(Protocol):
         """Start the job and return its run id; the same ``job_id`` starts it only once."""
         ...
 
-    def resources(self, spec: JobRunSpec) -> JobResources | None:
-        """The workers ``start`` gives this job, when the runner sizes it from its input;
-        None when it runs on defaults."""
+    def size(self, spec: JobRunSpec) -> JobSize | None:
+        """The workers this runner gives the job, from what it reads; None when it runs
+        every job on its defaults. The launch asks once and passes the answer to ``start``
+        in ``spec.size``, which ``start`` uses as it is."""
         ...
 
     def status(self, run_id: str) -> JobRunStatus:

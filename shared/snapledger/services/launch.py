@@ -13,12 +13,12 @@ start happen once.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from snapledger.clock import Clock
 from snapledger.core.coverage import CoverageError, changelog_range, segments_named
 from snapledger.core.job_sizing import PartitionInput
-from snapledger.core.jobs import advance_job, check_exclusive
+from snapledger.core.jobs import advance_job, check_exclusive, recorded_resources
 from snapledger.errors import InvalidRequestError, JobStartError, NotFoundError
 from snapledger.job_kinds import Base, JobKind, job_kind
 from snapledger.layout import lineage_changelog_prefix, snapshot_prefix
@@ -140,12 +140,13 @@ def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> Laun
         partitions=list(job.partitions),
         inputs=inputs,
     )
+    spec = replace(spec, size=deps.runner.size(spec))  # sized once: started and recorded so
     try:
         run_id = deps.runner.start(spec)
     except JobStartError as exc:
         failed = _fail(job, pinned, f"the job runner refused the job: {exc}", deps)
         return LaunchResult(job=failed, created=existing is None)
-    resources = deps.runner.resources(spec)
+    resources = None if spec.size is None else recorded_resources(spec.size)
     submitted, _ = update_job(
         deps.jobs,
         job,
