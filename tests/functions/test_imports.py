@@ -35,6 +35,7 @@ NOT_USED_BY = {
     "gc": ("snapledger.services.launch",),
     "job_state": (
         "snapledger.services.gc",
+        "snapledger.services.gc_lineage",
         "snapledger.services.registration",
         "snapledger.services.launch",
         "snapledger.layouts.restate",
@@ -42,6 +43,7 @@ NOT_USED_BY = {
     ),
     "launch": (
         "snapledger.services.gc",
+        "snapledger.services.gc_lineage",
         "snapledger.services.registration",
         "snapledger.layouts.restate",
         "snapledger.core.manifest_rules",
@@ -49,6 +51,7 @@ NOT_USED_BY = {
     "ledger_events": ("snapledger.services", "snapledger.core", "snapledger.layouts.restate"),
     "query": (
         "snapledger.services.gc",
+        "snapledger.services.gc_lineage",
         "snapledger.services.registration",
         "snapledger.services.launch",
         "snapledger.services.restate_heal",
@@ -57,12 +60,14 @@ NOT_USED_BY = {
     ),
     "register": (
         "snapledger.services.gc",
+        "snapledger.services.gc_lineage",
         "snapledger.services.launch",
         "snapledger.services.job_state",
         "snapledger.services.restate_heal",
     ),
     "track_changelog": (
         "snapledger.services.gc",
+        "snapledger.services.gc_lineage",
         "snapledger.services.registration",
         "snapledger.layouts.restate",
         "snapledger.core.manifest_rules",
