@@ -34,7 +34,7 @@ INTERPRETER_VARIABLE = "SNAPLEDGER_LAMBDA_PYTHON"
 def lambda_interpreter(version: str = LAMBDA_PYTHON) -> str | None:
     """A Python of ``version`` that runs, or None (looked for once per process)."""
     given = os.environ.get(INTERPRETER_VARIABLE)
-    candidates = [given] if given else []
+    candidates: list[str | None] = [given] if given else []
     candidates.append(shutil.which(f"python{version}"))
     pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
     candidates += [str(p) for p in sorted(pyenv_root.glob(f"versions/{version}.*/bin/python3"))]
