@@ -225,3 +225,40 @@ def test_every_lineage_command_has_its_rule():
     from snapledger.core import lineage
 
     assert set(get_args(lineage.Command)) == set(lineage._DECIDERS)
+
+
+def test_an_event_no_rule_applies_moves_only_the_version():
+    """An informational event type (a fact the log keeps) needs no entry in ``evolve``."""
+    from typing import Literal
+
+    from snapledger.models.events import EventBase
+
+    class NoteTaken(EventBase):
+        type: Literal["NoteTaken"] = "NoteTaken"
+        text: str
+
+    state, _ = run(empty(), register(100))
+    note = NoteTaken(
+        seq=3,
+        at=T0 + timedelta(hours=1),
+        stream="orders",
+        partition=3,
+        command_id="note",
+        text="hello",
+    )
+    after = evolve_all(state, [note])  # type: ignore[list-item]
+    assert after.head == state.head.model_copy(update={"version": 3, "updated_at": note.at})
+    assert after.snapshots == state.snapshots
+
+
+def test_the_events_that_change_no_lineage_state_are_the_ones_meant():
+    """A state-changing event type left out of ``evolve``'s rules would be replayed as a
+    no-op: the types without a rule are named here on purpose."""
+    from typing import get_args
+
+    from snapledger.core import lineage
+    from snapledger.models.events import ChangelogSegmentRejected, LedgerEvent
+
+    union = set(get_args(get_args(LedgerEvent)[0]))
+    assert union - set(lineage._EVOLVERS) == {ChangelogSegmentRejected}
+    assert set(lineage._EVOLVERS) <= union

@@ -175,3 +175,18 @@ def test_docs_ledger_lists_every_field_of_the_stream_events(model):
     [row] = [line for line in text.splitlines() if line.startswith(f"| `{model.__name__}` |")]
     own = set(model.model_fields) - set(StreamEventBase.model_fields) - {"type"}
     assert {name for name in own if f"`{name}`" not in row} == set()
+
+
+def test_a_stream_event_no_rule_applies_moves_only_the_version():
+    from typing import Literal
+
+    class StreamNoteTaken(StreamEventBase):
+        type: Literal["StreamNoteTaken"] = "StreamNoteTaken"
+        text: str
+
+    state, _ = run(empty(), set_("a", min_count=5))
+    note = StreamNoteTaken(seq=2, at=T0, stream="orders", command_id="note", text="hello")
+    after = evolve_stream_all(state, [note])  # type: ignore[list-item]
+    assert after.head.version == 2
+    assert after.head.recent_commands[-1] == "note"
+    assert (after.policy, after.generations) == (state.policy, state.generations)

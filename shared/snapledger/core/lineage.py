@@ -60,7 +60,10 @@ from snapledger.models.commands import (
     RequestJob,
 )
 from snapledger.models.events import (
-    ChangelogSegmentRejected,
+    JobFailed,
+    JobRequested,
+    JobStateChanged,
+    JobSucceeded,
     LatestAdvanced,
     LedgerEvent,
     OrphanClaimed,
@@ -70,11 +73,14 @@ from snapledger.models.events import (
     SnapshotExpiring,
     SnapshotFoundBroken,
     SnapshotHeld,
+    SnapshotPinned,
     SnapshotRegistered,
     SnapshotRejected,
     SnapshotReleased,
+    SnapshotUnpinned,
     TrimPointAdvanced,
 )
+from snapledger.models.ledger import Head, SnapshotRecord
 
 Command = (
     RegisterSnapshot
@@ -121,30 +127,50 @@ def decide(state: LineageState, command: Command, now: datetime) -> list[LedgerE
     return rule(state, command, now)
 
 
+#: The rule that applies each event that changes a lineage's state beyond HEAD's version
+#: (they update ``head`` and the ``snapshots`` given to them in place of a copy). An event
+#: type not listed is a fact the log keeps and nothing reads back (``ChangelogSegmentRejected``):
+#: it moves only the version, so a new informational event type needs no entry here.
+_EVOLVERS: dict[type, Callable[[Head, dict[str, SnapshotRecord], Any], Head]] = {
+    **dict.fromkeys((SnapshotRegistered, SnapshotRejected, LatestAdvanced), evolve_registration),
+    **dict.fromkeys(
+        (
+            SnapshotExpiring,
+            OrphanClaimed,
+            SnapshotDeleted,
+            SnapshotHeld,
+            SnapshotReleased,
+            TrimPointAdvanced,
+        ),
+        evolve_gc,
+    ),
+    **dict.fromkeys(
+        (SnapshotFoundBroken, ProducerLatestRepointed, SnapshotEvicted), evolve_producer_pointer
+    ),
+    **dict.fromkeys(
+        (
+            JobRequested,
+            JobStateChanged,
+            JobSucceeded,
+            JobFailed,
+            SnapshotPinned,
+            SnapshotUnpinned,
+        ),
+        evolve_job,
+    ),
+}
+
+
 def evolve(state: LineageState, event: LedgerEvent) -> LineageState:
     """The state after ``event``; every event bumps the head's version to its seq."""
     if event.seq != state.head.version + 1:
         raise ValueError(f"event seq {event.seq} does not follow version {state.head.version}")
     head = state.head.model_copy(update={"version": event.seq, "updated_at": event.at})
+    rule = _EVOLVERS.get(type(event))
+    if rule is None:
+        return replace(state, head=head)
     snapshots = dict(state.snapshots)
-    if isinstance(event, ChangelogSegmentRejected):
-        pass  # a fact about a file, not about the lineage's snapshots or jobs
-    elif isinstance(event, SnapshotFoundBroken | ProducerLatestRepointed | SnapshotEvicted):
-        head = evolve_producer_pointer(head, snapshots, event)
-    elif isinstance(event, SnapshotRegistered | SnapshotRejected | LatestAdvanced):
-        head = evolve_registration(head, snapshots, event)
-    elif isinstance(
-        event,
-        SnapshotExpiring
-        | OrphanClaimed
-        | SnapshotDeleted
-        | SnapshotHeld
-        | SnapshotReleased
-        | TrimPointAdvanced,
-    ):
-        head = evolve_gc(head, snapshots, event)
-    else:
-        head = evolve_job(head, snapshots, event)
+    head = rule(head, snapshots, event)
     return replace(state, head=head, snapshots=snapshots)
 
 

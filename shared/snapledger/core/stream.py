@@ -27,7 +27,15 @@ from snapledger.core.generations import GenerationCommand, decide_generation, ev
 from snapledger.core.state import StreamSequencer
 from snapledger.errors import StaleVersionError
 from snapledger.models.commands import ResetPolicy, SetPolicy
-from snapledger.models.events import PolicyReset, PolicySet, StreamEvent
+from snapledger.models.events import (
+    PolicyReset,
+    PolicySet,
+    StreamEvent,
+    StreamSnapshotCompleted,
+    StreamSnapshotFailed,
+    StreamSnapshotMemberCounted,
+    StreamSnapshotRequested,
+)
 from snapledger.models.generations import StreamGeneration
 from snapledger.models.ledger import RECENT_COMMANDS_KEPT, StreamHead
 from snapledger.models.policy import RetentionPolicy, StoredPolicy, parse_policy
@@ -131,9 +139,17 @@ def evolve_stream(state: StreamState, event: StreamEvent) -> StreamState:
                 update={"policy_version": max(head.policy_version, event.previous_version)}
             )
             return replace(state, head=head, policy=None)
-        case _:
+        case (
+            StreamSnapshotRequested()
+            | StreamSnapshotMemberCounted()
+            | StreamSnapshotCompleted()
+            | StreamSnapshotFailed()
+        ):
             head, generations = evolve_generation(head, state.generations, event)
             return replace(state, head=head, generations=generations)
+        case _:
+            # a fact the log keeps and nothing reads back: it moves only HEAD's version
+            return replace(state, head=head)
 
 
 def evolve_stream_all(state: StreamState, events: Iterable[StreamEvent]) -> StreamState:
