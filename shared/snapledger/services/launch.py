@@ -140,7 +140,7 @@ def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> Laun
         partitions=list(job.partitions),
         inputs=inputs,
     )
-    spec = replace(spec, size=deps.runner.size(spec))  # sized once: started and recorded so
+    spec = replace(spec, size=deps.runner.size(spec))  # sized once: start uses it, the job keeps it
     try:
         run_id = deps.runner.start(spec)
     except JobStartError as exc:
