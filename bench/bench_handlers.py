@@ -143,9 +143,20 @@ def import_plan(name: str, library_roots: set[str]) -> dict[str, Any]:
 
     ``-X importtime`` reports each module when its import completes, so importing them in
     that order loads each one's dependencies before it: each is then timed on its own.
+    It reports only imports made by an ``import`` statement: a module loaded through
+    ``importlib.import_module`` (pydantic loads ``pydantic.main``, ``pydantic.fields`` and
+    ``pydantic.types`` that way, behind ``from pydantic import BaseModel``) is missing from
+    it, and was timed as part of the snapledger module that first touched it. Those are
+    taken from ``sys.modules`` after the import and appended to their side of the plan.
     """
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", f"import functions.{name}"],
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-c",
+            f"import json, sys\nimport functions.{name}\nprint(json.dumps(list(sys.modules)))",
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -157,6 +168,8 @@ def import_plan(name: str, library_roots: set[str]) -> dict[str, Any]:
         for line in done.stderr.splitlines()
         if line.startswith("import time:") and line.count("|") == 2
     ][1:]  # the first line is the column header
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    finished = list(dict.fromkeys([*finished, *loaded]))  # botocore reports a few twice
     top = [m.split(".")[0] for m in finished]
     return {
         "libraries": [m for m, t in zip(finished, top, strict=True) if t in library_roots],

@@ -1,0 +1,19 @@
+"""The handler bench's import plan: every module the handler loads, on its own side."""
+
+from __future__ import annotations
+
+from bench.bench_handlers import import_plan, library_import_names
+
+
+def test_the_plan_counts_modules_loaded_through_importlib_as_libraries():
+    # Given query's handler, which reaches pydantic's BaseModel through pydantic's lazy
+    # ``__getattr__`` (an ``importlib.import_module`` that ``-X importtime`` does not report)
+    # When its import plan is made
+    plan = import_plan("query", library_import_names())
+    # Then those modules are the libraries' cost, not snapledger's
+    assert {"pydantic.main", "pydantic.fields"} <= set(plan["libraries"])
+    assert all(m.startswith("snapledger") for m in plan["snapledger"])
+    # And each module is planned once
+    everything = plan["libraries"] + plan["snapledger"]
+    assert len(everything) == len(set(everything))
+    assert plan["handler"] == "functions.query"
