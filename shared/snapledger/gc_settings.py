@@ -21,8 +21,6 @@ message, to that queue, and the gc function's SQS trigger runs each shard; other
 invocation works on up to ``GC_WORKERS`` lineages at once.
 """
 
-from __future__ import annotations
-
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -106,7 +104,7 @@ class GcConfig(_DefaultPolicy):
     )
 
     @model_validator(mode="after")
-    def _default_policy_valid(self) -> GcConfig:
+    def _default_policy_valid(self) -> "GcConfig":
         """The default policy is checked with the settings (bounds included), so a bad
         ``SNAPLEDGER_DEFAULT_*`` fails the cold start, naming it, not each run."""
         try:

@@ -4,8 +4,6 @@ The CDK app sets these on each function; local runs set them from the runtime. P
 pydantic (no pydantic-settings) so the functions need nothing beyond the Powertools layer.
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping
 from datetime import timedelta
@@ -118,7 +116,7 @@ class JobSettings(LedgerSettings):
     )
 
     @model_validator(mode="after")
-    def _capacity_whole(self) -> JobSettings:
+    def _capacity_whole(self) -> "JobSettings":
         given = [self.emr_max_vcpu, self.emr_max_memory_gb, self.emr_max_disk_gb]
         if any(v is None for v in given) and any(v is not None for v in given):
             raise ValueError(

@@ -5,8 +5,6 @@ snapshot): exact when LSNs are dense, an upper bound when they have holes. Thres
 per stream; never wall-clock periodic.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable
 from dataclasses import dataclass
 

@@ -20,8 +20,6 @@ Holds and policies are answered in ``entrypoints/retention_actions.py``.
 Each action is one row of ``_ACTIONS``: its payload model and the function answering it.
 """
 
-from __future__ import annotations
-
 import logging
 from collections.abc import Callable
 from typing import Any, TypeVar

@@ -4,8 +4,6 @@ Every documented state is accepted and so is any state AWS adds later (recorded,
 acted on). Events are best effort and may repeat or arrive out of order.
 """
 
-from __future__ import annotations
-
 import logging
 
 from pydantic import Field

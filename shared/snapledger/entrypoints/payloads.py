@@ -13,8 +13,6 @@ query function for the actions it is asked, register for the one event shape its
 deployment sends).
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints

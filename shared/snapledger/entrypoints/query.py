@@ -6,8 +6,6 @@ in this module (so that importing it registers every action). Parsing, the list 
 actions in validation answers, the error answers and the metrics follow from that.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import Any, Literal, Self, TypeVar
 

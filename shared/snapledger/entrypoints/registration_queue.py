@@ -11,8 +11,6 @@ The SQS event is the one Lambda's event source mapping delivers (``Records`` wit
 Lambda developer guide, "Using Lambda with Amazon SQS"). Only those fields are read.
 """
 
-from __future__ import annotations
-
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass

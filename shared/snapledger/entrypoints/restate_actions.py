@@ -12,8 +12,6 @@ A stream that is not a Restate one (no prefix of ``SNAPLEDGER_RESTATE_PREFIXES``
 refused naming it. The gc function dispatches these (``entrypoints/gc.py``).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints

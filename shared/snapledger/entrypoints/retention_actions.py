@@ -3,8 +3,6 @@ policy read, set (each field as ``models/policy.py`` declares it, within its bou
 reset. Each is a payload model and the function answering it; ``entrypoints/gc.py``
 dispatches them (its ``_ACTIONS``)."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AwareDatetime, Field, create_model

@@ -12,8 +12,6 @@ The small models here, rather than Powertools' parser models, keep a cold start 
 building ~40 event models a function never sees.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import unquote_plus, urlsplit

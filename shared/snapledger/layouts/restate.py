@@ -22,8 +22,6 @@ layout's one import: it re-exports the keys (``restate_keys``), ``latest.json``
 (``restate_latest``) and what both documents share (``restate_documents``).
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass

@@ -3,8 +3,6 @@ types and bounds, the strict model base that keeps unknown fields, RFC 3339 time
 loading raw bytes within snapledger's size and depth bounds. Pure.
 """
 
-from __future__ import annotations
-
 import json
 import re
 from datetime import datetime

@@ -4,8 +4,6 @@ chosen snapshot, ``latest_without`` to drop what GC deleted). Fields snapledger 
 are kept. Pure.
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
@@ -38,7 +36,7 @@ class RestateRetained(RestateDocument):
     path: Annotated[str, Field(max_length=1024)]
 
     @model_validator(mode="after")
-    def _path_is_the_folder(self) -> RestateRetained:
+    def _path_is_the_folder(self) -> "RestateRetained":
         check_path(self.path, self.min_applied_lsn, self.snapshot_id)
         return self
 
@@ -60,7 +58,7 @@ class RestateLatest(RestateDocument):
     retained_snapshots: list[RestateRetained] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _path_is_the_folder(self) -> RestateLatest:
+    def _path_is_the_folder(self) -> "RestateLatest":
         check_path(self.path, self.min_applied_lsn, self.snapshot_id)
         return self
 

@@ -1,7 +1,5 @@
 """The base of every wire model: frozen, strict about unknown fields, stable names."""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict

@@ -9,8 +9,6 @@ added to either union is published (and gets a schema) with no change in this mo
 plus ``LedgerEventUndecodable``, for a stream record the enrichment could not decode.
 """
 
-from __future__ import annotations
-
 from typing import Literal, get_args
 
 from pydantic import BaseModel, Field

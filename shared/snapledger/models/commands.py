@@ -1,7 +1,5 @@
 """Commands: what a caller asks of a lineage or a stream. ``decide`` turns one into events."""
 
-from __future__ import annotations
-
 import hashlib
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypedDict

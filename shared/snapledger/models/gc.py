@@ -1,7 +1,5 @@
 """GC's own bookkeeping: where a run that ran out of time stopped, so the next one resumes."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal

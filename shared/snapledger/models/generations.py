@@ -11,8 +11,6 @@ FAILED. docs/ledger.md, *Stream snapshots*, states the rules.
 The record of G is the ``GEN#{G:012d}`` item of the stream's log (``STREAM#{stream}``).
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 from enum import StrEnum
 

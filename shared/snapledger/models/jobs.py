@@ -1,7 +1,5 @@
 """Jobs: bootstrap, restore and compaction runs, and the states EMR Serverless reports."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from enum import StrEnum
 

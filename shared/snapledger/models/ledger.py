@@ -1,7 +1,5 @@
 """The ledger's projections: a lineage's HEAD and its snapshot records."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from enum import StrEnum
 

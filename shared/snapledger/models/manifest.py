@@ -4,8 +4,6 @@ The JSON Schema in ``docs/manifest-v1.schema.json`` is generated from this model
 (``make schema``); a test fails when the two differ.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -162,7 +160,7 @@ class ManifestV1(Frozen):
     ] = None
 
     @model_validator(mode="after")
-    def _totals_bounded(self) -> ManifestV1:
+    def _totals_bounded(self) -> "ManifestV1":
         """The totals the ledger stores stay int64, and the offsets fit a ledger item."""
         if self.total_bytes > MAX_COUNT:
             raise ValueError(

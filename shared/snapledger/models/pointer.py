@@ -20,8 +20,6 @@ and ``docs/generation-pointer-v1.schema.json`` are generated from these models
 (``make schema``); a test fails when they differ.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Annotated, ClassVar, Literal, TypeVar
 
@@ -73,7 +71,7 @@ class LatestPointer(Stored):
     ] = None
 
     @classmethod
-    def of(cls, record: SnapshotRecord, manifest: ManifestV1) -> LatestPointer:
+    def of(cls, record: SnapshotRecord, manifest: ManifestV1) -> "LatestPointer":
         """The pointer of a registered snapshot: its ledger record and its manifest."""
         location = SnapshotLocation(record.stream, record.partition, record.lsn, record.snapshot_id)
         return cls(
@@ -147,7 +145,7 @@ class GenerationPointer(Stored):
     members: list[GenerationPointerMember] = Field(description="One per partition, ascending.")
 
     @classmethod
-    def of(cls, generation: StreamGeneration) -> GenerationPointer:
+    def of(cls, generation: StreamGeneration) -> "GenerationPointer":
         assert generation.completed_at is not None
         members = []
         for m in generation.member_list():

@@ -26,8 +26,6 @@ here (and its check in ``policy_problems`` if it has a cross-field or worded bou
 the code that applies it.
 """
 
-from __future__ import annotations
-
 import math
 import types
 import typing
@@ -124,8 +122,8 @@ class RetentionPolicy(Frozen):
     @model_validator(mode="wrap")
     @classmethod
     def _stored_within_bounds(
-        cls, data: Any, handler: ModelWrapValidatorHandler[RetentionPolicy], info: ValidationInfo
-    ) -> RetentionPolicy:
+        cls, data: Any, handler: ModelWrapValidatorHandler["RetentionPolicy"], info: ValidationInfo
+    ) -> "RetentionPolicy":
         """A policy read back with a duration past ``MAX_HOURS`` (stored before the bound
         existed) is clamped to it, noted; one arriving (``parse_policy``) is refused."""
         arriving = bool(info.context and info.context.get("arriving"))
@@ -151,7 +149,7 @@ class RetentionPolicy(Frozen):
         return self._clamped
 
     @model_validator(mode="after")
-    def _coherent(self) -> RetentionPolicy:
+    def _coherent(self) -> "RetentionPolicy":
         problems = policy_problems(self)
         if problems:
             raise ValueError("; ".join(problems))

@@ -5,8 +5,6 @@ EventBridge: source ``snapledger``, detail-type ``RestoreRequested`` with the sa
 ``detail`` (``action`` implied by the detail type).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, Field, model_validator
@@ -67,7 +65,7 @@ class LaunchRequest(Frozen):
     request_id: Annotated[str | None, Field(default=None, min_length=1, max_length=128)] = None
 
     @model_validator(mode="after")
-    def _one_way_to_name_partitions(self) -> LaunchRequest:
+    def _one_way_to_name_partitions(self) -> "LaunchRequest":
         kind = job_kind(self.action)
         if not kind.chooses_base and self.from_ != "latest":
             start = (
@@ -145,7 +143,7 @@ class StreamSnapshotRequest(Frozen):
     request_id: Annotated[str | None, Field(default=None, min_length=1, max_length=128)] = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> StreamSnapshotRequest:
+    def _consistent(self) -> "StreamSnapshotRequest":
         if len(set(self.partitions)) != len(self.partitions):
             raise one_of_error(("partitions",), "'partitions' lists a partition twice")
         if self.deadline is not None and self.deadline_minutes is not None:

@@ -13,8 +13,6 @@ overlapping lineages, pass through the same conditional transactions as two over
 runs (``tests/gc/test_concurrency.py``, ``tests/gc/test_fanout.py``).
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
