@@ -14,9 +14,12 @@ For each handler module ``functions/*.py`` (found on disk, so new handlers are i
   ``functions.*``, ``snapledger.entrypoints.*``, ``snapledger.runtime`` and the
   Powertools objects they create), timing each first-party module on its own.
 
-``first_runtime_ms.<name>`` is what the handler process then spends in its first
-``runtime()`` (settings, boto3 clients: paid by a cold start's first invocation, after
-the import; no request is sent).
+``first_use_ms.<name>`` is what the handler process then spends in its first
+``runtime()`` and in building each collaborator the function's entrypoints ask it for
+(``rt.ledger``, ``rt.store``, ...: found in the source of the function-layer modules the
+handler loads): the settings, the adapters' import, the boto3 clients. A cold start's
+first invocations pay it after the import (each collaborator when first asked for; no
+request is sent here). ``collaborators.<name>`` lists them.
 
 ``handler_import_overhead.<name>`` = handler ÷ libraries (target ≤ 1.15).
 ``handler_import_overhead_paired.<name>`` is the median of the same ratio taken within
@@ -35,8 +38,11 @@ sources does on every cold start (``/var/task`` is read-only).
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -64,6 +70,13 @@ ENV = {
     "AWS_ACCESS_KEY_ID": "bench",
     "AWS_SECRET_ACCESS_KEY": "bench",
     "AWS_EC2_METADATA_DISABLED": "true",
+    # As deployed (infra/constructs/functions.py): a function that starts or reads jobs
+    # has the EMR Serverless application, GC and register their queues.
+    "SNAPLEDGER_EMR_APPLICATION_ID": "00bench",
+    "SNAPLEDGER_EMR_JOB_ROLE_ARN": "arn:aws:iam::123456789012:role/snapledger-bench-job",
+    "SNAPLEDGER_JOB_ENTRYPOINT": "s3://snapledger-bench-code/jobs/entrypoint.py",
+    "SNAPLEDGER_GC_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/123456789012/gc",
+    "SNAPLEDGER_REGISTRATION_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/123456789012/reg",
 }
 #: Where the children keep the bytecode they compile (``run`` sets it under its workdir).
 _BYTECODE = Path(".bench") / "handlers" / "bytecode"
@@ -71,9 +84,11 @@ _BYTECODE = Path(".bench") / "handlers" / "bytecode"
 _PRELUDE = "import importlib, json, sys, time\n"
 _TIME_HANDLER = _PRELUDE + (
     "t = time.process_time()\nimport functions.{name}\nimported = time.process_time() - t\n"
-    # What the first invocation adds before its own work: the settings, the boto3 clients.
+    # What the first invocations add before their own work: the settings, the adapters
+    # and their boto3 clients, each built when the function first asks for it.
     "from snapledger.runtime import runtime\n"
-    "t = time.process_time()\nruntime()\n"
+    "t = time.process_time()\nrt = runtime()\n"
+    "for collaborator in {collaborators!r}:\n    getattr(rt, collaborator)\n"
     "print(json.dumps([imported, time.process_time() - t]))\n"
 )
 _DECOMPOSE = _PRELUDE + (
@@ -107,10 +122,12 @@ def run(config: Any) -> dict[str, object]:
         handler_s: list[float] = []
         runtime_s: list[float] = []
         parts: list[dict[str, Any]] = []
+        used = collaborators(plan)
+        timed = _TIME_HANDLER.format(name=name, collaborators=used)
         for _ in range(RUNS):
-            imported, first_runtime = json.loads(_python(_TIME_HANDLER.format(name=name)))
+            imported, first_use = json.loads(_python(timed))
             handler_s.append(imported)
-            runtime_s.append(first_runtime)
+            runtime_s.append(first_use)
             parts.append(json.loads(_python(_DECOMPOSE, str(plan_file))))
         library_s = [p["libraries"] for p in parts]
         snapledger_s = [sum(p["own"].values()) for p in parts]
@@ -123,7 +140,8 @@ def run(config: Any) -> dict[str, object]:
         figures[f"handler_import_overhead.{name}"] = ratios[name]
         figures[f"handler_import_overhead_paired.{name}"] = statistics.median(paired)
         figures[f"handler_import_ms.{name}"] = statistics.median(handler_s) * 1000
-        figures[f"first_runtime_ms.{name}"] = statistics.median(runtime_s) * 1000
+        figures[f"first_use_ms.{name}"] = statistics.median(runtime_s) * 1000
+        figures[f"collaborators.{name}"] = ", ".join(used)
         figures[f"library_import_ms.{name}"] = statistics.median(library_s) * 1000
         figures[f"snapledger_ms.{name}"] = statistics.median(snapledger_s) * 1000
         figures[f"function_layer_ms.{name}"] = statistics.median(p["layer"] for p in parts) * 1000
@@ -179,7 +197,27 @@ def import_plan(name: str, library_roots: set[str]) -> dict[str, Any]:
             if t in FIRST_PARTY and not m.startswith(FUNCTION_LAYER)
         ],
         "handler": f"functions.{name}",
+        "layer": [m for m, t in zip(finished, top, strict=True) if m.startswith(FUNCTION_LAYER)],
     }
+
+
+def collaborators(plan: dict[str, Any]) -> list[str]:
+    """The runtime's collaborators the function asks for: each ``rt.<field>`` named in the
+    source of the function-layer modules its handler loads (entrypoints take ``rt``)."""
+    fields = _runtime_fields()
+    named: set[str] = set()
+    for module in plan["layer"]:
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.origin and spec.origin.endswith(".py"):
+            source = Path(spec.origin).read_text(encoding="utf-8")
+            named |= set(re.findall(r"\brt\.([a-z_]+)", source))
+    return sorted(named & fields)
+
+
+def _runtime_fields() -> set[str]:
+    from snapledger.runtime import Runtime
+
+    return {f.name for f in dataclasses.fields(Runtime)}
 
 
 def library_import_names() -> set[str]:

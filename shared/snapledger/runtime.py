@@ -1,10 +1,13 @@
 """What a function runs on: the ledger, the object store and the clock, built once.
 
 Every handler asks ``runtime()`` for its collaborators. The first call of a cold start
-reads the settings (``SNAPLEDGER_*``), builds the boto3 clients and the adapters, and
-keeps them for the warm invocations that follow (connections are reused). This is the
-only place the functions' boto3 clients are built, and each reports an AccessDenied as
-``AccessDeniedError`` naming the action and the resource.
+reads the settings (``SNAPLEDGER_*``); each collaborator (an adapter, its boto3 client,
+the GC settings) is built the first time the function asks for it and kept for the warm
+invocations that follow (connections are reused). A function's cold start therefore
+imports and builds only the adapters its invocations use: query never loads the EMR,
+SQS or S3 adapters, nor builds their clients. This is the only place the functions'
+boto3 clients are built, and each reports an AccessDenied as ``AccessDeniedError``
+naming the action and the resource.
 
 Tests and the local runtime hand in their own with ``use_runtime(rt)`` (or the
 ``runtime_override`` context manager) and drop it again with ``reset_runtime()``.
@@ -16,28 +19,15 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import TYPE_CHECKING
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING, Any, Literal
 
 import boto3
 from botocore.config import Config
 
 from snapledger.adapters.access_denied import report_access_denied
-from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
-from snapledger.adapters.dynamodb_jobs import DynamoJobStore
-from snapledger.adapters.dynamodb_ledger import DynamoLedger
-from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
-from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
-from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
-from snapledger.adapters.emr_serverless import EmrServerlessRunner
-from snapledger.adapters.object_store import object_holds, open_object_store
-from snapledger.adapters.sqs_gc_shards import SqsShardQueue
-from snapledger.adapters.sqs_registration_queue import SqsRegistrationQueue
 from snapledger.clock import Clock, SystemClock
-from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds
-from snapledger.core.job_sizing import Capacity
 from snapledger.errors import JobStartError
-from snapledger.gc_settings import GcConfig
 from snapledger.layouts.lineage import NATIVE_ONLY, LayoutCatalog
 from snapledger.ports import (
     FoundJobRun,
@@ -64,10 +54,14 @@ from snapledger.settings import (
 )
 
 if TYPE_CHECKING:
-    from datetime import datetime
+    from datetime import datetime, timedelta
 
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
+
+    from snapledger.core.compaction_trigger import CompactionConfig
+    from snapledger.core.job_sizing import Capacity
+    from snapledger.gc_settings import GcConfig
 
 
 # Retries: botocore's standard mode (jittered backoff, throttles included); the ledger
@@ -144,6 +138,8 @@ class NoJobRunner:
 
 def compaction_config(settings: LedgerSettings) -> CompactionConfig:
     """The thresholds from the settings: a default and per-stream overrides."""
+    from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds
+
     default = CompactionThresholds(
         records=settings.compaction_records, bytes=settings.compaction_bytes
     )
@@ -158,6 +154,8 @@ def compaction_config(settings: LedgerSettings) -> CompactionConfig:
 
 def emr_capacity(settings: JobSettings) -> Capacity | None:
     """The EMR Serverless application's maximum capacity, when the settings give it."""
+    from snapledger.core.job_sizing import Capacity
+
     vcpu, memory, disk = settings.emr_max_vcpu, settings.emr_max_memory_gb, settings.emr_max_disk_gb
     if vcpu is None or memory is None or disk is None:
         return None
@@ -165,51 +163,146 @@ def emr_capacity(settings: JobSettings) -> Capacity | None:
 
 
 def build_runtime(settings: LedgerSettings) -> Runtime:
-    """The AWS (or DynamoDB Local) runtime the settings describe."""
-    s3_client = _s3_client() if settings.root.startswith("s3://") else None
-    dynamodb = _dynamodb_client(settings.dynamodb_endpoint)
-    runner: JobRunner = NoJobRunner()
-    if isinstance(settings, JobSettings):
-        runner = EmrServerlessRunner(
+    """The AWS (or DynamoDB Local) runtime the settings describe, each collaborator built
+    when first asked for."""
+    return ComposedRuntime(settings)
+
+
+class ComposedRuntime(Runtime):
+    """The runtime composed from a function's settings: each collaborator is built, with
+    its adapter's import and its boto3 client, the first time the function asks for it.
+
+    Each is a ``cached_property`` named as the ``Runtime`` field it provides (a class
+    attribute of the subclass, so it is found before the field's default): once built,
+    it is the instance's own value, as a field is. Two threads asking at once may both
+    build it; one is kept, which is harmless for these objects (a client, an adapter).
+    """
+
+    def __init__(self, settings: LedgerSettings) -> None:
+        # Not the dataclass __init__: nothing is built until asked for.
+        object.__setattr__(self, "settings", settings)
+        if settings.protect_latest:
+            # Set only on the functions that hold objects: a store that cannot hold is a
+            # misconfiguration they report at once, not at their first hold.
+            self.holds  # noqa: B018 - built for its check
+
+    settings: LedgerSettings
+
+    @cached_property
+    def ledger(self) -> Ledger:
+        from snapledger.adapters.dynamodb_ledger import DynamoLedger
+
+        return DynamoLedger(self.settings.table, client=self._dynamodb, ttl_window=self._window)
+
+    @cached_property
+    def store(self) -> ObjectStore:
+        from snapledger.adapters.object_store import open_object_store
+
+        root = self.settings.root
+        return open_object_store(root, s3_client=_s3_client() if root.startswith("s3://") else None)
+
+    @cached_property
+    def clock(self) -> Clock:
+        return SystemClock()
+
+    @cached_property
+    def jobs(self) -> JobStore:
+        from snapledger.adapters.dynamodb_jobs import DynamoJobStore
+
+        return DynamoJobStore(self.settings.table, client=self._dynamodb, ttl_window=self._window)
+
+    @cached_property
+    def runner(self) -> JobRunner:
+        settings = self.settings
+        if not isinstance(settings, JobSettings):
+            return NoJobRunner()
+        from snapledger.adapters.emr_serverless import EmrServerlessRunner
+
+        return EmrServerlessRunner(
             settings.emr_application_id,
             settings.emr_job_role_arn,
             settings.job_entrypoint,
             settings.job_py_files,
-            client=report_access_denied(boto3.client("emr-serverless", config=CLIENT_CONFIG)),
+            client=_aws_client("emr-serverless"),
             capacity=emr_capacity(settings),
         )
-    window = ttl_window(settings)
-    gc = settings_from_env(GcConfig)
-    shards = None
-    if gc.gc_queue_url is not None:
-        sqs = report_access_denied(boto3.client("sqs", config=CLIENT_CONFIG))
-        shards = SqsShardQueue(gc.gc_queue_url, client=sqs)
-    store = open_object_store(settings.root, s3_client=s3_client)
-    return Runtime(
-        ledger=DynamoLedger(settings.table, client=dynamodb, ttl_window=window),
-        store=store,
-        clock=SystemClock(),
-        jobs=DynamoJobStore(settings.table, client=dynamodb, ttl_window=window),
-        runner=runner,
-        segments=DynamoSegmentStore(settings.table, client=dynamodb),
-        thresholds=compaction_config(settings),
-        lineages=DynamoLineageIndex(settings.table, client=dynamodb),
-        policies=DynamoPolicyStore(settings.table, client=dynamodb),
-        streams=DynamoStreamLog(settings.table, client=dynamodb, ttl_window=window),
-        gc=gc,
-        gc_shards=shards,
-        registration_queue=(
-            SqsRegistrationQueue(
-                settings.registration_queue_url,
-                client=report_access_denied(boto3.client("sqs", config=CLIENT_CONFIG)),
-            )
-            if settings.registration_queue_url
-            else None
-        ),
-        event_archive=_event_archive(settings),
-        holds=object_holds(store) if settings.protect_latest else None,
-        layouts=LayoutCatalog(settings.restate_prefixes),
-    )
+
+    @cached_property
+    def segments(self) -> SegmentStore:
+        from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
+
+        return DynamoSegmentStore(self.settings.table, client=self._dynamodb)
+
+    @cached_property
+    def thresholds(self) -> CompactionConfig:
+        return compaction_config(self.settings)
+
+    @cached_property
+    def lineages(self) -> LineageIndex:
+        from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
+
+        return DynamoLineageIndex(self.settings.table, client=self._dynamodb)
+
+    @cached_property
+    def policies(self) -> PolicyStore:
+        from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
+
+        return DynamoPolicyStore(self.settings.table, client=self._dynamodb)
+
+    @cached_property
+    def streams(self) -> StreamLogStore:
+        from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
+
+        return DynamoStreamLog(self.settings.table, client=self._dynamodb, ttl_window=self._window)
+
+    @cached_property
+    def gc(self) -> GcConfig:
+        from snapledger.gc_settings import GcConfig
+
+        return settings_from_env(GcConfig)
+
+    @cached_property
+    def gc_shards(self) -> ShardQueue | None:
+        url = self.gc.gc_queue_url
+        if url is None:
+            return None
+        from snapledger.adapters.sqs_gc_shards import SqsShardQueue
+
+        return SqsShardQueue(url, client=_aws_client("sqs"))
+
+    @cached_property
+    def registration_queue(self) -> RegistrationQueue | None:
+        url = self.settings.registration_queue_url
+        if not url:
+            return None
+        from snapledger.adapters.sqs_registration_queue import SqsRegistrationQueue
+
+        return SqsRegistrationQueue(url, client=_aws_client("sqs"))
+
+    @cached_property
+    def event_archive(self) -> EventArchive | None:
+        return _event_archive(self.settings)
+
+    @cached_property
+    def holds(self) -> ObjectHolds | None:
+        if not self.settings.protect_latest:
+            return None
+        from snapledger.adapters.object_store import object_holds
+
+        return object_holds(self.store)
+
+    @cached_property
+    def layouts(self) -> LayoutCatalog:
+        return LayoutCatalog(self.settings.restate_prefixes)
+
+    @cached_property
+    def _dynamodb(self) -> DynamoDBClient:
+        # One client (one connection pool) for every DynamoDB adapter of the function.
+        return _dynamodb_client(self.settings.dynamodb_endpoint)
+
+    @cached_property
+    def _window(self) -> timedelta | None:
+        return ttl_window(self.settings)
 
 
 def _event_archive(settings: LedgerSettings) -> EventArchive | None:
@@ -273,3 +366,7 @@ def _dynamodb_client(endpoint: str | None) -> DynamoDBClient:
 
 def _s3_client() -> S3Client:
     return report_access_denied(boto3.client("s3", config=CLIENT_CONFIG))
+
+
+def _aws_client(service: Literal["emr-serverless", "sqs"]) -> Any:
+    return report_access_denied(boto3.client(service, config=CLIENT_CONFIG))

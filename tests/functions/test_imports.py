@@ -50,6 +50,11 @@ NOT_USED_BY = {
     ),
     "ledger_events": ("snapledger.services", "snapledger.core", "snapledger.layouts.restate"),
     "query": (
+        # query reads: neither the deciders nor the commands they take
+        "snapledger.core.lineage",
+        "snapledger.models.commands",
+        "snapledger.services.commands",
+        "snapledger.services.generations",
         "snapledger.services.gc",
         "snapledger.services.gc_lineage",
         "snapledger.services.registration",
@@ -74,6 +79,15 @@ NOT_USED_BY = {
     ),
 }
 
+# A function whose trigger delivers the table's own items decodes them with the adapters.
+EVENT_DECODERS = {
+    "ledger_events": (
+        "snapledger.adapters.dynamodb_codec",
+        "snapledger.adapters.dynamodb_stream_records",
+        "snapledger.adapters.table_definition",
+    )
+}
+
 
 def test_every_handler_declares_what_it_does_not_use():
     assert set(NOT_USED_BY) == set(HANDLER_MODULES)
@@ -87,17 +101,21 @@ def test_the_handlers_are_found():
 def test_importing_a_handler_pulls_in_no_forbidden_module(name):
     # Given a fresh interpreter with the function's environment
     # When the handler module is imported
-    script = f"import json, sys; import functions.{name}; print(json.dumps(sorted(sys.modules)))"
-    env = {**_base_env(), **POWERTOOLS_ENV}
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env
-    )
-    modules = json.loads(done.stdout)
+    modules = _modules_after_importing(name)
     # Then it defines a handler and none of the forbidden modules was imported
     assert f"functions.{name}" in modules
     refused = (*FORBIDDEN, *NOT_USED_BY.get(name, ()))
     loaded = [m for m in modules if any(m == f or m.startswith(f + ".") for f in refused)]
     assert loaded == []
+
+
+@pytest.mark.parametrize("name", HANDLER_MODULES)
+def test_importing_a_handler_loads_no_adapter(name):
+    # The runtime builds each adapter the first time a function asks for it (issue 29):
+    # the import loads none, and an invocation loads the ones it uses.
+    modules = _modules_after_importing(name)
+    adapters = {m for m in modules if m.startswith("snapledger.adapters.")}
+    assert adapters <= {"snapledger.adapters.access_denied", *EVENT_DECODERS.get(name, ())}
 
 
 @pytest.mark.parametrize("name", HANDLER_MODULES)
@@ -114,6 +132,17 @@ def test_a_handler_file_builds_no_client_of_its_own(name):
     assert not {m for m in imported if m.split(".")[0] in ("boto3", "botocore")}
     handlers = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "handler"]
     assert len(handlers) == 1
+
+
+def _modules_after_importing(name: str) -> list[str]:
+    """``sys.modules`` of a fresh interpreter, with a function's environment, once it has
+    imported the handler ``functions.<name>``."""
+    script = f"import json, sys; import functions.{name}; print(json.dumps(sorted(sys.modules)))"
+    env = {**_base_env(), **POWERTOOLS_ENV}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env
+    )
+    return json.loads(done.stdout)
 
 
 def _base_env() -> dict[str, str]:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -15,6 +19,7 @@ from snapledger.core.job_sizing import Capacity
 from snapledger.errors import InvalidRequestError
 from snapledger.local.clients import local_dynamodb_client
 from snapledger.runtime import (
+    Runtime,
     build_runtime,
     reset_runtime,
     runtime,
@@ -103,7 +108,10 @@ def test_an_injected_runtime_wins_until_reset(monkeypatch, tmp_path):
     # Given no settings at all, and a runtime of the test's own
     monkeypatch.delenv(ENV_TABLE, raising=False)
     built = build_runtime(LedgerSettings(table="injected", root=tmp_path.as_uri()))
-    injected = dataclasses.replace(built, store=FileObjectStore(tmp_path), clock=ManualClock())
+    injected = Runtime(
+        **{f.name: getattr(built, f.name) for f in dataclasses.fields(Runtime)}
+        | {"store": FileObjectStore(tmp_path), "clock": ManualClock()}
+    )
     # When it is injected, it is what every caller gets
     use_runtime(injected)
     assert runtime() is injected
@@ -132,3 +140,74 @@ def test_a_job_starting_function_sizes_jobs_within_the_capacity_it_is_given(tmp_
     runner = build_runtime(settings).runner
     assert isinstance(runner, EmrServerlessRunner)
     assert runner.capacity == (Capacity(**capacity) if capacity else None)
+
+
+def test_a_function_builds_only_the_collaborators_it_asks_for(tmp_path):
+    # Given a deployed function's environment (a job runner, an S3 root, both queues)
+    env = {
+        **os.environ,
+        ENV_TABLE: "ledger",
+        ENV_ROOT: "s3://snapshots-bucket/team",
+        "SNAPLEDGER_EMR_APPLICATION_ID": "app",
+        "SNAPLEDGER_EMR_JOB_ROLE_ARN": "arn:aws:iam::123456789012:role/job",
+        "SNAPLEDGER_JOB_ENTRYPOINT": "s3://code/entry.py",
+        "SNAPLEDGER_GC_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/1/gc",
+        "SNAPLEDGER_REGISTRATION_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/1/reg",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+    }
+    script = (
+        "import boto3, json, sys\n"
+        "made = []\n"
+        "real = boto3.client\n"
+        "boto3.client = lambda service, **kw: made.append(service) or real(service, **kw)\n"
+        "from snapledger.runtime import runtime\n"
+        "rt = runtime()\n"
+        "first = list(made)\n"
+        "rt.ledger, rt.streams, rt.jobs\n"
+        "print(json.dumps({'first': first, 'made': made, 'modules': sorted(sys.modules)}))\n"
+    )
+    # When it asks for its runtime, then for the ledger, the stream logs and the jobs
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env
+    )
+    seen = json.loads(done.stdout)
+    # Then runtime() built no client, and the three share one DynamoDB client
+    assert seen["first"] == []
+    assert seen["made"] == ["dynamodb"]
+    # And the adapters it did not ask for were never loaded
+    for module in (
+        "snapledger.adapters.emr_serverless",
+        "snapledger.adapters.sqs_gc_shards",
+        "snapledger.adapters.sqs_registration_queue",
+        "snapledger.adapters.object_store_s3",
+        "snapledger.gc_settings",
+    ):
+        assert module not in seen["modules"]
+    assert "snapledger.adapters.dynamodb_ledger" in seen["modules"]
+
+
+def test_every_collaborator_is_built_from_the_settings_when_asked_for(monkeypatch):
+    # Given every setting a function may have
+    settings = JobSettings(
+        table="ledger",
+        root="s3://snapshots-bucket/team",
+        emr_application_id="app",
+        emr_job_role_arn="arn:aws:iam::123456789012:role/job",
+        job_entrypoint="s3://code/entry.py",
+        registration_queue_url="https://sqs.eu-west-1.amazonaws.com/1/reg",
+    )
+    monkeypatch.setenv("SNAPLEDGER_GC_QUEUE_URL", "https://sqs.eu-west-1.amazonaws.com/1/gc")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    rt = build_runtime(settings)
+    # When each field is asked for, Then it is the adapter the settings describe, built once
+    built = {f.name: getattr(rt, f.name) for f in dataclasses.fields(rt)}
+    assert {f.name: getattr(rt, f.name) for f in dataclasses.fields(rt)} == built
+    assert all(built[name] is getattr(rt, name) for name in built)
+    assert type(built["runner"]).__name__ == "EmrServerlessRunner"
+    assert type(built["gc_shards"]).__name__ == "SqsShardQueue"
+    assert type(built["registration_queue"]).__name__ == "SqsRegistrationQueue"
+    assert built["holds"] is None and built["event_archive"] is None
+    assert built["gc"].gc_queue_url == "https://sqs.eu-west-1.amazonaws.com/1/gc"
+    # And the DynamoDB adapters share one client
+    clients = {id(built[n].client) for n in ("ledger", "jobs", "lineages", "policies", "streams")}
+    assert len(clients) == 1

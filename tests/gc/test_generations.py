@@ -13,7 +13,7 @@ from snapledger.gc_settings import GcConfig
 from snapledger.models.generations import GenerationStatus, ProtectedGenerations
 from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus
 from snapledger.models.policy import RetentionPolicy
-from snapledger.services import generations
+from snapledger.services import generation_reads, generations
 from snapledger.services.gc import run_gc
 from snapledger.services.policies import set_policy
 from snapledger.services.registration import register_manifest
@@ -126,10 +126,12 @@ def test_a_run_fails_an_overdue_generation_and_a_dry_run_does_not(ledger, store,
     register_manifest(key, ledger=ledger, store=store, clock=clock, streams=streams)
     clock.advance(timedelta(minutes=11))
     assert run_gc(deps, dry_run=True).to_dict()["generations_failed"] == []
-    assert generations.get_generation(streams, "orders", 1).status is GenerationStatus.REQUESTED
+    assert (
+        generation_reads.get_generation(streams, "orders", 1).status is GenerationStatus.REQUESTED
+    )
     report = run_gc(deps).to_dict()
     assert report["generations_failed"] == [{"stream": "orders", "generation": 1, "missing": [1]}]
     assert report["counts"]["generations_failed"] == 1
-    failed = generations.get_generation(streams, "orders", 1)
+    failed = generation_reads.get_generation(streams, "orders", 1)
     assert failed.status is GenerationStatus.FAILED and failed.failure_cause.value == "deadline"
     assert streams.get_head("orders").open_generation is None

@@ -12,7 +12,7 @@ import pytest
 from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
 from snapledger.models.events import StreamSnapshotMemberCounted, StreamSnapshotRequested
 from snapledger.models.generations import GenerationStatus
-from snapledger.services import generations
+from snapledger.services import generation_reads, generations
 from snapledger.services.registration import Outcome, register_manifest
 from tests.support import write_snapshot
 
@@ -61,7 +61,7 @@ def test_a_request_committing_between_the_head_read_and_the_commit_is_seen(
     assert racing.loads >= 2
     assert answer.outcome is Outcome.BECAME_LATEST
     assert (answer.generation_counted, answer.generation_reason) == (True, "counted")
-    record = generations.get_generation(streams, STREAM, 1)
+    record = generation_reads.get_generation(streams, STREAM, 1)
     assert record.status is GenerationStatus.REQUESTED and set(record.members) == {0}
     events = streams.list_events(STREAM, limit=10).items
     assert [type(e) for e in events] == [StreamSnapshotRequested, StreamSnapshotMemberCounted]
@@ -87,7 +87,7 @@ def test_a_registration_before_the_request_never_answers_counted_when_it_did_not
     assert again.generation_counted is False
     assert again.generation_reason != "counted"
     assert "requested after this snapshot registered" in again.generation_reason
-    assert set(generations.get_generation(streams, STREAM, 1).members) == set()
+    assert set(generation_reads.get_generation(streams, STREAM, 1).members) == set()
 
 
 def test_a_registration_that_did_not_count_commits_without_creating_the_stream_head(

@@ -16,7 +16,7 @@ from snapledger.clock import ManualClock
 from snapledger.models.events import StreamSnapshotCompleted, StreamSnapshotMemberCounted
 from snapledger.models.generations import GenerationStatus
 from snapledger.models.ledger import LineageId
-from snapledger.services import generations
+from snapledger.services import generation_reads, generations
 from snapledger.services.registration import register_manifest
 from tests.support import moto_ledger, write_snapshot
 
@@ -138,7 +138,7 @@ def _check(ledger, streams, model: dict[int, ModelGeneration]) -> None:
     events = streams.list_events(STREAM, limit=1000).items if model else []
     assert [e.seq for e in events] == list(range(1, len(events) + 1)), "stream log has a gap"
     for number, expected in model.items():
-        record = generations.get_generation(streams, STREAM, number)
+        record = generation_reads.get_generation(streams, STREAM, number)
         assert record.status is GenerationStatus(expected.status)
         assert set(record.members) == expected.counted
         counted = [

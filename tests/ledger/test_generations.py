@@ -18,7 +18,7 @@ from snapledger.models.events import (
 from snapledger.models.generations import GenerationStatus
 from snapledger.models.ledger import LineageId, snapshot_sort_key
 from snapledger.models.pointer import GenerationPointer
-from snapledger.services import generations
+from snapledger.services import generation_reads, generations
 from snapledger.services.registration import (
     Outcome,
     RegistrationFailed,
@@ -64,7 +64,7 @@ def test_a_generation_completes_when_every_member_has_counted(ledger, streams, s
     assert [a.outcome for a in answers] == [Outcome.BECAME_LATEST] * 3
     assert [a.generation_counted for a in answers] == [True, True, True]
     assert [a.generation_completed for a in answers] == [None, None, True]
-    record = generations.get_generation(streams, STREAM, g)
+    record = generation_reads.get_generation(streams, STREAM, g)
     assert record.status is GenerationStatus.COMPLETED
     assert [(m.partition, m.lsn, m.offsets) for m in record.member_list()] == [
         (0, 100, {"t": 100}),
@@ -101,7 +101,7 @@ def test_a_snapshot_below_the_minimum_is_recorded_but_does_not_count(ledger, str
     assert "LSN 400 is below generation 1's minimum 500 for partition 0" in (
         answer.generation_reason
     )
-    record = generations.get_generation(streams, STREAM, g)
+    record = generation_reads.get_generation(streams, STREAM, g)
     assert record.status is GenerationStatus.REQUESTED and record.missing == (0, 1)
     # a later one at the minimum counts
     later = register(member(store, 0, 500, g), ledger, streams, store, clock)
@@ -142,7 +142,7 @@ def test_a_newer_request_supersedes_an_open_one(ledger, streams, store, clock):
     register(member(store, 0, 100, first), ledger, streams, store, clock)
     second = request(streams, clock, partitions=(0, 1))
     assert second == first + 1
-    old = generations.get_generation(streams, STREAM, first)
+    old = generation_reads.get_generation(streams, STREAM, first)
     assert old.status is GenerationStatus.FAILED
     assert (old.failure_cause.value, old.superseded_by, old.missing) == ("superseded", 2, (1,))
     late = register(member(store, 1, 100, first), ledger, streams, store, clock)
@@ -157,7 +157,7 @@ def test_past_the_deadline_the_generation_fails_naming_the_missing(ledger, strea
     g = request(streams, clock, partitions=(0, 1, 2), deadline=clock.now() + timedelta(minutes=5))
     register(member(store, 1, 100, g), ledger, streams, store, clock)
     clock.advance(timedelta(minutes=6))
-    assert generations.get_generation(streams, STREAM, g).overdue(clock.now())
+    assert generation_reads.get_generation(streams, STREAM, g).overdue(clock.now())
     failed = generations.fail_overdue(streams, STREAM, clock=clock)
     assert failed is not None and failed.status is GenerationStatus.FAILED
     assert failed.missing == (0, 2)
@@ -171,7 +171,7 @@ def test_a_registration_past_the_deadline_fails_the_generation(ledger, streams, 
     answer = register(member(store, 0, 100, g), ledger, streams, store, clock)
     assert answer.outcome is Outcome.BECAME_LATEST and answer.generation_counted is False
     assert "had failed" in answer.generation_reason
-    assert generations.get_generation(streams, STREAM, g).status is GenerationStatus.FAILED
+    assert generation_reads.get_generation(streams, STREAM, g).status is GenerationStatus.FAILED
 
 
 def test_requests_are_idempotent_and_refuse_bad_input(ledger, streams, clock):
@@ -190,7 +190,7 @@ def test_requests_are_idempotent_and_refuse_bad_input(ledger, streams, clock):
     with pytest.raises(InvalidRequestError, match="1 to 64 partitions"):
         request(streams, clock, partitions=range(65))
     with pytest.raises(NotFoundError, match="no generation 7"):
-        generations.get_generation(streams, STREAM, 7)
+        generation_reads.get_generation(streams, STREAM, 7)
 
 
 def test_a_failed_generation_goes_with_the_ttl_window_a_completed_one_stays(
@@ -222,7 +222,7 @@ def test_generations_list_newest_first(ledger, streams, clock):
     assert [g.generation for g in page.items] == [3, 2]
     rest = streams.list_generations(STREAM, limit=2, cursor=page.cursor)
     assert [g.generation for g in rest.items] == [1]
-    assert generations.current_generation(streams, STREAM).generation == 3
+    assert generation_reads.current_generation(streams, STREAM).generation == 3
 
 
 GENERATION_JSON = "snapshots/orders/generation.json"
@@ -284,7 +284,7 @@ def test_a_crash_before_generation_json_is_repaired_by_the_redelivery(
         [key], ledger=ledger, store=crashing, clock=clock, streams=streams
     )
     assert isinstance(failed, RegistrationFailed)  # retried by its queue
-    assert generations.get_generation(streams, STREAM, g).status is GenerationStatus.COMPLETED
+    assert generation_reads.get_generation(streams, STREAM, g).status is GenerationStatus.COMPLETED
     assert generation_json(store) is None
     crashing.crash = False
     [again] = register_manifests([key], ledger=ledger, store=crashing, clock=clock, streams=streams)

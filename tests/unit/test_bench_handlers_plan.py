@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.bench_handlers import import_plan, library_import_names
+from bench.bench_handlers import collaborators, import_plan, library_import_names
 
 
 def test_the_plan_counts_modules_loaded_through_importlib_as_libraries():
@@ -17,3 +17,13 @@ def test_the_plan_counts_modules_loaded_through_importlib_as_libraries():
     everything = plan["libraries"] + plan["snapledger"]
     assert len(everything) == len(set(everything))
     assert plan["handler"] == "functions.query"
+
+
+def test_first_use_builds_the_collaborators_the_function_asks_for():
+    # Given query's plan: its entrypoint reads the ledger, the stream logs and the jobs
+    plan = import_plan("query", library_import_names())
+    # When the collaborators its first invocations build are listed
+    used = collaborators(plan)
+    # Then they are the ones its entrypoint names, and not those it never asks for
+    assert {"ledger", "streams", "jobs", "clock"} <= set(used)
+    assert not {"runner", "store", "gc_shards", "registration_queue"} & set(used)

@@ -40,7 +40,7 @@ from snapledger.models.requests import (
     StreamSnapshotRequest,
 )
 from snapledger.runtime import Runtime
-from snapledger.services.generations import describe as describe_generation
+from snapledger.services.generation_reads import describe as describe_generation
 from snapledger.services.generations import request_stream_snapshot
 from snapledger.services.launch import LaunchDeps, launch
 

@@ -29,7 +29,7 @@ from snapledger.models.events import LedgerEvent, StreamEvent
 from snapledger.models.ledger import LineageId
 from snapledger.ports import MAX_PAGE, Page
 from snapledger.runtime import Runtime
-from snapledger.services import generations, queries
+from snapledger.services import generation_reads, queries
 
 SUBJECT = "query"
 INVALID_METRIC = "Query_invalid"
@@ -284,10 +284,10 @@ class GenerationsQuery(QueryPayload):
 @query_action(GenerationQuery)
 def answer_generation(request: GenerationQuery, rt: Runtime) -> dict[str, Any]:
     if request.generation is None:
-        found = generations.current_generation(rt.streams, request.stream)
+        found = generation_reads.current_generation(rt.streams, request.stream)
     else:
-        found = generations.get_generation(rt.streams, request.stream, request.generation)
-    return {"generation": generations.describe(found, rt.clock.now())}
+        found = generation_reads.get_generation(rt.streams, request.stream, request.generation)
+    return {"generation": generation_reads.describe(found, rt.clock.now())}
 
 
 @query_action(GenerationsQuery)
@@ -295,6 +295,6 @@ def answer_generations(request: GenerationsQuery, rt: Runtime) -> dict[str, Any]
     page = rt.streams.list_generations(request.stream, limit=request.limit, cursor=request.cursor)
     now = rt.clock.now()
     return {
-        "generations": [generations.describe(g, now) for g in page.items],
+        "generations": [generation_reads.describe(g, now) for g in page.items],
         "cursor": page.cursor,
     }

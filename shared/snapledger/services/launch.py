@@ -46,7 +46,7 @@ from snapledger.ports import (
     ObjectStore,
     StreamLogStore,
 )
-from snapledger.services import generations, queries
+from snapledger.services import generation_reads, queries
 from snapledger.services.commands import execute
 from snapledger.services.job_state import base_keys, record_on_lineages, update_job
 
@@ -254,7 +254,7 @@ def _generation_of(request: LaunchRequest, deps: LaunchDeps) -> StreamGeneration
     if deps.streams is None:
         raise TypeError("launch needs LaunchDeps.streams to restore a generation")
     number = request.from_.generation
-    generation = generations.get_generation(deps.streams, request.stream, number)
+    generation = generation_reads.get_generation(deps.streams, request.stream, number)
     if generation.status is not GenerationStatus.COMPLETED:
         why = f": {generation.failure_reason}" if generation.failure_reason else ""
         raise InvalidRequestError(
