@@ -26,6 +26,12 @@ request is sent here). ``collaborators.<name>`` lists them.
 each decomposition process (all three parts measured in one interpreter): steadier on a
 busy machine. ``slowest_modules.<name>`` names the five costliest first-party modules.
 
+``handler_import_overhead_instructions.<name>`` is the same ratio in instructions, counted
+by valgrind's cachegrind (when ``valgrind`` is installed): the handler's import on top of
+its libraries ÷ the libraries' import, the interpreter's start taken off both. It does
+not move with the machine's load, so it tells a change's effect from noise; it is not
+time (a module can cost more instructions than another and less time).
+
 Times are CPU time (``time.process_time``), not wall time: imports are CPU-bound once
 the files are cached, and CPU time does not count the waits of a busy shared machine.
 
@@ -43,6 +49,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -62,7 +69,7 @@ FUNCTION_LAYER = ("functions", "snapledger.entrypoints", "snapledger.runtime")
 ENV = {
     "POWERTOOLS_SERVICE_NAME": "snapledger",
     "POWERTOOLS_METRICS_NAMESPACE": "Snapledger",
-    # For ``first_runtime_ms``: what a deployed function is given. Building the runtime
+    # For ``first_use_ms``: what a deployed function is given. Building its collaborators
     # builds clients and calls nothing: the credentials are placeholders, never used.
     "SNAPLEDGER_TABLE": "snapledger-bench",
     "SNAPLEDGER_ROOT": "s3://snapledger-bench",
@@ -146,9 +153,62 @@ def run(config: Any) -> dict[str, object]:
         figures[f"snapledger_ms.{name}"] = statistics.median(snapledger_s) * 1000
         figures[f"function_layer_ms.{name}"] = statistics.median(p["layer"] for p in parts) * 1000
         figures[f"slowest_modules.{name}"] = ", ".join(f"{m} {s * 1000:.0f}" for m, s in slowest)
+        counted = instruction_overhead(plan_file)
+        if counted is not None:
+            figures[f"handler_import_overhead_instructions.{name}"] = counted
     figures["handler_import_overhead_max"] = max(ratios.values())
     figures["handler_import_overhead_target"] = TARGET
     return figures
+
+
+#: Imports a plan's libraries, then (given a second argument) its handler.
+_LOAD_PLAN = (
+    "import importlib, json, sys\n"
+    "plan = json.load(open(sys.argv[1]))\n"
+    "for module in plan['libraries'] if len(sys.argv) > 2 else []:\n"
+    "    try:\n"
+    "        importlib.import_module(module)\n"
+    "    except Exception:\n"
+    "        pass\n"
+    "if sys.argv[2:] == ['handler']:\n"
+    "    importlib.import_module(plan['handler'])\n"
+)
+
+
+def instruction_overhead(plan_file: Path) -> float | None:
+    """(libraries + handler) ÷ libraries in instructions, each less the interpreter's
+    start; None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    start = instructions(_LOAD_PLAN, str(plan_file))
+    libraries = instructions(_LOAD_PLAN, str(plan_file), "libraries") - start
+    handler = instructions(_LOAD_PLAN, str(plan_file), "handler") - start
+    return handler / libraries
+
+
+def instructions(script: str, *args: str) -> int:
+    """Instructions a fresh interpreter runs for ``script`` (cachegrind's ``I refs``)."""
+    done = subprocess.run(
+        [
+            "valgrind",
+            "--tool=cachegrind",
+            "--cache-sim=no",
+            "--cachegrind-out-file=/dev/null",
+            sys.executable,
+            "-c",
+            script,
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**_env(), "PYTHONHASHSEED": "0"},
+        cwd=REPO_ROOT,
+    )
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if found is None:
+        raise RuntimeError(f"cachegrind printed no instruction count:\n{done.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
 
 
 def handler_modules() -> list[str]:

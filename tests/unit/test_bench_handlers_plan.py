@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from bench.bench_handlers import collaborators, import_plan, library_import_names
+import json
+import shutil
+
+import pytest
+
+from bench.bench_handlers import (
+    collaborators,
+    import_plan,
+    instruction_overhead,
+    library_import_names,
+)
 
 
 def test_the_plan_counts_modules_loaded_through_importlib_as_libraries():
@@ -27,3 +37,16 @@ def test_first_use_builds_the_collaborators_the_function_asks_for():
     # Then they are the ones its entrypoint names, and not those it never asks for
     assert {"ledger", "streams", "jobs", "clock"} <= set(used)
     assert not {"runner", "store", "gc_shards", "registration_queue"} & set(used)
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind counts the instructions")
+def test_the_instruction_ratio_is_what_the_handler_adds_to_its_libraries(tmp_path):
+    # Given a plan whose "libraries" are json and whose "handler" is email.message
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"libraries": ["json"], "handler": "email.message"}))
+    # When the instructions are counted
+    ratio = instruction_overhead(plan)
+    # Then the handler's import shows as a ratio above 1 (email.message loads far more
+    # than json), the same on a second count (instructions do not move with the load)
+    assert ratio is not None and ratio > 1.5
+    assert instruction_overhead(plan) == pytest.approx(ratio, rel=0.01)
