@@ -176,7 +176,10 @@ class ComposedRuntime(Runtime):
     attribute of the subclass, so it is found before the field's default): once built,
     it is the instance's own value, as a field is. Two threads asking at once may both
     build it; one is kept, which is harmless for these objects (a client, an adapter).
+    ``dataclasses.replace`` needs a plain ``Runtime``: build one from the fields.
     """
+
+    settings: LedgerSettings
 
     def __init__(self, settings: LedgerSettings) -> None:
         # Not the dataclass __init__: nothing is built until asked for.
@@ -185,8 +188,6 @@ class ComposedRuntime(Runtime):
             # Set only on the functions that hold objects: a store that cannot hold is a
             # misconfiguration they report at once, not at their first hold.
             self.holds  # noqa: B018 - built for its check
-
-    settings: LedgerSettings
 
     @cached_property
     def ledger(self) -> Ledger:
