@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -176,7 +176,7 @@ class ComposedRuntime(Runtime):
     attribute of the subclass, so it is found before the field's default): once built,
     it is the instance's own value, as a field is. Two threads asking at once may both
     build it; one is kept, which is harmless for these objects (a client, an adapter).
-    ``dataclasses.replace`` needs a plain ``Runtime``: build one from the fields.
+    ``dataclasses.replace`` needs a plain ``Runtime``: ``replaced`` makes one.
     """
 
     settings: LedgerSettings
@@ -304,6 +304,14 @@ class ComposedRuntime(Runtime):
     @cached_property
     def _window(self) -> timedelta | None:
         return ttl_window(self.settings)
+
+
+def replaced(rt: Runtime, **changes: Any) -> Runtime:
+    """``dataclasses.replace`` for any runtime, a composed one included: a plain ``Runtime``
+    with ``changes`` in place of those collaborators and the others taken from ``rt`` (a
+    composed runtime builds them now). An unknown name is a TypeError, as for replace."""
+    kept = {f.name: getattr(rt, f.name) for f in fields(Runtime) if f.name not in changes}
+    return Runtime(**kept, **changes)
 
 
 def _event_archive(settings: LedgerSettings) -> EventArchive | None:

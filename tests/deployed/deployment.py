@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
@@ -27,7 +27,7 @@ from snapledger.adapters.object_store_s3 import S3ObjectStore
 from snapledger.adapters.table_definition import create_table_request
 from snapledger.clock import Clock
 from snapledger.gc_settings import ENV_GC_QUEUE_URL
-from snapledger.runtime import reset_runtime, runtime, runtime_override
+from snapledger.runtime import replaced, reset_runtime, runtime, runtime_override
 from tests.deployed.iam_emulation import ACCOUNT, PARTITION, REGION, table_arn
 from tests.functions.support import POWERTOOLS_ENV, FakeLambdaContext, sqs_event
 from tests.infra.conftest import Synthesized
@@ -310,7 +310,7 @@ class EmulatedDeployment:
             reset_runtime()
             built = runtime()  # the clients, from the environment, as on a cold start
             if clock is not None:
-                built = replace(built, clock=clock)
+                built = replaced(built, clock=clock)
             with runtime_override(built):
                 answer: dict[str, Any] = handler(event, context)
         return answer

@@ -21,6 +21,7 @@ from snapledger.local.clients import local_dynamodb_client
 from snapledger.runtime import (
     Runtime,
     build_runtime,
+    replaced,
     reset_runtime,
     runtime,
     runtime_override,
@@ -108,10 +109,7 @@ def test_an_injected_runtime_wins_until_reset(monkeypatch, tmp_path):
     # Given no settings at all, and a runtime of the test's own
     monkeypatch.delenv(ENV_TABLE, raising=False)
     built = build_runtime(LedgerSettings(table="injected", root=tmp_path.as_uri()))
-    injected = Runtime(
-        **{f.name: getattr(built, f.name) for f in dataclasses.fields(Runtime)}
-        | {"store": FileObjectStore(tmp_path), "clock": ManualClock()}
-    )
+    injected = replaced(built, store=FileObjectStore(tmp_path), clock=ManualClock())
     # When it is injected, it is what every caller gets
     use_runtime(injected)
     assert runtime() is injected
@@ -211,3 +209,18 @@ def test_every_collaborator_is_built_from_the_settings_when_asked_for(monkeypatc
     # And the DynamoDB adapters share one client
     clients = {id(built[n].client) for n in ("ledger", "jobs", "lineages", "policies", "streams")}
     assert len(clients) == 1
+
+
+def test_replaced_takes_a_composed_runtime_and_keeps_what_it_does_not_change(tmp_path):
+    # Given a runtime composed from settings, nothing built yet
+    built = build_runtime(LedgerSettings(table="ledger", root=tmp_path.as_uri()))
+    clock = ManualClock()
+    # When its clock is replaced
+    changed = replaced(built, clock=clock)
+    # Then it is a plain Runtime with that clock and the composed one's other collaborators
+    assert type(changed) is Runtime
+    assert changed.clock is clock
+    assert changed.ledger is built.ledger and changed.store is built.store
+    # And an unknown collaborator is refused, as dataclasses.replace refuses it
+    with pytest.raises(TypeError):
+        replaced(built, ledgr=None)
