@@ -18,35 +18,63 @@ from snapledger.settings import LedgerSettings, settings_from_env
 from tests.functions.support import POWERTOOLS_ENV
 from tests.functions.test_imports import HANDLER_MODULES
 
-# A function validates one of LedgerSettings/JobSettings and GcConfig at its first
-# ``runtime()``; GcSettings only in tests. None is built while the handler is imported.
-SETTINGS_CLASSES = (
-    "snapledger.settings.LedgerSettings",
-    "snapledger.settings.JobSettings",
-    "snapledger.gc_settings.GcConfig",
-    "snapledger.gc_settings.GcSettings",
+# Lists, in a fresh interpreter that has imported a handler, every first-party pydantic
+# model and module-level TypeAdapter whose validator is already built.
+_BUILT_VALIDATORS = (
+    "import sys\n"
+    "from pydantic import BaseModel, TypeAdapter\n"
+    "import functions.{name}\n"
+    "def first_party(module):\n"
+    "    return module.split('.')[0] in ('snapledger', 'functions')\n"
+    "def subclasses(cls):\n"
+    "    for sub in cls.__subclasses__():\n"
+    "        yield sub\n"
+    "        yield from subclasses(sub)\n"
+    "built = {{f'{{c.__module__}}.{{c.__qualname__}}' for c in subclasses(BaseModel)\n"
+    "         if first_party(c.__module__) and c.__pydantic_complete__}}\n"
+    "for name, module in list(sys.modules.items()):\n"
+    "    if first_party(name):\n"
+    "        for attr, value in vars(module).items():\n"
+    "            if isinstance(value, TypeAdapter) and value.pydantic_complete:\n"
+    "                built.add(f'{{name}}.{{attr}}')\n"
+    "print('\\n'.join(sorted(built)))\n"
 )
 
 
 @pytest.mark.parametrize("name", HANDLER_MODULES)
-def test_importing_a_handler_builds_no_settings_validator(name):
+def test_importing_a_handler_builds_no_validator(name):
     # Given a fresh interpreter with the function's environment
-    script = (
-        "import importlib, json, sys\n"
-        f"import functions.{name}\n"
-        "built = {}\n"
-        f"for path in {list(SETTINGS_CLASSES)!r}:\n"
-        "    module, _, cls = path.rpartition('.')\n"
-        "    built[path] = getattr(importlib.import_module(module), cls).__pydantic_complete__\n"
-        "print(json.dumps(built))\n"
-    )
     env = {**os.environ, **POWERTOOLS_ENV}
     # When the handler module is imported
     done = subprocess.run(
+        [sys.executable, "-c", _BUILT_VALIDATORS.format(name=name)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    # Then no model (settings included) and no union adapter has built its validator: each
+    # is built when the function first validates with it (``defer_build``)
+    assert done.stdout.split() == []
+
+
+def test_the_validator_check_sees_a_model_built_at_import(tmp_path):
+    # Given a first-party module whose model is not deferred, imported with a handler
+    package = tmp_path / "snapledger_planted"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "from pydantic import BaseModel\nclass Eager(BaseModel):\n    x: int\n"
+    )
+    script = _BUILT_VALIDATORS.format(name="query").replace(
+        "import functions.query\n", "import functions.query, snapledger_planted\n"
+    ).replace("('snapledger', 'functions')", "('snapledger', 'functions', 'snapledger_planted')")
+    env = {**os.environ, **POWERTOOLS_ENV, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.getcwd()}"}
+    # When the check runs
+    done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env
     )
-    # Then no settings class has built its validator yet
-    assert json.loads(done.stdout) == dict.fromkeys(SETTINGS_CLASSES, False)
+    # Then it names the eager model
+    assert done.stdout.split() == ["snapledger_planted.Eager"]
 
 
 def test_deferred_settings_still_validate_on_first_use():

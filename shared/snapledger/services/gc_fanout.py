@@ -17,10 +17,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from snapledger.errors import SnapledgerError
 from snapledger.layout import STREAM_PATTERN
+from snapledger.models.base import Frozen
 from snapledger.models.ledger import Head, LineageId
 from snapledger.ports import Ledger, ShardQueue
 from snapledger.services.gc_deps import Budget
@@ -31,17 +32,13 @@ MAX_SHARD_SIZE = 500  # 500 lineages of the longest names stay far under SQS's 2
 SHARD_KIND = "snapledger.gc-shard"
 
 
-class ShardLineage(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ShardLineage(Frozen):
     stream: str = Field(pattern=f"^{STREAM_PATTERN}$")
     partition: int = Field(ge=0)
 
 
-class GcShard(BaseModel):
+class GcShard(Frozen):
     """One message: the lineages a worker runs GC over, and the run that sent them."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["snapledger.gc-shard"] = "snapledger.gc-shard"
     run_id: str = Field(min_length=1, max_length=64)
