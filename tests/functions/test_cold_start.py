@@ -65,9 +65,11 @@ def test_the_validator_check_sees_a_model_built_at_import(tmp_path):
     (package / "__init__.py").write_text(
         "from pydantic import BaseModel\nclass Eager(BaseModel):\n    x: int\n"
     )
-    script = _BUILT_VALIDATORS.format(name="query").replace(
-        "import functions.query\n", "import functions.query, snapledger_planted\n"
-    ).replace("('snapledger', 'functions')", "('snapledger', 'functions', 'snapledger_planted')")
+    script = (
+        _BUILT_VALIDATORS.format(name="query")
+        .replace("import functions.query\n", "import functions.query, snapledger_planted\n")
+        .replace("('snapledger', 'functions')", "('snapledger', 'functions', 'snapledger_planted')")
+    )
     env = {**os.environ, **POWERTOOLS_ENV, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.getcwd()}"}
     # When the check runs
     done = subprocess.run(
