@@ -108,8 +108,14 @@ _DECOMPOSE = _PRELUDE + (
     "        pass\n"
     "    return time.process_time() - t\n"
     "libraries = sum(load(m) for m in plan['libraries'])\n"
-    "own = {m: load(m) for m in plan['snapledger']}\n"
-    "layer = load(plan['handler'])\n"
+    # First-party modules in the order the handler finished them: the function layer's
+    # (``functions._startup`` freezes the libraries before snapledger loads) where they were.
+    "own, layer = {}, 0.0\n"
+    "for m in plan['first_party']:\n"
+    "    if m in plan['layer']:\n"
+    "        layer += load(m)\n"
+    "    else:\n"
+    "        own[m] = load(m)\n"
     "print(json.dumps({'libraries': libraries, 'own': own, 'layer': layer}))\n"
 )
 
@@ -212,8 +218,9 @@ def instructions(script: str, *args: str) -> int:
 
 
 def handler_modules() -> list[str]:
-    """Every handler module: ``functions/*.py`` but the package's ``__init__``."""
-    return sorted(p.stem for p in FUNCTIONS_DIR.glob("*.py") if p.stem != "__init__")
+    """Every handler module: ``functions/*.py`` but the private ones (``__init__``,
+    ``_startup``)."""
+    return sorted(p.stem for p in FUNCTIONS_DIR.glob("*.py") if not p.stem.startswith("_"))
 
 
 def import_plan(name: str, library_roots: set[str]) -> dict[str, Any]:
@@ -258,6 +265,7 @@ def import_plan(name: str, library_roots: set[str]) -> dict[str, Any]:
         ],
         "handler": f"functions.{name}",
         "layer": [m for m, t in zip(finished, top, strict=True) if m.startswith(FUNCTION_LAYER)],
+        "first_party": [m for m, t in zip(finished, top, strict=True) if t in FIRST_PARTY],
     }
 
 

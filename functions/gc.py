@@ -15,6 +15,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
+import functions._startup  # noqa: F401  # before snapledger: see its docstring
 from snapledger.entrypoints.answers import Answer, invalid_payload
 from snapledger.entrypoints.gc import (
     INVALID_METRIC,

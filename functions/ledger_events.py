@@ -14,6 +14,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+import functions._startup  # noqa: F401  # before snapledger: see its docstring
 from snapledger.adapters import dynamodb_stream_records as records
 from snapledger.entrypoints.ledger_events import RecordFormat, publish_records
 

@@ -79,6 +79,40 @@ def test_the_validator_check_sees_a_model_built_at_import(tmp_path):
     assert done.stdout.split() == ["snapledger_planted.Eager"]
 
 
+_FREEZES = (
+    "import gc, json, sys\n"
+    "calls = []\n"
+    "freeze = gc.freeze\n"
+    "def recorded():\n"
+    "    loaded = {{m.split('.')[0] for m in sys.modules}}\n"
+    "    calls.append(sorted(loaded & {{'snapledger', 'aws_lambda_powertools', 'pydantic'}}))\n"
+    "    freeze()\n"
+    "gc.freeze = recorded\n"
+    "import functions.{name}\n"
+    "print(json.dumps({{'calls': calls, 'frozen': gc.get_freeze_count()}}))\n"
+)
+
+
+@pytest.mark.parametrize("name", HANDLER_MODULES)
+def test_a_handler_freezes_its_libraries_before_snapledger_loads(name):
+    # Given a fresh interpreter whose gc.freeze is recorded
+    env = {**os.environ, **POWERTOOLS_ENV}
+    # When the handler module is imported
+    done = subprocess.run(
+        [sys.executable, "-c", _FREEZES.format(name=name)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    # Then the objects were frozen once, after Powertools loaded and before any of snapledger
+    [loaded] = seen["calls"]
+    assert "aws_lambda_powertools" in loaded and "snapledger" not in loaded
+    # And that froze the libraries' many objects
+    assert seen["frozen"] > 10_000
+
+
 def test_deferred_settings_still_validate_on_first_use():
     # Given the environment a function is deployed with, a bad default policy in it
     env = {"SNAPLEDGER_TABLE": "ledger", "SNAPLEDGER_ROOT": "s3://bucket"}

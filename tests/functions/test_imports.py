@@ -13,7 +13,7 @@ import pytest
 from tests.functions.support import POWERTOOLS_ENV
 
 FUNCTIONS_DIR = Path(__file__).resolve().parents[2] / "functions"
-HANDLER_MODULES = sorted(p.stem for p in FUNCTIONS_DIR.glob("*.py") if p.stem != "__init__")
+HANDLER_MODULES = sorted(p.stem for p in FUNCTIONS_DIR.glob("*.py") if not p.stem.startswith("_"))
 # Never in a function: the data plane (pyspark, and pyarrow, which Lambda does not ship),
 # the parts of snapledger that the CDK app leaves out of the function code, test tools.
 FORBIDDEN = (
