@@ -35,6 +35,13 @@ time (a module can cost more instructions than another and less time).
 Times are CPU time (``time.process_time``), not wall time: imports are CPU-bound once
 the files are cached, and CPU time does not count the waits of a busy shared machine.
 
+The children run the Lambda runtime's Python (``infra/bytecode.py``'s ``LAMBDA_PYTHON``,
+found as synth finds it) in a virtual environment of their own (``.bench/work/handlers/
+python3.X``) holding snapledger's runtime dependencies at their locked versions
+(``uv export``), with snapledger from the sources: the interpreter the functions run, whose
+garbage collector and class creation cost differently from the project's. With no such
+Python they run this one, and ``handler_python`` says so.
+
 Every module, libraries' and snapledger's, is loaded from bytecode (compiled once, before
 the timed runs, into the run's own cache): the shape that ships, since the functions'
 code is deployed compiled for the Lambda runtime (infra/bytecode.py). Before that change
@@ -59,6 +66,8 @@ from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+from infra.bytecode import LAMBDA_PYTHON, lambda_interpreter
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FUNCTIONS_DIR = REPO_ROOT / "functions"
@@ -87,6 +96,9 @@ ENV = {
 }
 #: Where the children keep the bytecode they compile (``run`` sets it under its workdir).
 _BYTECODE = Path(".bench") / "handlers" / "bytecode"
+#: The children's Python (``run`` sets it: the Lambda runtime's, when there is one).
+_PYTHON = sys.executable
+UV = REPO_ROOT / "tools" / "project-uv"
 # Both timed scripts import the same helpers before the clock starts.
 _PRELUDE = "import importlib, json, sys, time\n"
 _TIME_HANDLER = _PRELUDE + (
@@ -121,12 +133,13 @@ _DECOMPOSE = _PRELUDE + (
 
 
 def run(config: Any) -> dict[str, object]:
-    global _BYTECODE  # noqa: PLW0603 - one bytecode folder per run, for every child
+    global _BYTECODE, _PYTHON  # noqa: PLW0603 - one folder, one interpreter, every child
     workdir = Path(config.workdir) / "handlers"
     workdir.mkdir(parents=True, exist_ok=True)
     _BYTECODE = workdir / "bytecode"
+    _PYTHON, described = lambda_python(workdir)
     roots = library_import_names()
-    figures: dict[str, object] = {}
+    figures: dict[str, object] = {"handler_python": described}
     ratios: dict[str, float] = {}
     for name in handler_modules():
         plan = import_plan(name, roots)  # which also compiles what it imports, once
@@ -200,7 +213,7 @@ def instructions(script: str, *args: str) -> int:
             "--tool=cachegrind",
             "--cache-sim=no",
             "--cachegrind-out-file=/dev/null",
-            sys.executable,
+            _PYTHON,
             "-c",
             script,
             *args,
@@ -215,6 +228,36 @@ def instructions(script: str, *args: str) -> int:
     if found is None:
         raise RuntimeError(f"cachegrind printed no instruction count:\n{done.stderr[-2000:]}")
     return int(found.group(1).replace(",", ""))
+
+
+def lambda_python(workdir: Path) -> tuple[str, str]:
+    """The children's interpreter and what to call it: the Lambda runtime's Python in a
+    virtual environment with the runtime dependencies at their locked versions (made once,
+    made again when the lock changes), else this process's."""
+    interpreter = lambda_interpreter()
+    here = "{}.{}".format(*sys.version_info[:2])
+    if interpreter is None:
+        return sys.executable, f"{here} (no Python {LAMBDA_PYTHON} found: not the runtime's)"
+    requirements = subprocess.run(
+        [UV, "export", "--frozen", "--no-default-groups", "--no-emit-project", "--no-hashes"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO_ROOT,
+    ).stdout
+    venv = (workdir / f"python{LAMBDA_PYTHON}").resolve()
+    python = venv / "bin" / "python"
+    made = venv / "requirements.txt"
+    if not made.is_file() or made.read_text() != requirements:
+        shutil.rmtree(venv, ignore_errors=True)
+        subprocess.run([UV, "venv", "-q", "--python", interpreter, venv], check=True)
+        (workdir / "requirements.txt").write_text(requirements)
+        subprocess.run(
+            [UV, "pip", "install", "-q", "--python", python, "-r", workdir / "requirements.txt"],
+            check=True,
+        )
+        made.write_text(requirements)
+    return str(python), f"{LAMBDA_PYTHON} (the Lambda runtime's)"
 
 
 def handler_modules() -> list[str]:
@@ -236,7 +279,7 @@ def import_plan(name: str, library_roots: set[str]) -> dict[str, Any]:
     """
     done = subprocess.run(
         [
-            sys.executable,
+            _PYTHON,
             "-X",
             "importtime",
             "-c",
@@ -315,7 +358,7 @@ def library_import_names() -> set[str]:
 
 def _python(script: str, *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-c", script, *args],
+        [_PYTHON, "-c", script, *args],
         capture_output=True,
         text=True,
         check=True,
@@ -331,4 +374,7 @@ def _env() -> dict[str, str]:
     libraries' wheels are installed compiled), whatever this shell says."""
     env = {**os.environ, **ENV, "PYTHONPYCACHEPREFIX": str(_BYTECODE)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    # snapledger from the sources (the functions' package holds them, not a distribution)
+    shared = str(REPO_ROOT / "shared")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [shared, env.get("PYTHONPATH")]))
     return env
