@@ -29,22 +29,6 @@ from snapledger.adapters.access_denied import report_access_denied
 from snapledger.clock import Clock, SystemClock
 from snapledger.errors import JobStartError
 from snapledger.layouts.lineage import NATIVE_ONLY, LayoutCatalog
-from snapledger.ports import (
-    FoundJobRun,
-    JobRunner,
-    JobRunSpec,
-    JobRunStatus,
-    JobStore,
-    Ledger,
-    LineageIndex,
-    ObjectHolds,
-    ObjectStore,
-    PolicyStore,
-    RegistrationQueue,
-    SegmentStore,
-    ShardQueue,
-    StreamLogStore,
-)
 from snapledger.settings import (
     ENV_EMR_APPLICATION_ID,
     JobSettings,
@@ -62,6 +46,22 @@ if TYPE_CHECKING:
     from snapledger.core.compaction_trigger import CompactionConfig
     from snapledger.core.job_sizing import Capacity
     from snapledger.gc_settings import GcConfig
+    from snapledger.ports import (
+        FoundJobRun,
+        JobRunner,
+        JobRunSpec,
+        JobRunStatus,
+        JobStore,
+        Ledger,
+        LineageIndex,
+        ObjectHolds,
+        ObjectStore,
+        PolicyStore,
+        RegistrationQueue,
+        SegmentStore,
+        ShardQueue,
+        StreamLogStore,
+    )
 
 
 # Retries: botocore's standard mode (jittered backoff, throttles included); the ledger
@@ -124,6 +124,9 @@ class NoJobRunner:
     def status(self, run_id: str) -> JobRunStatus:
         # Nothing to ask: callers keep what the event said (no reason is better than a
         # reason that describes this function's configuration instead of the job).
+        # Imported here: the jobs family's classes are created only when a function uses it.
+        from snapledger.ports.jobs import JobRunStatus
+
         return JobRunStatus(state="UNKNOWN", reason=None)
 
     def find_run(self, job_id: str, *, created_after: datetime) -> FoundJobRun | None:

@@ -40,6 +40,9 @@ NOT_USED_BY = {
         "snapledger.services.launch",
         "snapledger.layouts.restate",
         "snapledger.core.manifest_rules",
+        # nor the ports of objects and queues (snapledger.ports loads a family when used)
+        "snapledger.ports.objects",
+        "snapledger.ports.queues",
     ),
     "launch": (
         "snapledger.services.gc",
@@ -62,6 +65,9 @@ NOT_USED_BY = {
         "snapledger.services.restate_heal",
         "snapledger.layouts.restate",
         "snapledger.core.manifest_rules",
+        "snapledger.ports.jobs",
+        "snapledger.ports.objects",
+        "snapledger.ports.queues",
     ),
     "register": (
         "snapledger.services.gc",
