@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from snapledger.kafka_streams.seed_format import (
     MAX_KEY_BYTES,
     MAX_TASK_NUMBER,
+    MAX_VALUE_BYTES,
     SeedFormatError,
     SeedRecord,
     TaskId,
@@ -114,3 +115,19 @@ def test_checkpoint_reading_follows_offset_checkpoint_read():
     ]:
         with pytest.raises(SeedFormatError, match=message):
             parse_checkpoint(text)
+
+
+def test_the_doc_and_the_java_reader_state_the_same_bounds():
+    # docs/kafka-streams-format.md's record table, seed_format and SeedRecordReader.java agree
+    repo = Path(__file__).resolve().parents[2]
+    doc = (repo / "docs" / "kafka-streams-format.md").read_text()
+    java = (
+        repo / "kafka/seeder/src/main/java/dev/snapledger/kafka/seeder/SeedRecordReader.java"
+    ).read_text()
+    for name, value, java_expr, java_value in [
+        ("MAX_KEY_BYTES", MAX_KEY_BYTES, "1 << 20", 1 << 20),
+        ("MAX_VALUE_BYTES", MAX_VALUE_BYTES, "16 << 20", 16 << 20),
+    ]:
+        assert f"{value:,} (`{name}`)" in doc
+        assert f"static final int {name} = {java_expr};" in java
+        assert java_value == value
