@@ -54,3 +54,10 @@ schema: setup
 
 clean:
 	rm -rf .venv .local .bench cdk.out .pytest_cache .mypy_cache .ruff_cache
+
+# The Kafka Streams task-folder seeder (docs/kafka-streams-format.md), built with Maven:
+# kafka/seeder/target/kafka-seeder.jar and its lib/. Its own prerequisite line of setup.
+SEEDER_JAR := kafka/seeder/target/kafka-seeder.jar
+setup: $(SEEDER_JAR)
+$(SEEDER_JAR): kafka/seeder/pom.xml $(shell find kafka/seeder/src/main -name '*.java' 2>/dev/null)
+	mvn -q -f kafka/seeder/pom.xml -DskipTests package

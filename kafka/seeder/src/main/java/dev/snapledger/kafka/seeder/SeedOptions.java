@@ -1,0 +1,127 @@
+package dev.snapledger.kafka.seeder;
+
+import java.io.File;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.InvalidTopicException;
+import org.apache.kafka.common.internals.Topic;
+import org.apache.kafka.streams.errors.TaskIdFormatException;
+import org.apache.kafka.streams.processor.TaskId;
+
+/**
+ * The options of {@code seed} and {@code dump}, checked before anything is written: the task
+ * folder is {@code {state-dir}/{application-id}/{task}} and the changelog partition is the
+ * task's partition of {@code {application-id}-{store}-changelog} unless named.
+ */
+record SeedOptions(File stateDir, String applicationId, TaskId task, String store,
+                   TopicPartition changelog, Long offset, boolean timestamped,
+                   boolean legacyCheckpoint) {
+
+    private static final Set<String> SEED = Set.of("--state-dir", "--application-id", "--task",
+        "--store", "--changelog-topic", "--partition", "--offset", "--timestamped",
+        "--legacy-checkpoint");
+    private static final Set<String> DUMP = Set.of("--state-dir", "--application-id", "--task",
+        "--store", "--changelog-topic", "--partition", "--timestamped");
+
+    File applicationDir() {
+        return new File(stateDir, applicationId);
+    }
+
+    File taskFolder() {
+        return new File(applicationDir(), task.toString());
+    }
+
+    static SeedOptions parse(final String command, final List<String> args) throws SeedException {
+        final boolean seed = command.equals("seed");
+        final Set<String> known = seed ? SEED : DUMP;
+        final Map<String, String> given = new HashMap<>();
+        for (int i = 0; i < args.size(); i += 2) {
+            final String name = args.get(i);
+            if (!known.contains(name)) {
+                throw new SeedException(command + ": unknown option " + name + "; the options are "
+                    + String.join(" ", known.stream().sorted().toList()));
+            }
+            if (i + 1 >= args.size()) {
+                throw new SeedException(command + ": option " + name + " needs a value");
+            }
+            if (given.put(name, args.get(i + 1)) != null) {
+                throw new SeedException(command + ": option " + name + " is given twice");
+            }
+        }
+        final String applicationId = required(given, "--application-id");
+        if (!applicationId.matches("[a-zA-Z0-9._-]+")) {
+            throw new SeedException("--application-id " + applicationId + ": use letters, digits,"
+                + " '.', '_' and '-' (it names a folder and prefixes the changelog topics)");
+        }
+        final TaskId task = parseTask(required(given, "--task"));
+        final String store = required(given, "--store");
+        if (store.isEmpty() || ".checkpoint".startsWith(store) || store.contains("/")) {
+            throw new SeedException("--store " + store + ": not a store name (Kafka Streams refuses"
+                + " a name that is a prefix of \".checkpoint\"; a name holds no '/')");
+        }
+        final String topic = given.getOrDefault("--changelog-topic",
+            applicationId + "-" + store + "-changelog");
+        try {
+            Topic.validate(topic);
+        } catch (final InvalidTopicException e) {
+            throw new SeedException("--changelog-topic " + topic + ": " + e.getMessage());
+        }
+        if (given.containsKey("--partition")
+            && parseLong(given.get("--partition"), "--partition") != task.partition()) {
+            throw new SeedException("--partition " + given.get("--partition") + " but --task "
+                + task + ": a task's changelog partition is the task's partition ("
+                + task.partition() + ")");
+        }
+        Long offset = null;
+        if (seed) {
+            offset = parseLong(required(given, "--offset"), "--offset");
+            if (offset < 0) {
+                throw new SeedException("--offset " + offset + ": the changelog offset of the last"
+                    + " record the snapshot reflects is >= 0");
+            }
+        }
+        return new SeedOptions(new File(required(given, "--state-dir")), applicationId, task,
+            store, new TopicPartition(topic, task.partition()), offset,
+            parseBoolean(given.getOrDefault("--timestamped", "true"), "--timestamped"),
+            parseBoolean(given.getOrDefault("--legacy-checkpoint", "false"), "--legacy-checkpoint"));
+    }
+
+    private static TaskId parseTask(final String text) throws SeedException {
+        if (!text.matches("\\d+_\\d+")) {
+            throw new SeedException("--task " + text + ": a task is {subtopology}_{partition},"
+                + " for example 0_3");
+        }
+        try {
+            return TaskId.parse(text);
+        } catch (final TaskIdFormatException | NumberFormatException e) {
+            throw new SeedException("--task " + text + ": the numbers are too large for a task id");
+        }
+    }
+
+    private static String required(final Map<String, String> given, final String name)
+            throws SeedException {
+        final String value = given.get(name);
+        if (value == null) {
+            throw new SeedException("option " + name + " is required");
+        }
+        return value;
+    }
+
+    private static long parseLong(final String text, final String name) throws SeedException {
+        try {
+            return Long.parseLong(text);
+        } catch (final NumberFormatException e) {
+            throw new SeedException(name + " " + text + ": not a whole number (int64)");
+        }
+    }
+
+    private static boolean parseBoolean(final String text, final String name) throws SeedException {
+        if (text.equals("true") || text.equals("false")) {
+            return text.equals("true");
+        }
+        throw new SeedException(name + " " + text + ": give true or false");
+    }
+}

@@ -1,0 +1,55 @@
+package dev.snapledger.kafka.seeder;
+
+import java.io.BufferedInputStream;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * {@code seed} writes one Kafka Streams task folder from a record stream on stdin;
+ * {@code dump} prints one. Exit 0 done, 2 refused (the message says why and what to do),
+ * 1 an unexpected failure. docs/kafka-streams-format.md documents both.
+ */
+public final class SeederMain {
+    static final String USAGE = "usage: kafka-seeder seed --state-dir D --application-id A"
+        + " --task 0_3 --store totals --offset N [--changelog-topic T] [--partition 3]"
+        + " [--timestamped true|false] [--legacy-checkpoint true|false] < records\n"
+        + "       kafka-seeder dump --state-dir D --application-id A --task 0_3 --store totals"
+        + " [--changelog-topic T] [--partition 3] [--timestamped true|false]";
+
+    private SeederMain() { }
+
+    public static void main(final String[] args) {
+        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+        System.setProperty("org.slf4j.simpleLogger.logFile", "System.err");
+        System.exit(run(args));
+    }
+
+    static int run(final String[] args) {
+        if (args.length == 0 || !(args[0].equals("seed") || args[0].equals("dump"))) {
+            System.err.println(USAGE);
+            return 2;
+        }
+        final List<String> rest = Arrays.asList(args).subList(1, args.length);
+        try {
+            final SeedOptions options = SeedOptions.parse(args[0], rest);
+            if (args[0].equals("seed")) {
+                final TaskFolderSeeder.Outcome outcome = TaskFolderSeeder.seed(
+                    options, new BufferedInputStream(System.in, 1 << 16));
+                System.out.println("seeded " + options.taskFolder() + ": " + outcome.records()
+                    + " records (" + outcome.tombstones() + " tombstones), store "
+                    + options.store() + " at changelog " + options.changelog() + " offset "
+                    + options.offset());
+            } else {
+                TaskFolderDump.dump(options, System.out);
+            }
+            return 0;
+        } catch (final SeedException e) {
+            System.err.println("kafka-seeder " + args[0] + ": error: " + e.getMessage());
+            return 2;
+        } catch (final Exception e) {
+            System.err.println("kafka-seeder " + args[0] + ": failed: " + e);
+            e.printStackTrace(System.err);
+            return 1;
+        }
+    }
+}
