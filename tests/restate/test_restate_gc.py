@@ -181,6 +181,33 @@ def test_each_gc_run_heals_a_broken_latest_before_it_plans(ledger, store, clock,
     assert again.counts()["latests_broken"] == 0
 
 
+def test_a_broken_latest_healed_does_not_count_toward_min_count(ledger, store, clock, four):
+    """min count 2, the latest (4000) broken and healed to 3000: 3000 and 2000 are the
+    newest two restorable, so only 1000 goes; the dry run says so before the run."""
+    victim = four[3].sst_keys[0]
+    store.put(victim, store.get(victim)[:-5])
+    expected = [
+        (4000, ["latest", "broken_not_counted"]),
+        (3000, ["newest"]),
+        (2000, ["newest"]),
+    ]
+    (dry,) = run_gc(deps(ledger, store, clock), config=CONFIG, dry_run=True).to_dict()["lineages"]
+    assert [(k["lsn"], k["reasons"]) for k in dry["kept"]] == expected
+    assert [d["lsn"] for d in dry["deleted"]] == [1000]
+    report = run_gc(deps(ledger, store, clock), config=CONFIG)
+    assert not report.failed, report.to_dict()
+    (lineage,) = report.to_dict()["lineages"]
+    assert [(k["lsn"], k["reasons"]) for k in lineage["kept"]] == expected
+    assert lineage["kept"][0]["broken"]  # the files at fault, as heal found them
+    assert statuses(ledger, STREAM, 0) == {
+        1000: "DELETED",
+        2000: "REGISTERED",
+        3000: "REGISTERED",
+        4000: "REGISTERED",
+    }
+    assert retained(store) == [w.location.snapshot_id for w in reversed(four[1:])]
+
+
 def test_a_snapshot_restate_evicted_itself_is_recorded_deleted_with_its_cause(
     ledger, store, clock, four
 ):

@@ -37,7 +37,7 @@ from snapledger.services.generations import GenerationGuards
 from snapledger.services.object_deletion import list_lineage
 from snapledger.services.orphans import sweep_lineage
 from snapledger.services.policies import PolicyCache, StoredPolicyError
-from snapledger.services.restate_heal import heal_partition
+from snapledger.services.restate_heal import HealOutcome, heal_partition
 from snapledger.services.restate_pointer import PointerUnreadableError, RestatePointers
 from snapledger.services.stuck_jobs import settle_lineage_jobs
 
@@ -148,6 +148,17 @@ class _LineagePass:
         report.plan, self.records = plan_lineage(
             self.deps, head, self.policy, collector.config, self.generations
         )
+        if self.dry_run and report.heal is not None and report.heal.broken:
+            # A dry run's heal records nothing: plan as the run would, on what it found.
+            self.records = _found_broken(self.records, report.heal)
+            report.plan, _ = plan_lineage(
+                self.deps,
+                head,
+                self.policy,
+                collector.config,
+                self.generations,
+                records=self.records,
+            )
         pointers: LineagePointers | RestatePointers = (
             LineagePointers(self.deps.store, head, collector.generation_pointers)
             if self.restate_layout is None
@@ -324,6 +335,18 @@ def _pruning(
         return stopped
 
     return finish_and_prune
+
+
+def _found_broken(records: list[SnapshotRecord], heal: HealOutcome) -> list[SnapshotRecord]:
+    """``records`` with the snapshot heal found broken marked so, as a real run records it
+    (``SnapshotFoundBroken``) before it plans."""
+    problems = tuple(heal.problems)
+    return [
+        r.model_copy(update={"broken": problems})
+        if r.snapshot_id == heal.names and not r.broken
+        else r
+        for r in records
+    ]
 
 
 def _none(prefix: str) -> bool:
