@@ -25,6 +25,7 @@ def record(
     pins: int = 0,
     holds: tuple[Hold, ...] = (),
     version: int = 1,
+    broken: tuple[str, ...] = (),
 ) -> SnapshotRecord:
     ident = sid(lsn if n is None else n)
     return SnapshotRecord(
@@ -41,6 +42,7 @@ def record(
         pins=tuple(Pin(job_id=f"job-{i}", at=now) for i in range(pins)),
         holds=holds,
         version=version,
+        broken=broken,
     )
 
 

@@ -183,6 +183,7 @@ def snapshot_sets(draw):
                 age=timedelta(hours=draw(st.integers(0, 100))),
                 pins=draw(st.integers(0, 1)),
                 holds=holds,
+                broken=("an SST is missing",) if draw(st.integers(0, 4)) == 0 else (),
             )
         )
     registered = [r for r in records if r.status is SnapshotStatus.REGISTERED]
@@ -208,8 +209,11 @@ def policies(draw):
 
 
 def _registered_newer(records, target) -> int:
+    """The restorable REGISTERED snapshots newer than ``target`` (none found broken)."""
     return sum(
-        1 for r in records if r.status is SnapshotStatus.REGISTERED and r.sort_key > target.sort_key
+        1
+        for r in records
+        if r.status is SnapshotStatus.REGISTERED and not r.broken and r.sort_key > target.sort_key
     )
 
 
@@ -239,7 +243,8 @@ def test_no_deleted_snapshot_breaks_the_rule(data, policy):
             continue
         assert r.status is SnapshotStatus.REGISTERED
         assert r.sort_key != latest
-        assert _registered_newer(records, r) >= policy.min_count
+        # a snapshot found broken fills no newest slot: min_count keeps restorable ones
+        assert r.broken or _registered_newer(records, r) >= policy.min_count
         assert T0 - r.registered_at > policy.min_age
         assert not r.pins
 
@@ -274,10 +279,12 @@ def test_caps_only_ever_select_among_the_unprotected(data, policy):
     # ...and no kept-within-caps snapshot has max_count retained newer than it
     if policy.max_count is not None:
         retained = [
-            k.record for k in with_caps.kept if k.record.status is SnapshotStatus.REGISTERED
+            k.record
+            for k in with_caps.kept
+            if k.record.status is SnapshotStatus.REGISTERED and not k.record.broken
         ]
         for kept in with_caps.kept:
-            if kept.reasons == (KeepReason.WITHIN_CAPS,):
+            if kept.reasons[0] is KeepReason.WITHIN_CAPS:
                 newer = sum(1 for r in retained if r.sort_key > kept.record.sort_key)
                 assert newer < policy.max_count
 

@@ -14,12 +14,14 @@ from datetime import timedelta
 
 import pytest
 
+from snapledger.errors import StaleVersionError
 from snapledger.gc_settings import GcConfig
 from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.models.ledger import LineageId
 from snapledger.services.gc import run_gc
 from snapledger.services.holds import hold_snapshot
 from snapledger.services.registration import register_manifest
+from snapledger.services.restate_pointer import MAX_REWRITES
 from tests.gc.support import age_objects, gc_deps, records, statuses
 from tests.ledger.conftest import clock, ledger, store
 from tests.restate.fixtures import PREFIX, STREAM, write_latest, write_restate_snapshot
@@ -138,6 +140,62 @@ def test_a_lost_race_with_restate_reads_latest_json_again(ledger, store, clock, 
     ]
 
 
+class LosesEveryRace:
+    """The store, but every compare-and-swap of latest.json is lost (Restate wrote
+    first, each time); counts the attempts."""
+
+    def __init__(self, inner, *, lose=True):
+        self.inner, self.lose, self.attempts = inner, lose, 0
+
+    def replace(self, key, data, *, if_match):
+        if key == LATEST:
+            self.attempts += 1
+            if self.lose:
+                raise StaleVersionError(f"{key} changed (test)")
+        return self.inner.replace(key, data, if_match=if_match)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_a_drop_that_lost_every_race_is_finished_by_the_next_run(ledger, store, clock, four):
+    # Given a run whose drop from retained_snapshots loses every compare-and-swap
+    losing = LosesEveryRace(store)
+    first = run_gc(deps(ledger, losing, clock), config=CONFIG)
+    assert losing.attempts == MAX_REWRITES
+    assert statuses(ledger, STREAM, 0)[1000] == statuses(ledger, STREAM, 0)[2000] == "DELETED"
+    assert any("the next run drops them" in e for e in first.lineages[0].errors)
+    assert retained(store) == [w.location.snapshot_id for w in reversed(four)]  # stale
+    # When the next run, which deletes nothing, runs
+    counting = LosesEveryRace(store, lose=False)
+    second = run_gc(deps(ledger, counting, clock), config=CONFIG)
+    # Then it drops the entries snapledger deleted, in one write, and says so
+    assert not second.failed and second.counts()["snapshots_deleted"] == 0, second.to_dict()
+    assert counting.attempts == 1
+    assert retained(store) == [four[3].location.snapshot_id, four[2].location.snapshot_id]
+    (note,) = second.lineages[0].notes
+    assert four[0].location.snapshot_id in note and four[1].location.snapshot_id in note
+    # And a run with nothing stale writes nothing
+    third = LosesEveryRace(store, lose=False)
+    assert run_gc(deps(ledger, third, clock), config=CONFIG).lineages[0].notes == []
+    assert third.attempts == 0
+
+
+def test_entries_restate_evicted_or_the_ledger_does_not_know_are_left(ledger, store, clock, four):
+    """Only an entry whose record is DELETED by snapledger is stale: one evicted by Restate
+    (recorded evicted_by_producer) or one with no record stays as Restate wrote it."""
+    unknown = write_restate_snapshot(store, 4500)  # Restate's newest, not registered yet
+    store.delete_many([info.key for info in store.list(four[0].location.folder)])  # evicted
+    write_latest(store, four[3], [unknown, *reversed(four)])
+    before = store.get(LATEST)
+    keep_four = GcConfig(default_min_count=4, default_min_age_hours=1)
+    for _ in range(2):  # the second run reads 1000's record DELETED (evicted)
+        report = run_gc(deps(ledger, store, clock), config=keep_four)
+        assert not report.lineages[0].errors, report.to_dict()
+        assert store.get(LATEST) == before
+    assert records(ledger, STREAM, 0)[1000].expiry_cause == "evicted_by_producer"
+
+
 def test_an_unreadable_latest_json_stops_the_lineages_deletions(ledger, store, clock, four):
     store.put(LATEST, b"{not json")
     report = run_gc(deps(ledger, store, clock), config=CONFIG)
@@ -179,6 +237,33 @@ def test_each_gc_run_heals_a_broken_latest_before_it_plans(ledger, store, clock,
     again = run_gc(deps(ledger, store, clock), config=CONFIG)
     assert again.lineages[0].heal.state == "healthy"
     assert again.counts()["latests_broken"] == 0
+
+
+def test_a_broken_latest_healed_does_not_count_toward_min_count(ledger, store, clock, four):
+    """min count 2, the latest (4000) broken and healed to 3000: 3000 and 2000 are the
+    newest two restorable, so only 1000 goes; the dry run says so before the run."""
+    victim = four[3].sst_keys[0]
+    store.put(victim, store.get(victim)[:-5])
+    expected = [
+        (4000, ["latest", "broken_not_counted"]),
+        (3000, ["newest"]),
+        (2000, ["newest"]),
+    ]
+    (dry,) = run_gc(deps(ledger, store, clock), config=CONFIG, dry_run=True).to_dict()["lineages"]
+    assert [(k["lsn"], k["reasons"]) for k in dry["kept"]] == expected
+    assert [d["lsn"] for d in dry["deleted"]] == [1000]
+    report = run_gc(deps(ledger, store, clock), config=CONFIG)
+    assert not report.failed, report.to_dict()
+    (lineage,) = report.to_dict()["lineages"]
+    assert [(k["lsn"], k["reasons"]) for k in lineage["kept"]] == expected
+    assert lineage["kept"][0]["broken"]  # the files at fault, as heal found them
+    assert statuses(ledger, STREAM, 0) == {
+        1000: "DELETED",
+        2000: "REGISTERED",
+        3000: "REGISTERED",
+        4000: "REGISTERED",
+    }
+    assert retained(store) == [w.location.snapshot_id for w in reversed(four[1:])]
 
 
 def test_a_snapshot_restate_evicted_itself_is_recorded_deleted_with_its_cause(

@@ -8,10 +8,16 @@ and the write one atomic step.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import assert_never
 
-from snapledger.core.retention import KeepReason, protections, rejected_protections
+from snapledger.core.retention import (
+    KeepReason,
+    counts_as_restorable,
+    protections,
+    rejected_protections,
+)
 from snapledger.core.state import LineageState, Sequencer
 from snapledger.errors import InvalidRequestError, NotFoundError
 from snapledger.limits import MAX_HOLD_HOURS
@@ -64,7 +70,9 @@ def expiry_refusal(
     registered_newer: int,
     generations: ProtectedGenerations | None = None,
 ) -> str | None:
-    """Why ``record`` may not be expired now (None: it may), on the state in hand."""
+    """Why ``record`` may not be expired now (None: it may), on the state in hand;
+    ``registered_newer``: the restorable REGISTERED snapshots newer than it (none found
+    broken), as ``retention.plan`` ranks it."""
     if record.status is SnapshotStatus.REJECTED and target.cause == "rejected":
         kept = rejected_protections(record, now, grace)
         return _kept_because(kept) if kept else None
@@ -85,6 +93,18 @@ def expiry_refusal(
     return None
 
 
+def restorable_newer(snapshots: Mapping[str, SnapshotRecord], sort_key: str) -> int:
+    """How many of ``snapshots`` rank above ``sort_key`` for ``min_count``: REGISTERED,
+    newer, and not found broken (counted as ``retention.plan`` counts them)."""
+    return sum(
+        1
+        for key, other in snapshots.items()
+        if key > sort_key
+        and other.status is SnapshotStatus.REGISTERED
+        and counts_as_restorable(other)
+    )
+
+
 def decide_expire(state: LineageState, cmd: ExpireSnapshots, now: datetime) -> list[LedgerEvent]:
     ev = Sequencer(state, cmd.command_id, now)
     grace = timedelta(hours=cmd.grace_hours)
@@ -95,11 +115,7 @@ def decide_expire(state: LineageState, cmd: ExpireSnapshots, now: datetime) -> l
         record = current.get(target.sort_key)
         if record is None:
             continue
-        newer = sum(
-            1
-            for key, other in current.items()
-            if key > target.sort_key and other.status is SnapshotStatus.REGISTERED
-        )
+        newer = restorable_newer(current, target.sort_key)
         if expiry_refusal(
             record,
             target,

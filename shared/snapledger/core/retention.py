@@ -13,6 +13,13 @@ The rule (docs/retention.md). A REGISTERED snapshot is *protected* while ANY hol
   completed, the open one, or one newer than GC's read (``generation``;
   ``models/generations.ProtectedGenerations``).
 
+Only what can be restored is counted (DESIGN invariant 14). A REGISTERED snapshot found
+broken (``SnapshotRecord.broken``, heal's check) keeps the protections it has of its own
+(latest, young, pinned, held, a generation's member, named by a pointer), but it fills no
+newest-``min_count`` slot, is no witness of ``min_count`` and is not counted among the
+snapshots ``max_count`` keeps: the next restorable one takes its place. Kept, it carries
+``broken_not_counted`` after its reasons (not a protection: the dry run's note).
+
 Whatever its status, a snapshot that a pointer object names as GC read it (``named``:
 ``latest.json`` or ``generation.json``, ``services/gc_pointers.py``) is kept
 (``named_by_latest_json``, ``named_by_generation_json``): a reader may be following that
@@ -55,6 +62,9 @@ class KeepReason(StrEnum):
     IN_GRACE = "in_grace"  # REJECTED, younger than the grace window
     NAMED_BY_LATEST_JSON = "named_by_latest_json"  # the lineage's latest.json names it
     NAMED_BY_GENERATION_JSON = "named_by_generation_json"  # the stream's generation.json
+    #: Not a protection: listed after the reasons that keep a snapshot found broken, which
+    #: fills no newest slot and is not counted by max_count.
+    BROKEN_NOT_COUNTED = "broken_not_counted"
 
 
 #: The reasons GC promises to honour whatever else happens (invariant 3).
@@ -145,7 +155,7 @@ def plan(
     newest_first = _newest_first(snapshots)
     kept: list[Kept] = []
     doomed: list[Doomed] = []
-    registered_newer = 0  # REGISTERED snapshots seen so far (all newer than the current)
+    registered_newer = 0  # restorable REGISTERED snapshots seen so far (all newer)
     retained_newer = 0  # of which the plan keeps
     for record in newest_first:
         if record.status is SnapshotStatus.DELETED:
@@ -172,16 +182,22 @@ def plan(
                 generations=generations,
             )
             reasons += pointed
-            registered_newer += 1
+            counted = counts_as_restorable(record)
+            registered_newer += counted
             causes = () if reasons else cap_causes(record, policy, now, retained_newer)
             if reasons or (policy.has_caps and not causes):
-                kept.append(Kept(record, reasons or (KeepReason.WITHIN_CAPS,)))
-                retained_newer += 1
+                reasons = reasons or (KeepReason.WITHIN_CAPS,)
+                if not counted:
+                    reasons += (KeepReason.BROKEN_NOT_COUNTED,)
+                kept.append(Kept(record, reasons))
+                retained_newer += counted
             else:
                 doomed.append(Doomed(record, causes or (DeleteCause.UNPROTECTED,)))
-    witnesses = tuple(r.sort_key for r in newest_first if r.status is SnapshotStatus.REGISTERED)[
-        : policy.min_count
-    ]
+    witnesses = tuple(
+        r.sort_key
+        for r in newest_first
+        if r.status is SnapshotStatus.REGISTERED and counts_as_restorable(r)
+    )[: policy.min_count]
     retained = [k.record for k in kept if k.record.status is SnapshotStatus.REGISTERED]
     return RetentionPlan(tuple(kept), tuple(doomed), witnesses, trim_point(retained, head))
 
@@ -195,12 +211,13 @@ def protections(
     registered_newer: int,
     generations: ProtectedGenerations | None = None,
 ) -> tuple[KeepReason, ...]:
-    """Every protection a REGISTERED snapshot has; ``registered_newer`` ranks it;
+    """Every protection a REGISTERED snapshot has; ``registered_newer`` (the restorable
+    REGISTERED snapshots newer than it) ranks it, and one found broken has no rank;
     ``generations`` says which stream snapshots' members are kept (None: all)."""
     reasons: list[KeepReason] = []
     if _is_latest(record, head):
         reasons.append(KeepReason.LATEST)
-    if registered_newer < policy.min_count:
+    if registered_newer < policy.min_count and counts_as_restorable(record):
         reasons.append(KeepReason.NEWEST)
     if now - record.registered_at <= policy.min_age:
         reasons.append(KeepReason.TOO_YOUNG)
@@ -213,6 +230,12 @@ def protections(
     ):
         reasons.append(KeepReason.GENERATION)
     return tuple(reasons)
+
+
+def counts_as_restorable(record: SnapshotRecord) -> bool:
+    """Whether a REGISTERED snapshot counts toward ``min_count`` and ``max_count``: not
+    found broken (heal's check found it cannot be restored from)."""
+    return not record.broken
 
 
 def rejected_protections(
@@ -276,9 +299,12 @@ def _is_latest(record: SnapshotRecord, head: Head) -> bool:
 
 
 def _describe(record: SnapshotRecord) -> dict[str, object]:
-    return {
+    described: dict[str, object] = {
         "snapshot_id": record.snapshot_id,
         "lsn": record.lsn,
         "status": record.status.value,
         "registered_at": record.registered_at.isoformat(),
     }
+    if record.broken:
+        described["broken"] = list(record.broken)
+    return described

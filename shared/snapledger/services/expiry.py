@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from snapledger.core.gc_rules import expiry_refusal
+from snapledger.core.gc_rules import expiry_refusal, restorable_newer
 from snapledger.core.retention import (
     DeleteCause,
     Doomed,
@@ -279,11 +279,7 @@ def _why_spared(
     command: ExpireSnapshots,
     now: datetime,
 ) -> str:
-    newer = sum(
-        1
-        for key, other in state.snapshots.items()
-        if key > record.sort_key and other.status is SnapshotStatus.REGISTERED
-    )
+    newer = restorable_newer(state.snapshots, record.sort_key)
     why = expiry_refusal(
         record,
         target,

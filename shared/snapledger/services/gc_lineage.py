@@ -27,7 +27,7 @@ from snapledger.layouts.lineage import LineageLayout
 from snapledger.models.commands import DeletedPrefix
 from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus, snapshot_sort_key
 from snapledger.ports import ObjectInfo
-from snapledger.services import restate_evictions, restate_pointer
+from snapledger.services import restate_evictions, restate_retained
 from snapledger.services.deletion_batch import DeletionBatch, Finish, LineageTicket
 from snapledger.services.expiry import expire_plan, finisher, plan_lineage, queue_deletions
 from snapledger.services.gc_deps import Budget, GcDeps
@@ -37,7 +37,7 @@ from snapledger.services.generations import GenerationGuards
 from snapledger.services.object_deletion import list_lineage
 from snapledger.services.orphans import sweep_lineage
 from snapledger.services.policies import PolicyCache, StoredPolicyError
-from snapledger.services.restate_heal import heal_partition
+from snapledger.services.restate_heal import HealOutcome, heal_partition
 from snapledger.services.restate_pointer import PointerUnreadableError, RestatePointers
 from snapledger.services.stuck_jobs import settle_lineage_jobs
 
@@ -122,6 +122,7 @@ class _LineagePass:
         if listing is None:
             return True
         self.record_evictions(listing)
+        self.reconcile_retained(pointers)
         listing, kept = self.keep_named(listing, pointers)
         self.queue_deletions(listing, pointers)
         swept, stopped = self.sweep_orphans(listing)
@@ -148,6 +149,17 @@ class _LineagePass:
         report.plan, self.records = plan_lineage(
             self.deps, head, self.policy, collector.config, self.generations
         )
+        if self.dry_run and report.heal is not None and report.heal.broken:
+            # A dry run's heal records nothing: plan as the run would, on what it found.
+            self.records = _found_broken(self.records, report.heal)
+            report.plan, _ = plan_lineage(
+                self.deps,
+                head,
+                self.policy,
+                collector.config,
+                self.generations,
+                records=self.records,
+            )
         pointers: LineagePointers | RestatePointers = (
             LineagePointers(self.deps.store, head, collector.generation_pointers)
             if self.restate_layout is None
@@ -219,6 +231,14 @@ class _LineagePass:
                 self.deps.ledger, self.deps.clock, self.head.lineage, gone, self.report.plan
             )
 
+    def reconcile_retained(self, pointers: LineagePointers | RestatePointers) -> None:
+        """Restate's retained_snapshots rid of what snapledger deleted, when an earlier
+        run's drop did not finish (``restate_retained.py``; not in a dry run)."""
+        if isinstance(pointers, RestatePointers) and not self.dry_run:
+            restate_retained.reconcile(
+                self.deps.ledger, pointers, self.head.lineage, self.records, self.report
+            )
+
     def keep_named(
         self, listing: Listing, pointers: LineagePointers | RestatePointers
     ) -> tuple[Listing, list[OrphanOutcome]]:
@@ -260,7 +280,7 @@ class _LineagePass:
             run_id=self.collector.run_id,
         )
         if isinstance(pointers, RestatePointers):
-            ticket.finish = _pruning(ticket.finish, self.deps, pointers, self.report)
+            ticket.finish = _pruning(ticket.finish, pointers, self.report)
         queue_deletions(self.batch, ticket, self.report, self.expiring, listing)
 
     def sweep_orphans(self, listing: Listing) -> tuple[list[OrphanOutcome], bool]:
@@ -296,34 +316,32 @@ def _folder_sort_key(layout: LineageLayout, partition: int) -> Callable[[str], s
     return sort_key
 
 
-def _pruning(
-    finish: Finish, deps: GcDeps, pointers: RestatePointers, report: LineageReport
-) -> Finish:
+def _pruning(finish: Finish, pointers: RestatePointers, report: LineageReport) -> Finish:
     """``finish``, then the snapshots it deleted dropped from Restate's latest.json
     ``retained_snapshots`` by compare-and-swap (conditioned on the version this run read,
     if any: a lost race reads again). A failure is the lineage's error; the entries it
-    leaves name deleted files, which heal and restore-from-chosen check and pass over,
-    and Restate drops them itself as it evicts."""
+    leaves name deleted files, which heal and restore-from-chosen check and pass over, and
+    the next run drops (``restate_retained.reconcile``)."""
 
     def finish_and_prune(remaining: list[DeletedPrefix], budget: Budget) -> bool:
         stopped = finish(remaining, budget)
         if report.deleted:
-            try:
-                restate_pointer.prune(
-                    deps.store,
-                    pointers.layout,
-                    pointers.partition,
-                    report.deleted,
-                    first=pointers.known,
-                )
-            except Exception as exc:  # the deletions stand
-                report.errors.append(
-                    f"dropping deleted snapshots from Restate's latest.json failed: "
-                    f"{type(exc).__name__}: {exc}"
-                )
+            restate_retained.drop(pointers, report.deleted, report)
         return stopped
 
     return finish_and_prune
+
+
+def _found_broken(records: list[SnapshotRecord], heal: HealOutcome) -> list[SnapshotRecord]:
+    """``records`` with the snapshot heal found broken marked so, as a real run records it
+    (``SnapshotFoundBroken``) before it plans."""
+    problems = tuple(heal.problems)
+    return [
+        r.model_copy(update={"broken": problems})
+        if r.snapshot_id == heal.names and not r.broken
+        else r
+        for r in records
+    ]
 
 
 def _none(prefix: str) -> bool:

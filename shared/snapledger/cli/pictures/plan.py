@@ -25,6 +25,7 @@ SHAPES = {
     "in_grace": "8",
     "named_by_latest_json": "P",
     "named_by_generation_json": "H",
+    "broken_not_counted": "x",  # never first: listed after the reasons that keep it
     "unprotected": "X",
     "beyond_max_count": "<",
     "older_than_max_age": ">",
