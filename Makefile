@@ -7,9 +7,13 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 # jsii silences its Node end-of-life banner only for the major version named ("1" does not).
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
 
+# The Kafka Streams application's jar (kafka/app/pom.xml); its dependencies go to lib/ beside it.
+KAFKA_APP_JAR := kafka/app/target/kafka-streams-totals.jar
+
 .PHONY: setup test lint format bench demo demo-restate synth schema clean
 
-setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar .local/restate/bin/restate-server
+setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar .local/restate/bin/restate-server \
+	.local/kafka/libs/kafka_2.13-4.4.0.jar $(KAFKA_APP_JAR)
 
 .venv/.synced: pyproject.toml uv.lock
 	$(UV) sync --frozen
@@ -20,6 +24,15 @@ setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar .local/restate/bin/
 
 .local/restate/bin/restate-server:
 	tools/install-restate.sh
+
+# The Kafka 4.4.0 broker's jars (KRaft mode) from Maven Central into .local/kafka/libs.
+.local/kafka/libs/kafka_2.13-4.4.0.jar:
+	tools/install-kafka.sh
+
+# The Kafka Streams application the Kafka tests run (kafka/app): the jar and its lib/ folder,
+# rebuilt when its sources change.
+$(KAFKA_APP_JAR): kafka/app/pom.xml $(shell find kafka/app/src -type f 2>/dev/null)
+	mvn -B -q $(MAVEN_ARGS) -f kafka/app/pom.xml package
 
 test: setup
 	$(UV) run --frozen pytest $(PYTEST_ARGS)
@@ -53,4 +66,4 @@ schema: setup
 	$(UV) run --frozen python -m snapledger.models.schema_export
 
 clean:
-	rm -rf .venv .local .bench cdk.out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .venv .local .bench cdk.out .pytest_cache .mypy_cache .ruff_cache kafka/app/target kafka/broker/target
