@@ -7,9 +7,15 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 # jsii silences its Node end-of-life banner only for the major version named ("1" does not).
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
 
+# The Kafka Streams application's jar (kafka/app/pom.xml); its dependencies go to lib/ beside it.
+KAFKA_APP_JAR := kafka/app/target/kafka-streams-totals.jar
+# The Kafka Streams task-folder seeder (kafka/seeder; docs/kafka-streams-format.md), likewise.
+SEEDER_JAR := kafka/seeder/target/kafka-seeder.jar
+
 .PHONY: setup test lint format bench demo demo-restate synth schema clean
 
-setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar .local/restate/bin/restate-server
+setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar .local/restate/bin/restate-server \
+	.local/kafka/libs/kafka_2.13-4.4.0.jar $(KAFKA_APP_JAR) $(SEEDER_JAR)
 
 .venv/.synced: pyproject.toml uv.lock
 	$(UV) sync --frozen
@@ -20,6 +26,18 @@ setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar .local/restate/bin/
 
 .local/restate/bin/restate-server:
 	tools/install-restate.sh
+
+# The Kafka 4.4.0 broker's jars (KRaft mode) from Maven Central into .local/kafka/libs.
+.local/kafka/libs/kafka_2.13-4.4.0.jar:
+	tools/install-kafka.sh
+
+# The Kafka Streams application the Kafka tests run (kafka/app): the jar and its lib/ folder,
+# rebuilt when its sources change.
+$(KAFKA_APP_JAR): kafka/app/pom.xml $(shell find kafka/app/src -type f 2>/dev/null)
+	mvn -B -q $(MAVEN_ARGS) -f kafka/app/pom.xml package
+
+$(SEEDER_JAR): kafka/seeder/pom.xml $(shell find kafka/seeder/src/main -type f 2>/dev/null)
+	mvn -B -q $(MAVEN_ARGS) -f kafka/seeder/pom.xml -DskipTests package
 
 test: setup
 	$(UV) run --frozen pytest $(PYTEST_ARGS)
@@ -53,11 +71,4 @@ schema: setup
 	$(UV) run --frozen python -m snapledger.models.schema_export
 
 clean:
-	rm -rf .venv .local .bench cdk.out .pytest_cache .mypy_cache .ruff_cache
-
-# The Kafka Streams task-folder seeder (docs/kafka-streams-format.md), built with Maven:
-# kafka/seeder/target/kafka-seeder.jar and its lib/. Its own prerequisite line of setup.
-SEEDER_JAR := kafka/seeder/target/kafka-seeder.jar
-setup: $(SEEDER_JAR)
-$(SEEDER_JAR): kafka/seeder/pom.xml $(shell find kafka/seeder/src/main -name '*.java' 2>/dev/null)
-	mvn -q -f kafka/seeder/pom.xml -DskipTests package
+	rm -rf .venv .local .bench cdk.out .pytest_cache .mypy_cache .ruff_cache kafka/*/target

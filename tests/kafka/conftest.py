@@ -1,0 +1,61 @@
+"""The real Kafka 4.4.0 broker, started once per session, and the real Kafka Streams
+application (kafka/app) started per test. Tests that use them are marked `kafka`; install
+both with `make setup` (tools/install-kafka.sh and `mvn -f kafka/app/pom.xml package`)."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from snapledger.local.kafka_app import KafkaStreamsApp
+from snapledger.local.kafka_broker import KafkaBroker
+
+#: Small and quick: commits every 100 ms, no record cache (every update reaches the store's
+#: changelog, so its record count is the number of orders processed), one stream thread.
+FAST_APP_PROPERTIES = {
+    "commit.interval.ms": "100",
+    "statestore.cache.max.bytes": "0",
+    "num.stream.threads": "1",
+}
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    started = time.monotonic()
+    with KafkaBroker(tmp_path_factory.mktemp("kafka-broker")) as broker:
+        print(f"\nkafka broker up in {time.monotonic() - started:.1f}s", file=sys.stderr)
+        yield broker
+
+
+_ids = itertools.count()
+
+
+@pytest.fixture
+def app_factory(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> Iterator[Callable[..., KafkaStreamsApp]]:
+    """Builds application instances on the session's broker (not started); each is stopped
+    (killed) at the test's end if the test left it running."""
+    made: list[KafkaStreamsApp] = []
+
+    def make(application_id: str, state_dir: Path, **kwargs: object) -> KafkaStreamsApp:
+        properties = {**FAST_APP_PROPERTIES, **kwargs.pop("properties", {})}  # type: ignore[dict-item]
+        app = KafkaStreamsApp(
+            kafka_broker.bootstrap_servers,
+            application_id,
+            state_dir,
+            tmp_path / f"app-{next(_ids)}.log",
+            properties=properties,
+            **kwargs,  # type: ignore[arg-type]
+        )
+        made.append(app)
+        return app
+
+    yield make
+    for app in made:
+        app.stop(kill=True)
