@@ -54,6 +54,10 @@ class Outcome(StrEnum):
     FENCED = "fenced"
     REJECTED = "rejected"
     CONFLICT = "conflict"
+    #: The manifest (or Restate ``metadata.json``) was gone when it was read: deleted by its
+    #: producer (Restate evicting beyond ``num-retained``) or by GC after it arrived.
+    #: Nothing is recorded (there is nothing to reject); ``register`` counts and logs it.
+    VANISHED = "vanished"
 
 
 @dataclass(frozen=True)
@@ -237,7 +241,7 @@ def _register_lineage(
     if not members:
         return answers
     outcomes: list[RegistrationResult | RegistrationFailed] = [
-        _result(location, command.manifest_key, result, notes.get(command.manifest_key))
+        _result(location, command, result, notes.get(command.manifest_key))
         for (_, location, command), result in zip(members, results, strict=True)
     ]
     try:
@@ -401,10 +405,11 @@ def check_file_contents(
 
 def _result(
     location: SnapshotLocation,
-    key: str,
+    command: RegisterSnapshot,
     result: CommandResult,
     member: MemberRegistration | None = None,
 ) -> RegistrationResult:
+    key = command.manifest_key
     head = result.state.head
     base: dict[str, object] = {}
     if member is not None:
@@ -428,6 +433,12 @@ def _result(
     events = result.events
     if not events:
         record = result.state.snapshots.get(snapshot_sort_key(location.lsn, location.snapshot_id))
+        if record is None and command.manifest_missing:
+            gone = (
+                f"{key} was gone when registration read it (deleted since it arrived, e.g. "
+                "evicted by its producer): nothing was recorded"
+            )
+            return RegistrationResult(Outcome.VANISHED, reason=gone, **base)  # type: ignore[arg-type]
         reason = (
             record.rejection_reason if record and record.status is SnapshotStatus.REJECTED else None
         )
