@@ -132,6 +132,7 @@ class StreamAlarms(Construct):
         dashboard.add_widgets(
             graph("Registrations rejected", sm.REGISTRATION_REJECTED, "Sum", PERIOD),
             graph("Registrations fenced", sm.REGISTRATION_FENCED, "Sum", PERIOD),
+            graph("Manifests vanished", sm.REGISTRATION_VANISHED, "Sum", PERIOD),
         )
         dashboard.add_widgets(
             graph("Jobs failed", sm.JOBS_FAILED, "Sum", PERIOD),

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from snapledger.cli import confirm
+from snapledger.local.router import LocalContext
 from tests.cli.support import run_cli
 from tests.functions.restate_seed import STREAM, damage, latest_names, seed_restate
 
@@ -36,6 +37,23 @@ def test_heal_shows_each_partition_and_heals_the_broken_one(rt, restate):
     assert latest_names(rt, 1) == restate[1][1].location.snapshot_id
     one = run("--json", "restate", "heal", STREAM, "--partition", "0")
     assert [o["partition"] for o in one.json()["outcomes"]] == [0]
+
+
+def test_heal_follows_the_cursor_until_every_partition_is_checked(rt, restate, monkeypatch):
+    # Given a function with less time left than GC's reserve: one partition per call
+    monkeypatch.setattr(LocalContext, "get_remaining_time_in_millis", lambda self: 10_000)
+    damage(rt, restate[1][2])
+    # When the CLI heals the stream, it calls again after each partial answer
+    healed = run("--json", "restate", "heal", STREAM)
+    assert healed.status == 0, healed
+    answer = healed.json()
+    # Then it shows every partition as one complete answer
+    assert [(o["partition"], o["state"]) for o in answer["outcomes"]] == [
+        (0, "healthy"),
+        (1, "healed"),
+    ]
+    assert answer["complete"] is True
+    assert latest_names(rt, 1) == restate[1][1].location.snapshot_id
 
 
 def test_heal_of_a_stream_that_is_not_restate_is_refused_naming_it(rt, restate):

@@ -52,6 +52,9 @@ class RestateDeployed:
     iam: DecisionLog
     written: list[Any]
     failed_upload: Any
+    #: A failed upload in a partition with no registered snapshot (so no HEAD): the
+    #: unledgered sweep lists the Restate prefix for it.
+    unledgered_upload: Any = None
     answers: dict[str, Any] = field(default_factory=dict)
 
 
@@ -64,7 +67,10 @@ def deployed() -> Iterator[RestateDeployed]:
         written = [write_restate_snapshot(store, lsn) for lsn in (1_000, 2_000, 3_000)]
         write_latest(store, written[-1], list(reversed(written)))
         failed = write_restate_snapshot(store, 2_500, metadata=False)  # no metadata.json
-        done = RestateDeployed(app=app, iam=log, written=written, failed_upload=failed)
+        unledgered = write_restate_snapshot(store, 700, partition=3, metadata=False)
+        done = RestateDeployed(
+            app=app, iam=log, written=written, failed_upload=failed, unledgered_upload=unledgered
+        )
         done.answers["register"] = _register(app, *(w.location.metadata_key for w in written))
         done.answers["policy"] = app.invoke(
             "gc", {"action": "policy_set", "stream": STREAM, "min_count": 1, "min_age_hours": 0}
@@ -133,6 +139,10 @@ def test_gc_deletes_expired_restate_snapshots_and_prunes_latest_json_under_its_r
     assert {written[2].location.metadata_key, *written[2].sst_keys} <= left
     # the failed upload (no metadata.json), 30 days old to gc's clock: swept
     assert not any(k.startswith(deployed.failed_upload.location.folder) for k in left)
+    # and the one in partition 3, which has no registered snapshot (no HEAD): swept too
+    assert not any(k.startswith(deployed.unledgered_upload.location.folder) for k in left)
+    orphans = {(o["prefix"], o["action"]) for o in gc["report"]["orphans"]}
+    assert (deployed.unledgered_upload.location.folder, "deleted") in orphans
     assert LATEST in left
     retained = json.loads(app.store.get(LATEST))["retained_snapshots"]
     assert [e["snapshot_id"] for e in retained] == [written[2].location.snapshot_id]

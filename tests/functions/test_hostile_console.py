@@ -319,7 +319,7 @@ OPTIONAL = {
     "release": ["hold_id", "by"],
     "policy_set": ["min_age_hours", "max_count", "expected_version", "request_id", "by"],
     "policy_reset": ["expected_version", "request_id"],
-    "restate_heal": ["partition", "dry_run"],
+    "restate_heal": ["partition", "after_partition", "dry_run"],
     "restate_restore": ["reason", "request_id"],
 }
 

@@ -92,6 +92,47 @@ def test_heal_without_a_partition_checks_each_lineage_and_heals_the_broken_one(
     assert types[-2:] == ["SnapshotFoundBroken", "ProducerLatestRepointed"]
 
 
+class NearlyOutOfTime(FakeLambdaContext):
+    """An invocation with less time left than GC's reserve (30 s) all along."""
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 10_000
+
+
+def test_heal_of_every_partition_stops_when_time_runs_short_and_continues_from_its_cursor(
+    seeded, rt, gc_handler
+):
+    # Given partition 1's latest broken, and an invocation nearly out of time
+    damage(rt, seeded[1][2])
+    payload = {"action": "restate_heal", "stream": STREAM}
+    # When every partition is asked for, it checks one (at least one a call) and says so
+    first = gc_handler(payload, NearlyOutOfTime())
+    assert first["ok"] is True, first
+    assert [o["partition"] for o in first["outcomes"]] == [0]
+    assert (first["complete"], first["after_partition"]) == (False, 0)
+    assert latest_names(rt, 1) == sid(seeded[1][2])  # not reached yet
+    # Then passing the cursor back continues after it, to the end
+    rest = gc_handler({**payload, "after_partition": 0}, NearlyOutOfTime())
+    assert [(o["partition"], o["state"]) for o in rest["outcomes"]] == [(1, "healed")]
+    assert rest["complete"] is True and "after_partition" not in rest
+    assert latest_names(rt, 1) == sid(seeded[1][1])
+
+
+def test_heal_with_time_to_spare_is_complete_in_one_call(seeded, gc_handler, context):
+    answer = gc_handler({"action": "restate_heal", "stream": STREAM}, context)
+    assert (answer["complete"], len(answer["outcomes"])) == (True, 2)
+
+
+def test_heal_refuses_a_partition_and_a_cursor_together(seeded, gc_handler, context):
+    answer = gc_handler(
+        {"action": "restate_heal", "stream": STREAM, "partition": 0, "after_partition": 0},
+        context,
+    )
+    assert (answer["ok"], answer["error"]) == (False, "validation"), answer
+    assert {f["field"] for f in answer["fields"]} == {"partition", "after_partition"}
+    assert "not both" in answer["fields"][0]["problem"]
+
+
 def test_a_dry_run_heal_says_what_it_would_do_and_writes_nothing(seeded, rt, gc_handler, context):
     damage(rt, seeded[0][2])
     before = rt.store.get(f"{PREFIX}/0/latest.json")

@@ -100,6 +100,27 @@ def test_rejected_and_fenced_registrations_are_counted_per_stream(rt, handlers, 
     assert (totals[sm.REGISTRATION_REJECTED], totals[sm.REGISTRATION_FENCED]) == (1, 1)
 
 
+def test_a_vanished_manifest_is_counted_per_stream_and_logged_with_its_key(
+    rt, handlers, context, capsys, caplog
+):
+    # Given a manifest that arrived and was deleted before registration read it
+    gone = write_snapshot(rt.store, "payments", 3, 200)
+    rt.store.delete_many([gone])
+    # When its arrival is registered
+    with caplog.at_level("WARNING", logger="snapledger.entrypoints.register"):
+        answer = handlers["register"](s3_put_event(gone), context)
+    # Then it is answered vanished, not rejected, and nothing is recorded
+    assert answer["counts"] == {"vanished": 1}
+    assert "gone when registration read it" in answer["records"][0]["reason"]
+    assert rt.ledger.load(LineageId(stream="payments", partition=3)).head.version == 0
+    # And counted per stream and under service alone (the handler's own count)
+    out = capsys.readouterr().out
+    assert emitted_stream_metrics(out) == {(sm.REGISTRATION_VANISHED, "payments"): [1]}
+    assert emitted_metrics(out)[sm.REGISTRATION_VANISHED] == 1
+    # And logged as a warning that names the key
+    assert any(gone in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
+
+
 def test_a_failed_job_is_counted_once_per_stream_however_often_its_event_comes(
     rt, handlers, context, capsys
 ):

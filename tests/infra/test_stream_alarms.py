@@ -21,6 +21,7 @@ from tests.infra.conftest import Synthesized
 STREAM_METRICS = {
     sm.REGISTRATION_REJECTED,
     sm.REGISTRATION_FENCED,
+    sm.REGISTRATION_VANISHED,
     sm.JOBS_FAILED,
     sm.GC_SNAPSHOTS_DELETED,
     sm.GC_BYTES_DELETED,

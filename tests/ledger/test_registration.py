@@ -190,12 +190,28 @@ def test_manifest_at_a_key_outside_the_layout_is_kept_not_dropped(ledger, store,
     assert "does not follow" in item["reason"]["S"]
 
 
-def test_vanished_manifest_is_recorded_rejected(ledger, store, clock):
+def test_a_vanished_manifest_is_answered_vanished_and_records_nothing(ledger, store, clock):
+    # Given a manifest key whose object is gone (deleted after its arrival)
     sid = new_ulid()
     key = snapshot_prefix("orders", 3, 100, sid) + "_manifest.json"
+    # When it is registered
     result = register(key, ledger, store, clock)
-    assert result.outcome is Outcome.REJECTED
-    assert "no longer existed" in result.reason
+    # Then there is nothing to reject: no event, no record
+    assert result.outcome is Outcome.VANISHED
+    assert key in result.reason and "gone when registration read it" in result.reason
+    state = ledger.load(LineageId(stream="orders", partition=3), (snapshot_sort_key(100, sid),))
+    assert state.head.version == 0 and not state.snapshots
+
+
+def test_a_registered_manifest_gone_on_redelivery_is_a_duplicate(ledger, store, clock):
+    # Given a recorded snapshot (not the latest) whose manifest was deleted since
+    key = write_snapshot(store, "orders", 3, 100)
+    assert register(key, ledger, store, clock).outcome is Outcome.BECAME_LATEST
+    newer = write_snapshot(store, "orders", 3, 200)
+    assert register(newer, ledger, store, clock).outcome is Outcome.BECAME_LATEST
+    store.delete_many([key])
+    # When its arrival is delivered again, it is what the ledger holds: a duplicate
+    assert register(key, ledger, store, clock).outcome is Outcome.DUPLICATE
 
 
 def test_format_and_offsets_are_recorded_with_the_snapshot_and_its_event(ledger, store, clock):

@@ -9,14 +9,17 @@ import re
 import signal
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from snapledger.adapters.object_store import open_object_store
 from snapledger.cli import main as cli
+from snapledger.layouts.restate_keys import RECOMMENDED_NUM_RETAINED
 from snapledger.local.clients import local_s3_client
 from snapledger.local.dynamodb_local import free_port
+from snapledger.local.restate_cluster import snapshots_toml
 from snapledger.local.runtime import LocalRuntime
 from snapledger.local.up import restate_snippet
 from tests.cli.test_local_up import wait_for
@@ -42,6 +45,17 @@ def readme_snippet() -> tuple[int, str]:
 def test_readmes_restate_toml_is_the_one_local_up_builds():
     port, snippet = readme_snippet()
     assert restate_snippet(f"http://127.0.0.1:{port}", PREFIX) == snippet
+
+
+def test_local_up_sets_the_recommended_num_retained_not_restates_default_of_one():
+    shown = tomllib.loads(restate_snippet("http://127.0.0.1:9000", PREFIX))["worker"]["snapshots"]
+    assert shown["num-retained"] == RECOMMENDED_NUM_RETAINED == 255
+
+
+@pytest.mark.parametrize("count", [0, 256, -1])
+def test_a_num_retained_restate_refuses_is_refused_naming_the_range(count):
+    with pytest.raises(ValueError, match="1 to 255"):
+        snapshots_toml(destination="s3://b/p", endpoint="http://x", num_retained=count)
 
 
 @pytest.mark.parametrize(

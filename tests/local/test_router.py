@@ -6,8 +6,10 @@ import json
 import threading
 import time
 
+import boto3
 import pytest
 
+from snapledger.adapters.object_store import open_object_store
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.clock import ManualClock
 from snapledger.local.handlers import HANDLERS
@@ -125,3 +127,23 @@ def test_a_file_deleted_before_it_settled_is_forgotten(rt):
     assert router.scan() == []
     (rt.store.root / key).unlink()
     assert router.scan() == [] and router._pending == {}
+
+
+def test_an_s3_object_is_delivered_at_the_first_scan_that_lists_it(monkeypatch):
+    """A Restate node evicts (num-retained) soon after the next snapshot lands: over an S3
+    store (local up --s3-port), whose PUTs are whole once listed, the router does not wait
+    a second poll, so a snapshot is registered if it is there at one scan."""
+    for name, value in POWERTOOLS_ENV.items():
+        monkeypatch.setenv(name, value)
+    with moto_ledger() as ledger:
+        boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="snapledger-local")
+        bucket = open_object_store(
+            "s3://snapledger-local", s3_client=boto3.client("s3", region_name="us-east-1")
+        )
+        with runtime_override(make_runtime(ledger, bucket, ManualClock())):
+            router = Router(bucket, HANDLERS)
+            key = write_snapshot(bucket, "orders", 3, 100)
+            # When one scan lists the manifest, it is delivered and registered at once
+            assert outcomes(router.scan()) == [(key, "became_latest")]
+            # And, as before, not again while unchanged
+            assert router.scan() == []

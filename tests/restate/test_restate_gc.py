@@ -14,6 +14,7 @@ from datetime import timedelta
 
 import pytest
 
+from snapledger.entrypoints.register import manifest_registrar
 from snapledger.errors import StaleVersionError
 from snapledger.gc_settings import GcConfig
 from snapledger.layouts.lineage import LayoutCatalog
@@ -25,6 +26,7 @@ from snapledger.services.restate_pointer import MAX_REWRITES
 from tests.gc.support import age_objects, gc_deps, records, statuses
 from tests.ledger.conftest import clock, ledger, store
 from tests.restate.fixtures import PREFIX, STREAM, write_latest, write_restate_snapshot
+from tests.support import make_runtime
 
 __all__ = ["clock", "ledger", "store"]
 
@@ -219,6 +221,36 @@ def test_a_failed_upload_is_swept_after_the_grace_window_and_latest_json_never(
     left = keys(store)
     assert not any(k.startswith(failed.location.folder) for k in left)
     assert {LATEST, f"{PREFIX}/0/stray-not-a-snapshot.txt"} <= left
+
+
+def test_a_partition_with_no_registered_snapshot_has_its_failed_uploads_swept_too(
+    ledger, store, clock
+):
+    """No HEAD (nothing ever registered): the unledgered sweep lists the Restate prefix."""
+    # Given partition 1, never registered: an old failed upload, a recent one, an old
+    # folder whose metadata.json never reached the ledger, and Restate's latest.json
+    old = write_restate_snapshot(store, 10, partition=1, metadata=False)
+    recent = write_restate_snapshot(store, 20, partition=1, metadata=False)
+    unregistered = write_restate_snapshot(store, 30, partition=1)
+    write_latest(store, unregistered, [unregistered])
+    age_objects(store, f"{PREFIX}/1/", clock.now() - timedelta(hours=48))
+    age_objects(store, recent.location.folder, clock.now() - timedelta(hours=1))
+    runtime = replace(make_runtime(ledger, store, clock), layouts=LAYOUTS)
+    sweeping = replace(deps(ledger, store, clock), register=manifest_registrar(runtime))
+    # When GC runs
+    report = run_gc(sweeping, config=CONFIG)
+    # Then only the old failed upload went; the folder with a metadata.json was registered
+    assert not report.failed, report.to_dict()
+    assert sorted((o.prefix, o.action) for o in report.orphans) == [
+        (old.location.folder, "deleted"),
+        (recent.location.folder, "in_flight"),
+        (unregistered.location.folder, "registered"),
+    ]
+    left = keys(store)
+    assert not any(k.startswith(old.location.folder) for k in left)
+    assert set(recent.sst_keys) | {unregistered.location.metadata_key} <= left
+    assert f"{PREFIX}/1/latest.json" in left  # never deleted
+    assert statuses(ledger, STREAM, 1) == {10: "DELETED", 30: "REGISTERED"}
 
 
 def test_each_gc_run_heals_a_broken_latest_before_it_plans(ledger, store, clock, four):

@@ -120,14 +120,17 @@ def test_a_metadata_json_that_disagrees_with_its_key_is_rejected(ledger, store):
     assert "min_applied_lsn" in answer.reason
 
 
-def test_a_garbage_metadata_json_is_rejected_and_a_vanished_one_is_recorded_missing(ledger, store):
+def test_a_garbage_metadata_json_is_rejected_and_a_vanished_one_records_nothing(ledger, store):
     written = write_restate_snapshot(store, 1435)
     store.put(written.location.metadata_key, b"\x00not json")
     assert register(written.location.metadata_key, ledger, store).outcome is Outcome.REJECTED
+    before = ledger.load(LineageId(stream=STREAM, partition=0)).head.version
+    # Restate evicted a snapshot before its metadata.json was read: nothing to reject
     gone = write_restate_snapshot(store, 1500)
     store.delete_many([gone.location.metadata_key])
     answer = register(gone.location.metadata_key, ledger, store)
-    assert answer.outcome is Outcome.REJECTED and "no longer existed" in answer.reason
+    assert answer.outcome is Outcome.VANISHED and gone.location.metadata_key in answer.reason
+    assert ledger.load(LineageId(stream=STREAM, partition=0)).head.version == before
 
 
 def test_restate_latest_json_is_left_as_restate_wrote_it(ledger, store):

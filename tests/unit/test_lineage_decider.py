@@ -107,15 +107,18 @@ def test_same_id_with_other_content_is_a_conflict_recorded_once():
     assert record.conflicting_digests == ("sha256:b",)
 
 
-def test_vanished_manifest_is_a_no_op_once_recorded_and_a_rejection_otherwise():
+def test_vanished_manifest_records_nothing_whether_recorded_or_not():
     state, [_, vanished_known] = run(
         empty(), register(100, 0), register(100, 0, digest="x", manifest_missing=True)
     )
     assert vanished_known == []
-    state, [unknown] = run(
-        state, register(200, 1, digest="x", manifest_missing=True, rejection="gone")
+    # Never seen and gone before it was read: nothing to reject (the caller counts it)
+    after, [unknown] = run(
+        state, register(200, 1, digest="missing", manifest_missing=True, rejection=None)
     )
-    assert isinstance(unknown[0], SnapshotRejected) and "no longer existed" in unknown[0].reason
+    assert unknown == []
+    assert snapshot_sort_key(200, ULIDS[1]) not in after.snapshots
+    assert after.head.version == state.head.version
 
 
 def test_registry_time_is_the_server_clock_not_the_producers():

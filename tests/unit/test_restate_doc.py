@@ -19,7 +19,7 @@ from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.clock import ManualClock
 from snapledger.core.retention import KeepReason, Kept, RetentionPlan
 from snapledger.gc_settings import MIN_ORPHAN_GRACE_HOURS, GcConfig
-from snapledger.layouts import restate
+from snapledger.layouts import restate, restate_keys
 from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.models.ledger import LineageId
 from snapledger.ports import MAX_KEYS_PER_REQUEST
@@ -53,6 +53,7 @@ CONSTANTS: dict[str, float] = {
     "MAX_LSN": limits.MAX_LSN,
     "MAX_PARTITION": limits.MAX_PARTITION,
     "GC_SCHEDULE_HOURS": GC_SCHEDULE_HOURS,
+    "RECOMMENDED_NUM_RETAINED": restate_keys.RECOMMENDED_NUM_RETAINED,
 }
 _TIED = re.compile(r"(\d[\d,]*(?:\.\d+)?)[^\d(]{0,60}?\(`([A-Za-z_][A-Za-z0-9_]*)`\)")
 

@@ -50,8 +50,12 @@ def restate() -> None:
 @answer_of
 def heal(client: Snapledger, stream: str, partition: int | None, dry_run: bool) -> Answer:
     """Check the snapshot each partition's latest.json names; repoint a broken one to the
-    newest healthy snapshot Restate retains (as each GC run does). Nothing is deleted."""
-    return client.heal(stream, partition, dry_run=dry_run)
+    newest healthy snapshot Restate retains (as each GC run does). Nothing is deleted.
+    Every partition may take several calls (each bounded by the function's time): they
+    are made until every partition is checked, and shown as one answer."""
+    if partition is not None:
+        return client.heal(stream, partition, dry_run=dry_run)
+    return client.heal_all(stream, dry_run=dry_run)
 
 
 @restate.command("restore")

@@ -19,15 +19,37 @@ class RestateActions:
     def call(self, function: str, payload: dict[str, Any]) -> Answer:
         raise NotImplementedError  # Snapledger's: send the payload, raise a refusal
 
-    def heal(self, stream: str, partition: int | None = None, *, dry_run: bool = False) -> Answer:
+    def heal(
+        self,
+        stream: str,
+        partition: int | None = None,
+        *,
+        dry_run: bool = False,
+        after_partition: int | None = None,
+    ) -> Answer:
         """Check the snapshot each partition's Restate ``latest.json`` names (``partition``,
         or each one of ``stream`` the registry knows) and repoint a broken one to the newest
         healthy snapshot Restate retains; ``dry_run``: only say what it would do. The
-        answer's ``outcomes``: one per partition (``state``, ``problems``, ``healed_to``)."""
+        answer's ``outcomes``: one per partition (``state``, ``problems``, ``healed_to``).
+        One call is bounded by the function's time: ``complete`` false and
+        ``after_partition`` say where to continue (pass it back; ``heal_all`` does)."""
         payload: dict[str, Any] = {"action": "restate_heal", "stream": stream, "dry_run": dry_run}
         if partition is not None:
             payload["partition"] = partition
+        if after_partition is not None:
+            payload["after_partition"] = after_partition
         return self.call("gc", payload)
+
+    def heal_all(self, stream: str, *, dry_run: bool = False) -> Answer:
+        """``heal`` of every partition, following ``after_partition`` until the heal is
+        complete: one answer with every call's outcomes (each call checks at least one
+        partition, so it ends)."""
+        answer = self.heal(stream, dry_run=dry_run)
+        outcomes = list(answer.get("outcomes", []))
+        while answer.get("complete") is False:
+            answer = self.heal(stream, dry_run=dry_run, after_partition=answer["after_partition"])
+            outcomes += answer.get("outcomes", [])
+        return {**answer, "outcomes": outcomes}
 
     def restore_latest(
         self,

@@ -52,11 +52,9 @@ def decide_register(state: LineageState, cmd: RegisterSnapshot, now: datetime) -
             "under a new snapshot id",
         )
     if cmd.manifest_missing:
-        return rejected(
-            "invalid",
-            f"the manifest {cmd.manifest_key} no longer existed when it was processed; "
-            "nothing was registered: rewrite the snapshot under a new id if it is still wanted",
-        )
+        # Vanished before it was read (its producer or GC deleted it): there is nothing to
+        # register or reject. The caller answers "vanished" and counts it, never silently.
+        return []
     if cmd.summary is None:
         return rejected("invalid", cmd.rejection or "the manifest is invalid")
     refusal = _writer_refusal(head, cmd.summary)

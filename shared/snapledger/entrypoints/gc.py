@@ -254,22 +254,37 @@ def _answer(
         )
         _failure_metrics(report, metrics)
         return {"report": report.to_dict()}
+    if isinstance(request, RestateHealRequest):  # the one action bounded by the time left
+        budget = Budget(remaining_seconds, rt.gc.stop_with_seconds_left)
+        body = _restate_heal(request, rt, metrics, request_id, budget=budget)
+        return {"action": request.action, **body}
     answer = _ACTIONS.answer_for(request)
     return {"action": request.action, **answer(request, rt, metrics, request_id)}
 
 
 def _restate_heal(
-    request: RestateHealRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
+    request: RestateHealRequest,
+    rt: Runtime,
+    metrics: MetricSink,
+    request_id: str | None,
+    *,
+    budget: Budget | None = None,
 ) -> dict[str, Any]:
-    outcomes = heal(rt, request)
+    """Heal's answer; ``budget`` (``_answer`` gives the invocation's) bounds a heal of
+    every partition, whose answer then says where to continue."""
+    run = heal(rt, request, budget)
     if not request.dry_run:  # what a run's heal check publishes: alarmed at >= 1
-        broken = sum(1 for outcome in outcomes if outcome.broken)
+        broken = sum(1 for outcome in run.outcomes if outcome.broken)
         metrics.add_metric(name=LATESTS_BROKEN_METRIC, unit="Count", value=broken)
-    return {
+    body: dict[str, Any] = {
         "stream": request.stream,
         "dry_run": request.dry_run,
-        "outcomes": [outcome.to_dict() for outcome in outcomes],
+        "outcomes": [outcome.to_dict() for outcome in run.outcomes],
+        "complete": run.complete,
     }
+    if run.after_partition is not None:  # out of time: pass it back to continue
+        body["after_partition"] = run.after_partition
+    return body
 
 
 def _restate_restore(

@@ -1,7 +1,8 @@
 """Register the manifests a delivery announces: every record answered, failures raised last.
 
 Expected outcomes (``became_latest``, ``recorded``, ``duplicate``, ``fenced``,
-``rejected``, ``conflict``) are answers, as are records that are no manifest
+``rejected``, ``conflict``, ``vanished``: the manifest was gone when read, logged as a
+warning with its key and counted, nothing recorded) are answers, as are records that are no manifest
 (``ignored``) or no S3 record at all (``invalid_record``). A record whose registration
 fails unexpectedly does not stop the others: they are all processed, then the failure is
 raised so that Lambda retries the asynchronous invoke (and, after its retries, sends the
@@ -43,8 +44,9 @@ QUEUED = "queued"  # handed to the registration queue (AWS): registered by its c
 #: Counters are ``Registration_{outcome}``, e.g. ``Registration_became_latest``.
 METRIC_PREFIX = "Registration_"
 MALFORMED_EVENT_METRIC = "Registration_malformed_event"
-#: Also counted per stream (``Registration_rejected``, ``Registration_fenced``).
-PER_STREAM_OUTCOMES = (Outcome.REJECTED, Outcome.FENCED)
+#: Also counted per stream (``Registration_rejected``, ``Registration_fenced``,
+#: ``Registration_vanished``).
+PER_STREAM_OUTCOMES = (Outcome.REJECTED, Outcome.FENCED, Outcome.VANISHED)
 
 _log = logging.getLogger(__name__)
 
@@ -244,12 +246,19 @@ def _answer(
         _log.error("registering %s failed; it will be retried", key, exc_info=exc)
         batch.failures.append((key, exc))
         return RecordAnswer(key, FAILED, reason=f"{type(exc).__name__}: {exc}")
-    _log.info(
-        "registered %s: %s",
-        key,
-        result.outcome.value,
-        extra={"registration": result.to_dict(), "request_id": request_id},
-    )
+    if result.outcome is Outcome.VANISHED:  # nothing in the ledger says so: the log does
+        _log.warning(
+            "manifest %s vanished: it was gone when registration read it; nothing recorded",
+            key,
+            extra={"registration": result.to_dict(), "request_id": request_id},
+        )
+    else:
+        _log.info(
+            "registered %s: %s",
+            key,
+            result.outcome.value,
+            extra={"registration": result.to_dict(), "request_id": request_id},
+        )
     if result.stream is not None and result.outcome in PER_STREAM_OUTCOMES:
         # Counted under service alone with the others (register_*): no total here.
         emit_for_stream(METRIC_PREFIX + result.outcome.value, result.stream, 1, total=False)

@@ -1,9 +1,13 @@
 """The gc function's Restate actions: heal a stream's latests, restore from a chosen snapshot.
 
-- ``{"action": "restate_heal", "stream", "partition"?, "dry_run"?}``: check the snapshot
-  each partition's ``latest.json`` names (one partition, or each lineage of the stream the
-  ledger knows) and repoint a broken one (``services/restate_heal.py``); a dry run says
-  what it would do and writes nothing;
+- ``{"action": "restate_heal", "stream", "partition"?, "after_partition"?, "dry_run"?}``:
+  check the snapshot each partition's ``latest.json`` names (one partition, or each lineage
+  of the stream the ledger knows, in the ledger's order) and repoint a broken one
+  (``services/restate_heal.py``); a dry run says what it would do and writes nothing. Over
+  every partition it is bounded by the invocation's time: it takes no new partition once
+  less than GC's reserve (``stop_with_seconds_left``) is left, having checked at least one,
+  and answers ``complete`` false with ``after_partition``, the last one checked, which the
+  caller passes back to continue after it;
 - ``{"action": "restate_restore", "stream", "partition", "snapshot_id", "by", "reason"?,
   "request_id"?}``: point the partition's ``latest.json`` at a snapshot Restate retains,
   held so GC keeps it; ``request_id`` (default: the Lambda request id) makes a retry a no-op.
@@ -12,9 +16,10 @@ A stream that is not a Restate one (no prefix of ``SNAPLEDGER_RESTATE_PREFIXES``
 refused naming it. The gc function dispatches these (``entrypoints/gc.py``).
 """
 
-from typing import Annotated, Literal
+from dataclasses import dataclass
+from typing import Annotated, Literal, Self
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StringConstraints, model_validator
 
 from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload
 from snapledger.errors import InvalidRequestError, StaleVersionError
@@ -22,8 +27,11 @@ from snapledger.layout import STREAM_PATTERN
 from snapledger.layouts.lineage import RestateLayout
 from snapledger.layouts.restate import SNAPSHOT_ID_PATTERN, RestatePointerError
 from snapledger.limits import MAX_PARTITION
+from snapledger.models.base import one_of_error
+from snapledger.models.ledger import LineageId
 from snapledger.runtime import Runtime
 from snapledger.services.gc import paged_heads
+from snapledger.services.gc_deps import Budget
 from snapledger.services.restate_heal import (
     HealOutcome,
     RestoreResult,
@@ -51,7 +59,36 @@ class RestateHealRequest(ConsolePayload):
     partition: int | None = Field(
         default=None, ge=0, le=MAX_PARTITION, description="Omit it for every partition"
     )
+    after_partition: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_PARTITION,
+        description="Continue after this partition: a partial answer's after_partition",
+    )
     dry_run: bool = False
+
+    @model_validator(mode="after")
+    def _one_partition_or_a_cursor(self) -> Self:
+        if self.partition is not None and self.after_partition is not None:
+            raise one_of_error(
+                ("partition", "after_partition"),
+                "give partition (heal that one) or after_partition (continue a heal of every "
+                "partition after it), not both",
+            )
+        return self
+
+
+@dataclass(frozen=True)
+class HealRun:
+    """A heal's outcomes and, when the time budget stopped it first, where to continue."""
+
+    outcomes: list[HealOutcome]
+    #: The last partition checked when stopped early (None: every partition was checked).
+    after_partition: int | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.after_partition is None
 
 
 class RestateRestoreRequest(LineagePayload):
@@ -80,15 +117,25 @@ def restate_layout(rt: Runtime, stream: str) -> RestateLayout:
     return layout
 
 
-def heal(rt: Runtime, request: RestateHealRequest) -> list[HealOutcome]:
-    """Heal the named partition, or each lineage of the stream the ledger has a HEAD of."""
+def heal(rt: Runtime, request: RestateHealRequest, budget: Budget | None = None) -> HealRun:
+    """Heal the named partition, or each lineage of the stream the ledger has a HEAD of
+    (after ``after_partition``, in the ledger's order) until ``budget`` is exhausted: at
+    least one is checked per call, so a caller following ``after_partition`` finishes."""
     layout = restate_layout(rt, request.stream)
     if request.partition is not None:
-        partitions = [request.partition]
-    else:
-        heads = paged_heads(rt.lineages, stream=request.stream, after=None, page_size=_HEADS_PAGE)
-        partitions = [head.partition for head in heads]
-    return [_heal_one(rt, layout, partition, dry_run=request.dry_run) for partition in partitions]
+        return HealRun([_heal_one(rt, layout, request.partition, dry_run=request.dry_run)])
+    after = (
+        None
+        if request.after_partition is None
+        else LineageId(stream=request.stream, partition=request.after_partition)
+    )
+    heads = paged_heads(rt.lineages, stream=request.stream, after=after, page_size=_HEADS_PAGE)
+    outcomes: list[HealOutcome] = []
+    for head in heads:
+        if outcomes and budget is not None and budget.exhausted():
+            return HealRun(outcomes, after_partition=outcomes[-1].partition)
+        outcomes.append(_heal_one(rt, layout, head.partition, dry_run=request.dry_run))
+    return HealRun(outcomes)
 
 
 def _heal_one(rt: Runtime, layout: RestateLayout, partition: int, *, dry_run: bool) -> HealOutcome:

@@ -36,6 +36,8 @@ SERVICE_ENV = "POWERTOOLS_SERVICE_NAME"
 #: A manifest rejected (invalid, conflicting) or fenced (a stale epoch), per stream.
 REGISTRATION_REJECTED = "Registration_rejected"
 REGISTRATION_FENCED = "Registration_fenced"
+#: A manifest (or Restate metadata.json) gone when registration read it, per stream.
+REGISTRATION_VANISHED = "Registration_vanished"
 #: A job that ended FAILED: its state event, a launch refused, the stuck-job sweeper.
 JOBS_FAILED = "Jobs_failed"
 #: What GC deleted: snapshots (marked DELETED) and their bytes (the records' total_bytes).

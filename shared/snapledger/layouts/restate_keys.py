@@ -26,6 +26,11 @@ FORMAT: Literal["restate"] = "restate"
 #: Restate writes ``latest.json``; snapledger only heals or repoints it, by compare-and-swap.
 POINTER_OWNER: Literal["producer"] = "producer"
 
+#: The most snapshots Restate keeps per partition (``num-retained``; its config refuses
+#: more, its default is 1), and what snapledger recommends: Restate then never evicts what
+#: snapledger's policy keeps, and GC's prune keeps Restate's list at what the policy keeps.
+RECOMMENDED_NUM_RETAINED = 255
+
 METADATA_NAME = "metadata.json"
 LATEST_NAME = "latest.json"
 LSN_WIDTH = 20

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 import boto3
 
+from snapledger.layouts.restate_keys import RECOMMENDED_NUM_RETAINED
 from snapledger.local import processes
 from snapledger.local.clients import ensure_bucket
 from snapledger.local.dynamodb_local import REPO_ROOT, free_port
@@ -63,7 +64,7 @@ def snapshots_toml(
     *,
     destination: str,
     endpoint: str,
-    num_retained: int | None = None,
+    num_retained: int = RECOMMENDED_NUM_RETAINED,
     snapshot_interval_num_records: int | None = None,
     region: str = REGION,
     access_key: str = ACCESS_KEY,
@@ -71,10 +72,16 @@ def snapshots_toml(
 ) -> str:
     """restate.toml's ``[worker.snapshots]`` table for an S3-compatible endpoint over plain
     HTTP (moto's server, ``snapledger local up --s3-port``): what the cluster here runs with
-    and what ``local up`` prints."""
+    and what ``local up`` prints. ``num-retained`` is always set (Restate's default, 1,
+    evicts a snapshot as soon as the next lands): by default to the recommended 255."""
+    if not 1 <= num_retained <= RECOMMENDED_NUM_RETAINED:
+        raise ValueError(
+            f"num_retained {num_retained}: Restate keeps 1 to {RECOMMENDED_NUM_RETAINED} "
+            f"snapshots per partition; give a number in that range ({RECOMMENDED_NUM_RETAINED} "
+            "lets snapledger's policy decide, docs/restate.md#num-retained)"
+        )
     lines = ["[worker.snapshots]", f'destination = "{destination}"']
-    if num_retained is not None:
-        lines.append(f"num-retained = {num_retained}")
+    lines.append(f"num-retained = {num_retained}")
     if snapshot_interval_num_records is not None:
         lines.append(f"snapshot-interval-num-records = {snapshot_interval_num_records}")
     lines += [

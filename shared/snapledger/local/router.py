@@ -13,7 +13,10 @@ Two rules make a folder behave like S3, which notifies once per completed PUT:
   inode) is the same at two consecutive scans, so a file still being written is not
   read half-way. A writer that renames a finished temp file into place (the client
   library's file store, ``.tmp-`` names, which listings skip) is never seen unfinished; a
-  writer that writes in place must not pause longer than a poll interval mid-file.
+  writer that writes in place must not pause longer than a poll interval mid-file. An
+  object of an S3 store (``local up --s3-port``) is complete once listed (a PUT is
+  atomic), so it is delivered at the first scan that sees it: a Restate snapshot evicted
+  right after it landed still reaches ``register`` (answered ``vanished`` if gone by then).
 - **re-put**: a file whose version changed since it was delivered (rewritten, even with
   the same bytes) is a new arrival and is delivered again, as S3 notifies every PUT.
 """
@@ -113,6 +116,8 @@ class Router:
         self.layouts = layouts
         self._delivered: dict[str, Version] = {}  # key -> the version delivered last
         self._pending: dict[str, Version] = {}  # key -> the version the last scan saw
+        # Files may be seen half-written; an S3 store's objects are whole once listed.
+        self._settles = isinstance(getattr(store, "root", None), Path)
         self._lock = threading.Lock()
 
     def object_created(self, info: ObjectInfo) -> dict[str, Any] | None:
@@ -152,7 +157,8 @@ class Router:
                 with self._lock:
                     if self._delivered.get(info.key) == version:
                         continue
-                    if not settled and self._pending.get(info.key) != version:
+                    waits = self._settles and not settled
+                    if waits and self._pending.get(info.key) != version:
                         self._pending[info.key] = version  # still being written, perhaps
                         continue
                 answer = self.object_created(info)

@@ -67,7 +67,9 @@ def parse_restate_prefixes(values: Iterable[str]) -> dict[str, str]:
 
 def restate_snippet(endpoint: str, prefix: str) -> str:
     """The restate.toml table pointing a Restate node's snapshots at ``prefix`` in the local
-    runtime's bucket on ``endpoint``."""
+    runtime's bucket on ``endpoint``, with the recommended ``num-retained`` (255: without
+    it Restate keeps 1, and a snapshot it evicts before the router delivers its
+    ``metadata.json`` is never registered)."""
     destination = f"s3://{LOCAL_BUCKET}/{prefix.strip('/')}"
     return snapshots_toml(destination=destination, endpoint=endpoint)
 

@@ -13,6 +13,13 @@ registration instead (``GcDeps.register``), which records it REGISTERED, or REJE
 its reason; a REJECTED one's files are then collected as any rejected snapshot's are.
 Only a prefix with no manifest is an orphan.
 
+Lineages with no HEAD (``sweep_unledgered_streams``) are found by listing the folders of
+each stream: ``snapshots/`` for native streams and each configured Restate prefix (a
+Restate partition whose every upload failed has no HEAD either). There too a folder with a
+``metadata.json`` is handed to registration, Restate's ``latest.json`` (outside every
+snapshot folder) is never touched, and only folders whose newest object is older than the
+grace window go.
+
 No record: before any delete the prefix is *claimed* in the ledger (``OrphanClaimed``,
 decided on a consistent read). If a registration got there first, the claim is refused
 and nothing is deleted; if the manifest arrives after the claim, registration finds the
@@ -97,7 +104,8 @@ def sweep_unledgered_streams(
     dry_run: bool,
     budget: Budget,
 ) -> tuple[list[OrphanOutcome], bool, str | None]:
-    """Sweep the lineages that have snapshot prefixes but no HEAD in the ledger.
+    """Sweep the lineages that have snapshot prefixes (native or under a Restate prefix)
+    but no HEAD in the ledger.
 
     Walks streams in name order after ``after_stream``, a deletion batch per stream.
     Returns the outcomes, whether it finished, and the last stream it finished (where a
@@ -159,7 +167,7 @@ def _sweep_unledgered_stream(
         if stopped:
             return outcomes, True
     batch.flush()
-    outcomes += [OrphanOutcome(f"{SNAPSHOTS}/{name}/", "error", note=e) for e in errors]
+    outcomes += [OrphanOutcome(_stream_folder(deps, name), "error", note=e) for e in errors]
     return outcomes, batch.stopped
 
 
@@ -274,22 +282,32 @@ def _claim(
 
 
 def _streams(deps: GcDeps, stream: str | None) -> list[str]:
+    """The streams to sweep, in name order: the folders under ``snapshots/`` and each
+    configured Restate prefix's stream (whether or not the ledger knows it)."""
     if stream is not None:
         return [stream]
-    names = []
+    names = {layout.stream for layout in deps.layouts.restate_layouts}
     for prefix in deps.store.list_dirs(f"{SNAPSHOTS}/"):
         name = prefix.removeprefix(f"{SNAPSHOTS}/").rstrip("/")
         try:
-            names.append(check_stream_name(name))
+            names.add(check_stream_name(name))
         except InvalidKeyError:
             continue
     return sorted(names)
 
 
+def _stream_folder(deps: GcDeps, stream: str) -> str:
+    """The folder holding the stream's partition folders: ``snapshots/{stream}/``, or its
+    Restate prefix's."""
+    restate = deps.layouts.restate_for(stream)
+    return f"{restate.prefix}/" if restate is not None else f"{SNAPSHOTS}/{stream}/"
+
+
 def _partitions(deps: GcDeps, stream: str) -> list[int]:
+    folder = _stream_folder(deps, stream)
     found = []
-    for prefix in deps.store.list_dirs(f"{SNAPSHOTS}/{stream}/"):
-        text = prefix.removeprefix(f"{SNAPSHOTS}/{stream}/").rstrip("/")
+    for prefix in deps.store.list_dirs(folder):
+        text = prefix.removeprefix(folder).rstrip("/")
         if text.isdigit() and str(int(text)) == text:
             found.append(int(text))
     return found

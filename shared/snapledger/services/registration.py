@@ -8,41 +8,28 @@ raise, so the asynchronous invoke is retried.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 
 from snapledger.clock import Clock
-from snapledger.core.manifest_rules import (
-    ManifestRejectedError,
-    check_files_present,
-    checksum_problems,
-    join_problems,
-    kv_schema_problems,
-    manifest_digest,
-    oversize_reason,
-    parse_manifest,
-)
-from snapledger.errors import InvalidKeyError, ManifestTooLargeError, NotFoundError
+from snapledger.errors import InvalidKeyError
 from snapledger.layout import SnapshotLocation, parse_manifest_key
 from snapledger.layouts.lineage import NATIVE_ONLY, LayoutCatalog
-from snapledger.models.commands import ArrivedManifest, RegisterSnapshot
+from snapledger.models.commands import RegisterSnapshot
 from snapledger.models.events import LatestAdvanced, SnapshotRegistered, SnapshotRejected
 from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
-from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestV1
+from snapledger.models.manifest import ManifestV1
 from snapledger.models.pointer import LatestPointer
 from snapledger.ports import LedgerStore, ObjectHolds, ObjectStore, StreamLogStore
 from snapledger.services import restate_snapshots
 from snapledger.services.commands import CommandResult, RetryPolicy
 from snapledger.services.generations import MemberRegistration, register_member
 from snapledger.services.latest_pointer import publish_generation, publish_latest
-from snapledger.services.latest_protection import hold_snapshot
 from snapledger.services.lineage_combiner import LineageCombiner
+from snapledger.services.manifest_checks import command_for
 
 #: The process's one writer per lineage (see ``lineage_combiner``).
 COMBINER = LineageCombiner()
-#: Files whose checksum and footer are read at once, per manifest.
-FILE_READERS = 16
 
 
 class Outcome(StrEnum):
@@ -54,6 +41,10 @@ class Outcome(StrEnum):
     FENCED = "fenced"
     REJECTED = "rejected"
     CONFLICT = "conflict"
+    #: The manifest (or Restate ``metadata.json``) was gone when it was read: deleted by its
+    #: producer (Restate evicting beyond ``num-retained``) or by GC after it arrived.
+    #: Nothing is recorded (there is nothing to reject); ``register`` counts and logs it.
+    VANISHED = "vanished"
 
 
 @dataclass(frozen=True)
@@ -175,7 +166,7 @@ def register_manifests(
                 answers[index] = RegistrationResult(Outcome.REJECTED, key, reason=str(exc))
             continue
         try:
-            command, manifest = _command_for(location, key, store, holds)
+            command, manifest = command_for(location, key, store, holds)
         except Exception as failure:  # answered per key
             answers[index] = RegistrationFailed(key, failure)
             continue
@@ -237,7 +228,7 @@ def _register_lineage(
     if not members:
         return answers
     outcomes: list[RegistrationResult | RegistrationFailed] = [
-        _result(location, command.manifest_key, result, notes.get(command.manifest_key))
+        _result(location, command, result, notes.get(command.manifest_key))
         for (_, location, command), result in zip(members, results, strict=True)
     ]
     try:
@@ -329,82 +320,13 @@ def _advanced(result: CommandResult) -> bool:
     return any(isinstance(event, LatestAdvanced) for event in result.events)
 
 
-def _command_for(
-    location: SnapshotLocation, key: str, store: ObjectStore, holds: ObjectHolds | None = None
-) -> tuple[RegisterSnapshot, ManifestV1 | None]:
-    """The registration command of the manifest at ``key``, and the manifest when valid."""
-    common: ArrivedManifest = {
-        "stream": location.stream,
-        "partition": location.partition,
-        "lsn": location.lsn,
-        "snapshot_id": location.snapshot_id,
-        "manifest_key": key,
-    }
-    try:
-        raw = store.get(key, max_bytes=MAX_MANIFEST_BYTES)
-    except NotFoundError:
-        return RegisterSnapshot(**common, manifest_digest="missing", manifest_missing=True), None
-    except ManifestTooLargeError:
-        info = store.head(key)  # only on this rare path: the size, for the message
-        size = info.size if info else MAX_MANIFEST_BYTES + 1
-        rejection = oversize_reason(size)
-        return RegisterSnapshot(
-            **common, manifest_digest=f"oversize:{size}", rejection=rejection
-        ), None
-    digest = manifest_digest(raw)
-    try:
-        parsed = parse_manifest(location, raw)
-        # One listing of the prefix (1,000 keys a request), not one request per file.
-        sizes = {info.key: info.size for info in store.list(location.prefix)}
-        check_files_present(location, parsed.manifest, sizes)
-        check_file_contents(location, parsed.manifest, sizes, store)
-    except ManifestRejectedError as rejected:
-        command = RegisterSnapshot(
-            **common, manifest_digest=digest, rejection=rejected.reason, epoch_hint=rejected.epoch
-        )
-        return command, None
-    if holds is not None:  # before the commit: no snapshot becomes latest unheld
-        hold_snapshot(holds, location, parsed.manifest)
-    command = RegisterSnapshot(**common, manifest_digest=digest, summary=parsed.summary)
-    return command, parsed.manifest
-
-
-def check_file_contents(
-    location: SnapshotLocation, manifest: ManifestV1, sizes: dict[str, int], store: ObjectStore
-) -> None:
-    """What can be checked of each file without reading its data, ``FILE_READERS`` files at
-    a time: its stated checksum against the store's (S3: one HeadObject with checksum
-    mode) and, for ``kv-parquet``, its schema from the Parquet footer (one ranged GET of
-    its tail, rarely two). ``sizes``: the prefix's listing, key → size."""
-
-    def problems_of(index: int) -> list[str]:
-        entry = manifest.files[index]
-        key = location.prefix + entry.path
-        found = checksum_problems(
-            index, entry, lambda algorithm: store.stored_checksum(key, algorithm)
-        )
-        if manifest.format == "kv-parquet":
-            found += kv_schema_problems(
-                index, entry, lambda length: store.get_tail(key, length), sizes[key]
-            )
-        return found
-
-    count = len(manifest.files)
-    if count <= 1:  # no pool for one file (a thread costs more than its reads here)
-        problems = [p for index in range(count) for p in problems_of(index)]
-    else:
-        with ThreadPoolExecutor(max_workers=min(FILE_READERS, count)) as pool:
-            problems = [p for found in pool.map(problems_of, range(count)) for p in found]
-    if problems:
-        raise ManifestRejectedError(join_problems(problems), epoch=manifest.epoch)
-
-
 def _result(
     location: SnapshotLocation,
-    key: str,
+    command: RegisterSnapshot,
     result: CommandResult,
     member: MemberRegistration | None = None,
 ) -> RegistrationResult:
+    key = command.manifest_key
     head = result.state.head
     base: dict[str, object] = {}
     if member is not None:
@@ -428,6 +350,12 @@ def _result(
     events = result.events
     if not events:
         record = result.state.snapshots.get(snapshot_sort_key(location.lsn, location.snapshot_id))
+        if record is None and command.manifest_missing:
+            gone = (
+                f"{key} was gone when registration read it (deleted since it arrived, e.g. "
+                "evicted by its producer): nothing was recorded"
+            )
+            return RegistrationResult(Outcome.VANISHED, reason=gone, **base)  # type: ignore[arg-type]
         reason = (
             record.rejection_reason if record and record.status is SnapshotStatus.REJECTED else None
         )

@@ -1,0 +1,101 @@
+"""A native manifest read and checked for registration: its ``RegisterSnapshot``.
+
+Reads ``_manifest.json`` (at most ``MAX_MANIFEST_BYTES``), lists the snapshot prefix once
+(1,000 keys a request) and checks what can be checked of each file without reading its
+data, ``FILE_READERS`` files at a time (``check_file_contents``). A manifest gone when read
+is ``manifest_missing`` (answered ``vanished`` by ``services/registration.py``).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from snapledger.core.manifest_rules import (
+    ManifestRejectedError,
+    check_files_present,
+    checksum_problems,
+    join_problems,
+    kv_schema_problems,
+    manifest_digest,
+    oversize_reason,
+    parse_manifest,
+)
+from snapledger.errors import ManifestTooLargeError, NotFoundError
+from snapledger.layout import SnapshotLocation
+from snapledger.models.commands import ArrivedManifest, RegisterSnapshot
+from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestV1
+from snapledger.ports import ObjectHolds, ObjectStore
+from snapledger.services.latest_protection import hold_snapshot
+
+#: Files whose checksum and footer are read at once, per manifest.
+FILE_READERS = 16
+
+
+def command_for(
+    location: SnapshotLocation, key: str, store: ObjectStore, holds: ObjectHolds | None = None
+) -> tuple[RegisterSnapshot, ManifestV1 | None]:
+    """The registration command of the manifest at ``key``, and the manifest when valid."""
+    common: ArrivedManifest = {
+        "stream": location.stream,
+        "partition": location.partition,
+        "lsn": location.lsn,
+        "snapshot_id": location.snapshot_id,
+        "manifest_key": key,
+    }
+    try:
+        raw = store.get(key, max_bytes=MAX_MANIFEST_BYTES)
+    except NotFoundError:
+        return RegisterSnapshot(**common, manifest_digest="missing", manifest_missing=True), None
+    except ManifestTooLargeError:
+        info = store.head(key)  # only on this rare path: the size, for the message
+        size = info.size if info else MAX_MANIFEST_BYTES + 1
+        rejection = oversize_reason(size)
+        return RegisterSnapshot(
+            **common, manifest_digest=f"oversize:{size}", rejection=rejection
+        ), None
+    digest = manifest_digest(raw)
+    try:
+        parsed = parse_manifest(location, raw)
+        # One listing of the prefix (1,000 keys a request), not one request per file.
+        sizes = {info.key: info.size for info in store.list(location.prefix)}
+        check_files_present(location, parsed.manifest, sizes)
+        check_file_contents(location, parsed.manifest, sizes, store)
+    except ManifestRejectedError as rejected:
+        command = RegisterSnapshot(
+            **common, manifest_digest=digest, rejection=rejected.reason, epoch_hint=rejected.epoch
+        )
+        return command, None
+    if holds is not None:  # before the commit: no snapshot becomes latest unheld
+        hold_snapshot(holds, location, parsed.manifest)
+    command = RegisterSnapshot(**common, manifest_digest=digest, summary=parsed.summary)
+    return command, parsed.manifest
+
+
+def check_file_contents(
+    location: SnapshotLocation, manifest: ManifestV1, sizes: dict[str, int], store: ObjectStore
+) -> None:
+    """What can be checked of each file without reading its data, ``FILE_READERS`` files at
+    a time: its stated checksum against the store's (S3: one HeadObject with checksum
+    mode) and, for ``kv-parquet``, its schema from the Parquet footer (one ranged GET of
+    its tail, rarely two). ``sizes``: the prefix's listing, key → size."""
+
+    def problems_of(index: int) -> list[str]:
+        entry = manifest.files[index]
+        key = location.prefix + entry.path
+        found = checksum_problems(
+            index, entry, lambda algorithm: store.stored_checksum(key, algorithm)
+        )
+        if manifest.format == "kv-parquet":
+            found += kv_schema_problems(
+                index, entry, lambda length: store.get_tail(key, length), sizes[key]
+            )
+        return found
+
+    count = len(manifest.files)
+    if count <= 1:  # no pool for one file (a thread costs more than its reads here)
+        problems = [p for index in range(count) for p in problems_of(index)]
+    else:
+        with ThreadPoolExecutor(max_workers=min(FILE_READERS, count)) as pool:
+            problems = [p for found in pool.map(problems_of, range(count)) for p in found]
+    if problems:
+        raise ManifestRejectedError(join_problems(problems), epoch=manifest.epoch)
