@@ -90,17 +90,39 @@ def render(answer: dict[str, Any]) -> RenderableType:
 
 
 def gc_plan(report: dict[str, Any]) -> Table:
-    """Lineage → snapshot → keep/delete → reasons: one row per lineage, a table inside."""
+    """Lineage → snapshot → keep/delete → reasons: one row per lineage, a table inside,
+    and under it what the run found there: its heal outcome, notes and errors."""
     table = Table(title="GC plan" if report.get("dry_run") else "GC", show_lines=True)
     table.add_column("lineage", no_wrap=True, overflow="ellipsis")
     table.add_column("snapshots")
     table.add_column("trim_lsn", no_wrap=True)
     for lineage in report["lineages"]:
         label = f"{lineage.get('stream')}/{lineage.get('partition')}"
-        table.add_row(label, _snapshot_decisions(lineage), _cell(lineage.get("trim_lsn")))
+        cell = Group(_snapshot_decisions(lineage), *map(Text, lineage_findings(lineage)))
+        table.add_row(label, cell, _cell(lineage.get("trim_lsn")))
     if not report["lineages"]:
         table.add_row("(no lineage)", "", "")
     return table
+
+
+def lineage_findings(lineage: dict[str, Any]) -> list[str]:
+    """What a GC run found in a lineage besides its decisions, one line each: the heal
+    outcome of a Restate partition (with each problem of the snapshot its latest.json
+    named), the run's notes (e.g. a snapshot Restate evicted), and its errors."""
+    lines = []
+    heal = lineage.get("heal")
+    if isinstance(heal, dict):
+        named, healed_to = heal.get("names"), heal.get("healed_to")
+        pointer = "" if named is None else f"latest.json named {named}"
+        if healed_to is not None:
+            pointer += f" → {healed_to}"
+        lines.append(f"heal: {heal.get('state')}" + (f" ({pointer})" if pointer else ""))
+        lines += [f"  broken: {problem}" for problem in heal.get("problems") or []]
+        if heal.get("note"):
+            lines.append(f"  {heal['note']}")
+    lines += [f"note: {note}" for note in lineage.get("notes") or []]
+    lines += [f"error: {error}" for error in lineage.get("errors") or []]
+    return lines
 
 
 def _snapshot_decisions(lineage: dict[str, Any]) -> RenderableType:
