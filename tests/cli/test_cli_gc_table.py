@@ -59,7 +59,7 @@ def test_the_table_shows_a_heal_with_each_problem(rt, restate):
     names, to = restate[0][2].location.snapshot_id, restate[0][1].location.snapshot_id
     shown = squeezed(ran.out)
     assert squeezed(f"heal: would_heal (latest.json named {names} → {to})") in shown
-    assert squeezed(f"broken: '{victim}' is 154 bytes in the store") in shown
+    assert squeezed(f"broken: '{victim}': it is 154 bytes in the store") in shown
 
 
 def test_findings_are_one_line_each_and_none_when_there_are_none():

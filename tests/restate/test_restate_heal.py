@@ -5,11 +5,13 @@ The server-backed test (test_restate_end_to_end.py) shows the partition recoveri
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from snapledger.errors import InvalidRequestError, NotFoundError
 from snapledger.layouts.lineage import LayoutCatalog
+from snapledger.models.commands import MAX_RECORDED_PROBLEMS
 from snapledger.models.ledger import LineageId
 from snapledger.services.registration import register_manifest
 from snapledger.services.restate_heal import (
@@ -241,5 +243,8 @@ def test_past_sixteen_files_at_fault_the_last_line_says_how_many_more(ledger, st
         for key, line in zip(many.sst_keys[:15], outcome.problems[:15], strict=True)
     )
     assert outcome.problems[15].startswith("and 5 more problem(s) of this snapshot")
+    # as console.md says
+    console = " ".join(Path("docs/console.md").read_text().split())
+    assert f"at most {MAX_RECORDED_PROBLEMS} lines (`MAX_RECORDED_PROBLEMS`)" in console
     [broken] = [e for e in events_of(ledger, STREAM, 0) if e.type == "SnapshotFoundBroken"]
     assert list(broken.problems) == outcome.problems

@@ -23,6 +23,7 @@ COLUMNS = {
         "file_count",
         "total_bytes",
         "registered_at",
+        "reason",  # a REJECTED one's (readable_snapshot)
     ),
     "events": (
         "seq",
@@ -57,6 +58,10 @@ TEXT = frozenset(
         "note",
     }
 )
+#: The most of a rejection's code and reason ``list``'s table shows; past it, cut and marked
+#: (a row then fits ``PIPE_WIDTH`` on one line).
+REASON_CHARS = 100
+CUT = "… (cut: --json has it whole)"
 #: A job's state before its first reported change.
 FIRST_JOB_STATE = "REQUESTED"
 #: What a width-less output (a pipe, a file, a test) is laid out to: wide enough that
@@ -172,6 +177,8 @@ def _nested(key: str, value: dict[str, Any] | list[Any]) -> RenderableType:
     if all(isinstance(row, dict) for row in value):
         if key == "events":
             value = [readable_event(row) for row in value]
+        if key == "snapshots":
+            value = [readable_snapshot(row) for row in value]
         if key in ("events", "transitions"):
             value = with_transitions(value)
         return _rows(value, COLUMNS.get(key))
@@ -309,6 +316,19 @@ def readable_event(row: dict[str, Any]) -> dict[str, Any]:
     if kind == "SnapshotEvicted":
         return {**row, "changed": "REGISTERED → DELETED (evicted by its producer)"}
     return row
+
+
+def readable_snapshot(row: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot row with a REJECTED one's code and reason in ``reason``, at most
+    ``REASON_CHARS`` characters (a longer one cut and marked ``CUT``)."""
+    why = row.get("rejection_reason")
+    if not why:
+        return row
+    code = row.get("rejection_code")
+    text = f"{code}: {why}" if code else str(why)
+    if len(text) > REASON_CHARS:
+        text = text[: REASON_CHARS - len(CUT)] + CUT
+    return {**row, "reason": text}
 
 
 def with_transitions(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
