@@ -148,7 +148,7 @@ def test_restore_from_a_chosen_snapshot_holds_it_and_records_who(ledger, store, 
         snapshot_id=chosen,
         request_id="req-1",
         by="alice",
-        reason="bad deploy at 14:02",
+        reason="store lost on node-2",
     )
     assert (result.snapshot_id, result.lsn, result.previous_snapshot_id) == (
         chosen,
@@ -163,7 +163,7 @@ def test_restore_from_a_chosen_snapshot_holds_it_and_records_who(ledger, store, 
         "ProducerLatestRepointed",
         "restore",
         "alice",
-        "bad deploy at 14:02",
+        "store lost on node-2",
     )
     # the same request again: no second hold, no second event
     count = len(events_of(ledger, STREAM, 0))
