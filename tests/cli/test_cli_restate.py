@@ -64,10 +64,10 @@ def test_heal_of_a_stream_that_is_not_restate_is_refused_naming_it(rt, restate):
 
 def test_restore_asks_first_and_changes_nothing_when_answered_no(rt, restate, monkeypatch):
     before = latest_names(rt, 0)
-    ran = run("restate", "restore", STREAM, "0", CHOSEN, "--reason", "bad deploy")
+    ran = run("restate", "restore", STREAM, "0", CHOSEN, "--reason", "store lost")
     assert ran.status == 2 and "pass --yes" in ran.err
     monkeypatch.setattr(confirm, "interactive", lambda: True)
-    ran = run("restate", "restore", STREAM, "0", CHOSEN, "--reason", "bad deploy", input="n\n")
+    ran = run("restate", "restore", STREAM, "0", CHOSEN, "--reason", "store lost", input="n\n")
     assert ran.status == 1 and "latest.json at snap_1000Test1000" in ran.err
     assert "nothing changed" in ran.err
     assert latest_names(rt, 0) == before
@@ -82,7 +82,7 @@ def test_restore_with_yes_repoints_and_history_says_who_from_and_to(rt, restate)
         "0",
         CHOSEN,
         "--reason",
-        "bad deploy at 14:02",
+        "store lost on node-2",
         "--by",
         "erin",
         "--yes",
@@ -97,7 +97,7 @@ def test_restore_with_yes_repoints_and_history_says_who_from_and_to(rt, restate)
     [line] = [row for row in history.out.splitlines() if "ProducerLatestRepointed" in row]
     previous = restate[0][2].location.snapshot_id
     assert f"latest.json: {previous} (LSN 3000) → {CHOSEN} (LSN 1000)" in line
-    assert "restore: bad deploy at 14:02" in line and "erin" in line
+    assert "restore: store lost on node-2" in line and "erin" in line
 
 
 def test_history_shows_a_broken_snapshots_files_and_the_heal(rt, restate):
@@ -162,3 +162,28 @@ def test_a_refused_restore_says_why(rt, restate):
         run("--json", "restate", "restore", STREAM, "0", CHOSEN, "--reason", "x", "-y").out
     )
     assert (answer["ok"], answer["error"]) == (False, "invalid_request")
+
+
+def test_restore_is_said_to_be_a_recovery_tool_not_a_rollback():
+    """Restate replays its log after the chosen snapshot: the partition comes back to the
+    same state from an older base. The help, the docs and the examples say so, and no
+    example reason suggests going back in time."""
+    from pathlib import Path
+
+    shown = " ".join(run("restate", "restore", "--help").out.split())
+    assert "not a rollback" in shown and "same state" in shown
+    restate_md = Path("docs/restate.md").read_text()
+    section = restate_md.split("## Restore from a chosen snapshot")[1].split("\n## ")[0]
+    assert "not a rollback" in " ".join(section.split())
+    console = Path("docs/console.md").read_text()
+    section = console.split("### restore a partition from a chosen snapshot")[1]
+    assert "not a rollback" in " ".join(section.split())
+    texts = [
+        Path("README.md").read_text(),
+        console,
+        restate_md,
+        Path("events/gc-restate-restore.json").read_text(),
+        Path("shared/snapledger/client/restate_actions.py").read_text(),
+    ]
+    for text in texts:
+        assert "13:00" not in text and "bad deploy" not in text

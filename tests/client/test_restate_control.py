@@ -67,7 +67,9 @@ def test_a_broken_latest_healed_then_a_chosen_snapshot_restored(restate) -> None
         ("healed", seeded[0][1].location.snapshot_id)
     ]
     chosen = seeded[0][0].location.snapshot_id
-    restored = client.restore_latest(STREAM, 0, chosen, reason="back to 13:00", by="carol")
+    restored = client.restore_latest(
+        STREAM, 0, chosen, reason="rebuild from an older base", by="carol"
+    )
     assert (restored["snapshot_id"], restored["lsn"]) == (chosen, 1000)
     assert latest_names(rt, 0) == chosen
     history = client.history(STREAM, 0)["events"]
@@ -76,7 +78,7 @@ def test_a_broken_latest_healed_then_a_chosen_snapshot_restored(restate) -> None
         "ProducerLatestRepointed",
         "restore",
         "carol",
-        "back to 13:00",
+        "rebuild from an older base",
     )
     record = rt.ledger.find_snapshot(LineageId(stream=STREAM, partition=0), chosen)
     assert [h.by for h in record.holds] == ["carol"]

@@ -40,7 +40,7 @@ def restore_payload(**fields):
         "partition": 0,
         "snapshot_id": "snap_1000Test1000",
         "by": "alice",
-        "reason": "bad deploy at 14:02",
+        "reason": "store lost on node-2",
     }
     return {**payload, **fields}
 
@@ -183,7 +183,7 @@ def test_restore_repoints_holds_and_records_who(seeded, rt, gc_handler, context)
     assert (events[-1].type, events[-1].by, events[-1].reason) == (
         "ProducerLatestRepointed",
         "alice",
-        "bad deploy at 14:02",
+        "store lost on node-2",
     )
     # Lambda's retry of the same invocation: the same snapshot and hold, no second event
     # (no previous snapshot: latest.json already named the chosen one)

@@ -5,11 +5,13 @@ The server-backed test (test_restate_end_to_end.py) shows the partition recoveri
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from snapledger.errors import InvalidRequestError, NotFoundError
 from snapledger.layouts.lineage import LayoutCatalog
+from snapledger.models.commands import MAX_RECORDED_PROBLEMS
 from snapledger.models.ledger import LineageId
 from snapledger.services.registration import register_manifest
 from snapledger.services.restate_heal import (
@@ -146,7 +148,7 @@ def test_restore_from_a_chosen_snapshot_holds_it_and_records_who(ledger, store, 
         snapshot_id=chosen,
         request_id="req-1",
         by="alice",
-        reason="bad deploy at 14:02",
+        reason="store lost on node-2",
     )
     assert (result.snapshot_id, result.lsn, result.previous_snapshot_id) == (
         chosen,
@@ -161,7 +163,7 @@ def test_restore_from_a_chosen_snapshot_holds_it_and_records_who(ledger, store, 
         "ProducerLatestRepointed",
         "restore",
         "alice",
-        "bad deploy at 14:02",
+        "store lost on node-2",
     )
     # the same request again: no second hold, no second event
     count = len(events_of(ledger, STREAM, 0))
@@ -196,3 +198,53 @@ def test_restore_from_a_snapshot_restate_cannot_use_is_refused_with_the_reason(
             ledger, store, clock, LAYOUT, 0, snapshot_id=chosen, request_id="r", by="bob"
         )
     assert store.get(LATEST) == before
+
+
+def zero_footer(store, key: str) -> None:
+    """The SST written again with the same size, its footer zeros."""
+    body = store.get(key)
+    store.put(key, body[:-8] + bytes(8))
+
+
+def test_heal_names_every_file_at_fault_and_each_check_it_failed(ledger, store, clock, three):
+    # Given the latest's first SST truncated (its size and its footer wrong) and its second
+    # written again with the same size and a zeroed footer
+    truncated = damage(store, three[2], 0)
+    zeroed = three[2].sst_keys[1]
+    zero_footer(store, zeroed)
+    # When heal checks it
+    outcome = heal(ledger, store, clock)
+    # Then one line per file at fault, each naming the file and every check it failed
+    assert outcome.state == HEALED
+    first, second = outcome.problems
+    assert first.startswith(f"{truncated!r}: it is ") and "metadata.json says" in first
+    assert "does not end with RocksDB's block-based table magic" in first
+    assert second.startswith(f"{zeroed!r}: it does not end with RocksDB's")
+    assert "bytes in the store" not in second
+    # and the ledger records both lines
+    [broken] = [e for e in events_of(ledger, STREAM, 0) if e.type == "SnapshotFoundBroken"]
+    assert list(broken.problems) == outcome.problems
+
+
+def test_past_sixteen_files_at_fault_the_last_line_says_how_many_more(ledger, store, clock):
+    # Given a registered latest of 20 SSTs, every one since deleted
+    many = write_restate_snapshot(store, 1000, files=20)
+    register_manifest(
+        many.location.metadata_key, ledger=ledger, store=store, clock=clock, layouts=LAYOUTS
+    )
+    write_latest(store, many, [many])
+    store.delete_many(list(many.sst_keys))
+    # When heal checks it
+    outcome = heal(ledger, store, clock)
+    # Then 15 files are named, and the 16th line counts the other 5
+    assert outcome.state == UNHEALED and len(outcome.problems) == 16
+    assert all(
+        f"{key!r}: it is missing" in line
+        for key, line in zip(many.sst_keys[:15], outcome.problems[:15], strict=True)
+    )
+    assert outcome.problems[15].startswith("and 5 more problem(s) of this snapshot")
+    # as console.md says
+    console = " ".join(Path("docs/console.md").read_text().split())
+    assert f"at most {MAX_RECORDED_PROBLEMS} lines (`MAX_RECORDED_PROBLEMS`)" in console
+    [broken] = [e for e in events_of(ledger, STREAM, 0) if e.type == "SnapshotFoundBroken"]
+    assert list(broken.problems) == outcome.problems

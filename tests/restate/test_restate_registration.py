@@ -156,3 +156,21 @@ def test_restate_latest_json_is_left_as_restate_wrote_it(ledger, store):
 def test_a_restate_prefix_setting_that_cannot_work_is_refused_with_the_reason(prefixes, words):
     with pytest.raises(InvalidRequestError, match=words):
         LayoutCatalog(prefixes)
+
+
+def test_registration_runs_every_check_and_names_each_file_with_its_failures(ledger, store):
+    # Given a snapshot whose first SST grew by a byte (so its footer moved) and whose
+    # second SST ends in zeros
+    written = write_restate_snapshot(store, 1435)
+    resized, zeroed = written.sst_keys
+    store.put(resized, store.get(resized) + b"x")
+    body = store.get(zeroed)
+    store.put(zeroed, body[:-8] + bytes(8))
+    # When it registers
+    answer = register(written.location.metadata_key, ledger, store)
+    # Then it is rejected naming both files, the first with both checks it failed
+    assert answer.outcome is Outcome.REJECTED
+    first, second = answer.reason.split("; Restate cannot restore from it; ")
+    assert first.startswith(f"{resized!r}: it is 165 bytes in the store but metadata.json")
+    assert "does not end with RocksDB's block-based table magic" in first
+    assert second.startswith(f"{zeroed!r}: it does not end with RocksDB's")

@@ -81,3 +81,30 @@ def test_restore_refuses_a_snapshot_whose_file_was_rewritten(world):
             request_id="r",
             by="ops",
         )
+
+
+def test_a_rewritten_sst_with_a_zeroed_footer_is_named_and_no_unrun_check_is_claimed(world):
+    # Given the latest's first SST written again with the same size, its footer zeros
+    ledger, store, clock = world
+    written = two_registered(world)
+    victim = written[1].sst_keys[0]
+    body = store.get(victim)
+    store.put(victim, body[:-8] + bytes(8))
+    # When heal checks it
+    outcome = heal_partition(ledger, store, clock, LAYOUT, 0)
+    # Then the SST is named with the footer check it failed, and the ETag line says what
+    # it cannot tell (which file) and which files were read and found fine
+    assert outcome.state == HEALED
+    footer, etags = outcome.problems
+    assert footer.startswith(f"{victim!r}: it does not end with RocksDB's block-based table")
+    assert "written again since registration" in etags and "which file cannot be named" in etags
+    assert "the other 1 file(s) were read (sizes, and each SST's footer)" in etags
+    assert "every file's size" not in etags
+
+
+def test_a_rewrite_seen_only_in_the_etags_says_every_size_and_footer_was_read(world):
+    ledger, store, clock = world
+    written = two_registered(world)
+    rewrite_same_size(store, written[1].sst_keys[0])
+    [etags] = heal_partition(ledger, store, clock, LAYOUT, 0).problems
+    assert "every file's size and each of the 2 SST footer(s) were read" in etags

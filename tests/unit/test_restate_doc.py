@@ -21,6 +21,7 @@ from snapledger.core.retention import KeepReason, Kept, RetentionPlan
 from snapledger.gc_settings import MIN_ORPHAN_GRACE_HOURS, GcConfig
 from snapledger.layouts import restate, restate_keys
 from snapledger.layouts.lineage import LayoutCatalog
+from snapledger.models.commands import MAX_RECORDED_PROBLEMS
 from snapledger.models.ledger import LineageId
 from snapledger.ports import MAX_KEYS_PER_REQUEST
 from snapledger.services import restate_evictions, restate_pointer, restate_snapshots
@@ -54,6 +55,7 @@ CONSTANTS: dict[str, float] = {
     "MAX_PARTITION": limits.MAX_PARTITION,
     "GC_SCHEDULE_HOURS": GC_SCHEDULE_HOURS,
     "RECOMMENDED_NUM_RETAINED": restate_keys.RECOMMENDED_NUM_RETAINED,
+    "MAX_RECORDED_PROBLEMS": MAX_RECORDED_PROBLEMS,
 }
 _TIED = re.compile(r"(\d[\d,]*(?:\.\d+)?)[^\d(]{0,60}?\(`([A-Za-z_][A-Za-z0-9_]*)`\)")
 

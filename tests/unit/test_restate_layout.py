@@ -407,11 +407,23 @@ def test_a_missing_file_and_a_wrong_size_are_each_named():
     listed[FOLDER + "000019.sst"] = 27000
     problems = file_problems(expected_files(LOCATION, sample_metadata()), listed)
     assert len(problems) == 2
-    assert f"'{FOLDER}000018.sst' is missing" in problems[0]
+    assert f"'{FOLDER}000018.sst': it is missing" in problems[0]
     assert (
-        f"'{FOLDER}000019.sst' is 27,000 bytes in the store but metadata.json says 27,230"
+        f"'{FOLDER}000019.sst': it is 27,000 bytes in the store but metadata.json says 27,230"
         in problems[1]
     )
+
+
+def test_a_file_that_fails_two_checks_is_one_line_naming_both():
+    listed = listing()
+    listed[FOLDER + "000019.sst"] = 27000
+    footers = {FOLDER + "000019.sst": "it does not end with RocksDB's magic"}
+    problems = file_problems(expected_files(LOCATION, sample_metadata()), listed, footers)
+    assert problems == [
+        f"'{FOLDER}000019.sst': it is 27,000 bytes in the store but metadata.json says 27,230: "
+        "it was truncated or replaced; it does not end with RocksDB's magic; Restate cannot "
+        "restore from it"
+    ]
 
 
 def test_the_real_sst_tail_ends_with_rocksdbs_magic():

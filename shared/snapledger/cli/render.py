@@ -23,6 +23,7 @@ COLUMNS = {
         "file_count",
         "total_bytes",
         "registered_at",
+        "reason",  # a REJECTED one's (readable_snapshot)
     ),
     "events": (
         "seq",
@@ -57,6 +58,10 @@ TEXT = frozenset(
         "note",
     }
 )
+#: The most of a rejection's code and reason ``list``'s table shows; past it, cut and marked
+#: (a row then fits ``PIPE_WIDTH`` on one line).
+REASON_CHARS = 100
+CUT = "… (cut: --json has it whole)"
 #: A job's state before its first reported change.
 FIRST_JOB_STATE = "REQUESTED"
 #: What a width-less output (a pipe, a file, a test) is laid out to: wide enough that
@@ -90,17 +95,39 @@ def render(answer: dict[str, Any]) -> RenderableType:
 
 
 def gc_plan(report: dict[str, Any]) -> Table:
-    """Lineage → snapshot → keep/delete → reasons: one row per lineage, a table inside."""
+    """Lineage → snapshot → keep/delete → reasons: one row per lineage, a table inside,
+    and under it what the run found there: its heal outcome, notes and errors."""
     table = Table(title="GC plan" if report.get("dry_run") else "GC", show_lines=True)
     table.add_column("lineage", no_wrap=True, overflow="ellipsis")
     table.add_column("snapshots")
     table.add_column("trim_lsn", no_wrap=True)
     for lineage in report["lineages"]:
         label = f"{lineage.get('stream')}/{lineage.get('partition')}"
-        table.add_row(label, _snapshot_decisions(lineage), _cell(lineage.get("trim_lsn")))
+        cell = Group(_snapshot_decisions(lineage), *map(Text, lineage_findings(lineage)))
+        table.add_row(label, cell, _cell(lineage.get("trim_lsn")))
     if not report["lineages"]:
         table.add_row("(no lineage)", "", "")
     return table
+
+
+def lineage_findings(lineage: dict[str, Any]) -> list[str]:
+    """What a GC run found in a lineage besides its decisions, one line each: the heal
+    outcome of a Restate partition (with each problem of the snapshot its latest.json
+    named), the run's notes (e.g. a snapshot Restate evicted), and its errors."""
+    lines = []
+    heal = lineage.get("heal")
+    if isinstance(heal, dict):
+        named, healed_to = heal.get("names"), heal.get("healed_to")
+        pointer = "" if named is None else f"latest.json named {named}"
+        if healed_to is not None:
+            pointer += f" → {healed_to}"
+        lines.append(f"heal: {heal.get('state')}" + (f" ({pointer})" if pointer else ""))
+        lines += [f"  broken: {problem}" for problem in heal.get("problems") or []]
+        if heal.get("note"):
+            lines.append(f"  {heal['note']}")
+    lines += [f"note: {note}" for note in lineage.get("notes") or []]
+    lines += [f"error: {error}" for error in lineage.get("errors") or []]
+    return lines
 
 
 def _snapshot_decisions(lineage: dict[str, Any]) -> RenderableType:
@@ -150,6 +177,8 @@ def _nested(key: str, value: dict[str, Any] | list[Any]) -> RenderableType:
     if all(isinstance(row, dict) for row in value):
         if key == "events":
             value = [readable_event(row) for row in value]
+        if key == "snapshots":
+            value = [readable_snapshot(row) for row in value]
         if key in ("events", "transitions"):
             value = with_transitions(value)
         return _rows(value, COLUMNS.get(key))
@@ -287,6 +316,19 @@ def readable_event(row: dict[str, Any]) -> dict[str, Any]:
     if kind == "SnapshotEvicted":
         return {**row, "changed": "REGISTERED → DELETED (evicted by its producer)"}
     return row
+
+
+def readable_snapshot(row: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot row with a REJECTED one's code and reason in ``reason``, at most
+    ``REASON_CHARS`` characters (a longer one cut and marked ``CUT``)."""
+    why = row.get("rejection_reason")
+    if not why:
+        return row
+    code = row.get("rejection_code")
+    text = f"{code}: {why}" if code else str(why)
+    if len(text) > REASON_CHARS:
+        text = text[: REASON_CHARS - len(CUT)] + CUT
+    return {**row, "reason": text}
 
 
 def with_transitions(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

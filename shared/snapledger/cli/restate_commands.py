@@ -95,7 +95,8 @@ def restore(
 ) -> int:
     """Point a partition's latest.json at a snapshot Restate retains (asks first): the
     node restores from it when its partition store is next rebuilt, then replays the log
-    after it. The snapshot is held (release it when it may go)."""
+    after it, so the partition comes back to the same state, rebuilt from an older base: a
+    recovery tool, not a rollback. The snapshot is held (release it when it may go)."""
     confirm.require_consent(yes, "restate restore")
     question = (
         f"Point {stream}/{partition}'s latest.json at {snapshot_id}? Restate restores the "

@@ -63,7 +63,9 @@ class RestateActions:
     ) -> Answer:
         """Point a Restate partition's ``latest.json`` at ``snapshot_id`` (one Restate still
         retains and that passes the check; it is held): the node restores from it when its
-        partition store is next rebuilt. ``by`` defaults to this machine's user name. The
+        partition store is next rebuilt and replays Restate's log after it, so the partition
+        comes back to the same state from an older base (a recovery tool, not a rollback).
+        ``by`` defaults to this machine's user name. The
         answer: ``snapshot_id``, ``lsn``, ``previous_snapshot_id``, ``hold_id``."""
         return self.call(
             "gc",

@@ -72,6 +72,7 @@ __all__ = [
     "parse_timestamp",
     "partition_prefix",
     "replay_floor",
+    "size_problem",
     "snapshot_path",
     "snapshot_prefix",
     "sst_footer_problem",
@@ -258,23 +259,37 @@ def expected_files(location: RestateLocation, metadata: RestateMetadata) -> dict
     return {location.folder + entry.file_name: entry.size for entry in metadata.files}
 
 
-def file_problems(expected: Mapping[str, int], listed_sizes: Mapping[str, int]) -> list[str]:
-    """Why the files are not all there with their sizes (``listed_sizes``: one listing of
-    the snapshot's folder, key -> size); empty when they are."""
+def file_problems(
+    expected: Mapping[str, int],
+    listed_sizes: Mapping[str, int],
+    footers: Mapping[str, str] | None = None,
+) -> list[str]:
+    """One line per file at fault, naming it and each check it failed (empty: none is):
+    ``listed_sizes`` is one listing of the snapshot's folder (key -> size), ``footers``
+    the footer problem of each SST whose footer was read and is not RocksDB's."""
     problems = []
     for key, size in expected.items():
-        actual = listed_sizes.get(key)
-        if actual is None:
-            problems.append(
-                f"{key!r} is missing: Restate uploads every SST before metadata.json, so it "
-                "was deleted since (or the upload was not Restate's)"
-            )
-        elif actual != size:
-            problems.append(
-                f"{key!r} is {actual:,} bytes in the store but metadata.json says {size:,}: "
-                "it was truncated or replaced, and Restate cannot restore from it"
-            )
+        failed = [size_problem(size, listed_sizes.get(key)), (footers or {}).get(key)]
+        found = [problem for problem in failed if problem is not None]
+        if found:
+            problems.append(f"{key!r}: {'; '.join(found)}; Restate cannot restore from it")
     return problems
+
+
+def size_problem(size: int, listed: int | None) -> str | None:
+    """Why a file ``metadata.json`` says is ``size`` bytes, listed at ``listed`` bytes (None:
+    not listed), is not as Restate wrote it; None when it is."""
+    if listed is None:
+        return (
+            "it is missing: Restate uploads every SST before metadata.json, so it was "
+            "deleted since (or the upload was not Restate's)"
+        )
+    if listed != size:
+        return (
+            f"it is {listed:,} bytes in the store but metadata.json says {size:,}: it was "
+            "truncated or replaced"
+        )
+    return None
 
 
 def sst_footer_problem(tail: bytes) -> str | None:

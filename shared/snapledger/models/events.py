@@ -23,6 +23,7 @@ from typing import Annotated, Literal
 from pydantic import Field, TypeAdapter
 
 from snapledger.models.base import DEFERRED, Frozen
+from snapledger.models.commands import MAX_PROBLEM_CHARS, MAX_RECORDED_PROBLEMS
 from snapledger.models.policy import RetentionPolicy
 from snapledger.models.snapshot import GenerationMembership, ProducerFields, SnapshotFields
 
@@ -202,7 +203,11 @@ class SnapshotFoundBroken(EventBase):
     type: Literal["SnapshotFoundBroken"] = "SnapshotFoundBroken"
     snapshot_id: str
     lsn: int
-    problems: tuple[str, ...]
+    problems: tuple[str, ...] = Field(
+        description="One line per file at fault naming each check it failed, then one if "
+        f"the files' ETags differ from registration's digest; at most {MAX_RECORDED_PROBLEMS} "
+        f"lines of at most {MAX_PROBLEM_CHARS:,} characters, the last then counting the rest"
+    )
 
 
 class ProducerLatestRepointed(EventBase):

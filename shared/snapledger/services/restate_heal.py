@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from snapledger.clock import Clock
-from snapledger.core.manifest_rules import ManifestRejectedError
+from snapledger.core.manifest_rules import ManifestRejectedError, join_problems
 from snapledger.core.producer_pointers import repoint_problem
 from snapledger.errors import (
     InvalidRequestError,
@@ -38,12 +38,7 @@ from snapledger.errors import (
 from snapledger.layouts import restate
 from snapledger.layouts.lineage import RestateLayout
 from snapledger.limits import MAX_MANIFEST_BYTES
-from snapledger.models.commands import (
-    MAX_PROBLEM_CHARS,
-    MAX_RECORDED_PROBLEMS,
-    RecordBrokenSnapshot,
-    RecordRepoint,
-)
+from snapledger.models.commands import RecordBrokenSnapshot, RecordRepoint
 from snapledger.models.ledger import LineageId, SnapshotRecord, SnapshotStatus, snapshot_sort_key
 from snapledger.ports import Ledger, ObjectStore
 from snapledger.services import restate_pointer, restate_snapshots
@@ -95,19 +90,23 @@ def snapshot_problems(
 ) -> list[str]:
     """Why Restate could not restore from the snapshot (empty: it could, as far as its
     metadata.json, one listing and each SST's footer tell), or would restore other state
-    than was registered (``registered_digest``: its files' ETags at registration)."""
+    than was registered (``registered_digest``: its files' ETags at registration): one line
+    per file at fault with each check it failed (``restate_snapshots.capped``)."""
     location = restate.RestateLocation(layout.prefix, partition, lsn, snapshot_id)
     try:
         raw = store.get(location.metadata_key, max_bytes=MAX_MANIFEST_BYTES)
     except NotFoundError:
         return [f"{location.metadata_key!r} is missing: Restate cannot read the snapshot"]
     except ManifestTooLargeError as exc:
-        return [f"{location.metadata_key!r}: {exc}"]
+        return restate_snapshots.capped([f"{location.metadata_key!r}: {exc}"])
     try:
-        restate_snapshots.check(store, location, raw, registered_digest=registered_digest)
+        metadata = restate.parse_metadata(location, raw)
     except ManifestRejectedError as exc:
-        return [exc.reason]
-    return []
+        return restate_snapshots.capped([exc.reason])
+    checked = restate_snapshots.file_problems(
+        store, location, metadata, registered_digest=registered_digest
+    )
+    return restate_snapshots.capped(checked.problems)
 
 
 def heal_partition(
@@ -212,7 +211,7 @@ def _repoint(
             previous_lsn=latest.min_applied_lsn,
             cause="heal",
             by="snapledger heal",
-            reason=_clip(outcome.problems[0]),
+            reason=restate_snapshots.clip(outcome.problems[0]),
             request_id=f"heal:{broken_id}:{target.snapshot_id}",
         ),
         clock.now(),
@@ -275,7 +274,7 @@ def restore_from_chosen(
             registered_digest=record.files_digest,
         )
         if found:
-            problem = f"snapshot {snapshot_id} fails the check: {found[0]}"
+            problem = f"snapshot {snapshot_id} fails the check: {join_problems(found)}"
     if problem is not None:
         raise InvalidRequestError(f"cannot restore {lineage} from {snapshot_id}: {problem}")
     assert read is not None
@@ -285,7 +284,9 @@ def restore_from_chosen(
         lineage,
         snapshot_id,
         clock=clock,
-        reason=_clip(f"restore-from-chosen: {reason}" if reason else "restore-from-chosen"),
+        reason=restate_snapshots.clip(
+            f"restore-from-chosen: {reason}" if reason else "restore-from-chosen"
+        ),
         by=by,
         hold_id=hold_id,
     )
@@ -318,7 +319,7 @@ def restore_from_chosen(
             previous_lsn=previous_lsn,
             cause="restore",
             by=by,
-            reason=_clip(reason),
+            reason=restate_snapshots.clip(reason),
             request_id=request_id,
         ),
         clock.now(),
@@ -347,7 +348,7 @@ def _record_broken(
             partition=lineage.partition,
             lsn=lsn,
             snapshot_id=snapshot_id,
-            problems=tuple(_clip(p) for p in outcome.problems[:MAX_RECORDED_PROBLEMS]),
+            problems=tuple(outcome.problems),  # snapshot_problems: capped, clipped
         ),
         clock.now(),
         snapshot_keys=(key,),
@@ -385,7 +386,3 @@ def _healthy_retained(
             return record, failed
         failed.append((record, problems))
     return None, failed
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= MAX_PROBLEM_CHARS else text[: MAX_PROBLEM_CHARS - 1] + "…"

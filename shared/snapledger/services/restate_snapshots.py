@@ -3,8 +3,10 @@
 The check registration runs on arrival and heal runs on a lineage's latest: every file
 ``metadata.json`` names is in one listing of the folder with its size, and each SST ends
 with RocksDB's table magic (one ranged GET of ``SST_TAIL_BYTES`` per file,
-``FILE_READERS`` at a time). Requests per snapshot: 1 GET of metadata.json, 1 listing per
-1,000 objects, 1 small GET per SST.
+``FILE_READERS`` at a time); heal and restore-from-chosen also compare the files' ETags with
+their digest recorded at registration. Every check runs, even past a failed one, so the
+problems name every file at fault and each check it failed. Requests per snapshot: 1 GET
+of metadata.json, 1 listing per 1,000 objects, 1 small GET per SST listed.
 """
 
 from __future__ import annotations
@@ -24,7 +26,13 @@ from snapledger.errors import ManifestTooLargeError, NotFoundError
 from snapledger.layouts import restate
 from snapledger.layouts.lineage import RestateArrival
 from snapledger.limits import MAX_MANIFEST_BYTES
-from snapledger.models.commands import ArrivedManifest, ManifestSummary, RegisterSnapshot
+from snapledger.models.commands import (
+    MAX_PROBLEM_CHARS,
+    MAX_RECORDED_PROBLEMS,
+    ArrivedManifest,
+    ManifestSummary,
+    RegisterSnapshot,
+)
 from snapledger.ports import ObjectInfo, ObjectStore
 
 #: SST tails read at once, per snapshot.
@@ -71,34 +79,90 @@ def file_problems(
     *,
     registered_digest: str | None = None,
 ) -> Checked:
-    """Why the snapshot's files could not be restored from, as far as one listing and
-    each SST's footer tell, and (with ``registered_digest``, the digest recorded at
-    registration) whether a file was written again since."""
+    """Every check of the snapshot's files that reads none of their data, each run: every
+    file ``metadata.json`` names is in one listing with its size; each listed SST ends with
+    RocksDB's table magic (a missing one has no footer to read); and, with
+    ``registered_digest`` (registration's digest of the files' ETags) and a store that
+    lists ETags, whether a file was written again since. The problems: one line per file
+    at fault, naming it and each check it failed, then one if the ETags differ."""
     listing = {info.key: info for info in store.list(location.folder)}
     listed = {key: info.size for key, info in listing.items()}
     expected = restate.expected_files(location, metadata)
     digest = files_digest(expected, listing)
-    problems = restate.file_problems(expected, listed)
-    if not problems and registered_digest and digest and digest != registered_digest:
-        problems.append(
-            f"a file under {location.folder!r} was written again since registration (its "
-            "S3 ETag differs, though every size and SST footer is as registered): the "
-            "snapshot no longer holds the state that was registered"
-        )
-    if problems:
-        return Checked(problems, digest)  # a missing or resized file needs no GET to refuse
-    ssts = [key for key in expected if key.endswith(restate.SST_SUFFIX)]
+    ssts = [key for key in expected if key.endswith(restate.SST_SUFFIX) and key in listed]
+    footers = {key: problem for key, problem in _footers(store, ssts).items() if problem}
+    problems = restate.file_problems(expected, listed, footers)
+    if registered_digest and digest and digest != registered_digest:
+        resized = any(listed.get(key) != size for key, size in expected.items())
+        problems.append(_rewritten(location, expected, ssts, len(problems), resized=resized))
+    return Checked(problems, digest)
+
+
+def capped(problems: list[str]) -> list[str]:
+    """``problems`` as a ``SnapshotFoundBroken`` event records them: at most
+    ``MAX_RECORDED_PROBLEMS`` lines (the last then counting the rest), each clipped to
+    ``MAX_PROBLEM_CHARS``."""
+    if len(problems) > MAX_RECORDED_PROBLEMS:
+        more = len(problems) - (MAX_RECORDED_PROBLEMS - 1)
+        problems = [
+            *problems[: MAX_RECORDED_PROBLEMS - 1],
+            f"and {more} more problem(s) of this snapshot (files at fault, or its ETags): "
+            f"at most {MAX_RECORDED_PROBLEMS} lines are recorded",
+        ]
+    return [clip(problem) for problem in problems]
+
+
+def clip(text: str) -> str:
+    """``text`` in at most ``MAX_PROBLEM_CHARS`` characters (cut with an ellipsis)."""
+    return text if len(text) <= MAX_PROBLEM_CHARS else text[: MAX_PROBLEM_CHARS - 1] + "…"
+
+
+def _footers(store: ObjectStore, ssts: list[str]) -> dict[str, str | None]:
+    """Each SST's footer problem (None: it ends as RocksDB's tables do), ``FILE_READERS``
+    read at once."""
 
     def footer(key: str) -> str | None:
-        problem = restate.sst_footer_problem(store.get_tail(key, restate.SST_TAIL_BYTES))
-        return None if problem is None else f"{key!r}: {problem}"
+        return restate.sst_footer_problem(store.get_tail(key, restate.SST_TAIL_BYTES))
 
     if len(ssts) <= 1:
-        found = [footer(key) for key in ssts]
-    else:
-        with ThreadPoolExecutor(max_workers=min(FILE_READERS, len(ssts))) as pool:
-            found = list(pool.map(footer, ssts))
-    return Checked([problem for problem in found if problem is not None], digest)
+        return {key: footer(key) for key in ssts}
+    with ThreadPoolExecutor(max_workers=min(FILE_READERS, len(ssts))) as pool:
+        return dict(zip(ssts, pool.map(footer, ssts), strict=True))
+
+
+def _rewritten(
+    location: restate.RestateLocation,
+    expected: Mapping[str, int],
+    ssts: list[str],
+    at_fault: int,
+    *,
+    resized: bool,
+) -> str:
+    """The line saying the files' ETags differ from their digest at registration, and
+    what it can and cannot tell: the ledger keeps one digest of every file's ETag."""
+    files = len(expected)
+    said = (
+        f"the S3 ETags of the {files} file(s) under {location.folder!r} differ from the "
+        "digest of them recorded at registration"
+    )
+    if resized:  # a size is part of the digest
+        return (
+            f"{said}, as they must when a size differs; the ledger keeps one digest of all "
+            "of them, not each file's, so whether another file was written again too cannot "
+            "be told"
+        )
+    fine = (
+        f"every file's size and each of the {len(ssts)} SST footer(s) were read and are "
+        "as registered"
+        if at_fault == 0
+        else f"the other {files - at_fault} file(s) were read (sizes, and each SST's footer) "
+        "and are as registered"
+    )
+    return (
+        f"{said}: a file was written again since registration, so the snapshot no longer "
+        "holds the state that was registered (the ledger keeps one digest of all the files' "
+        f"ETags, not each file's, so which file cannot be named); {fine}"
+    )
 
 
 def check(
