@@ -90,13 +90,21 @@ def test_findings_are_one_line_each_and_none_when_there_are_none():
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gc_lineage.py (another engineer's file) reports the plan made before the run "
-    "recorded the eviction: the evicted snapshot stays in report.plan.kept",
-)
 def test_a_snapshot_evicted_during_the_run_is_not_shown_as_kept(rt, restate):
     evicted = evict_oldest(rt, restate)
     ran = run("--json", "gc", "--yes")
     [lineage] = ran.json()["report"]["lineages"]
     assert evicted.snapshot_id not in [kept["snapshot_id"] for kept in lineage["kept"]]
+    assert lineage["evicted"] == [evicted.snapshot_id]
+
+
+def test_a_dry_run_names_an_evicted_snapshot_and_does_not_show_it_kept(rt, restate):
+    evicted = evict_oldest(rt, restate)
+    ran = run("--json", "gc", "--dry-run")
+    [lineage] = ran.json()["report"]["lineages"]
+    assert evicted.snapshot_id not in [kept["snapshot_id"] for kept in lineage["kept"]]
+    assert lineage["evicted"] == [evicted.snapshot_id]
+    assert any(
+        note.startswith(f"{evicted.snapshot_id} (LSN {evicted.lsn}) was evicted by Restate")
+        for note in lineage["notes"]
+    )

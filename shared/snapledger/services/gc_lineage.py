@@ -224,12 +224,18 @@ class _LineagePass:
         return None if stopped else listing
 
     def record_evictions(self, listing: Listing) -> None:
-        """The Restate snapshots Restate itself evicted, recorded (not in a dry run)."""
-        if self.restate_layout is not None and not self.dry_run:
-            gone = restate_evictions.evicted(self.records, listing)
-            self.report.notes += restate_evictions.record_evictions(
-                self.deps.ledger, self.deps.clock, self.head.lineage, gone, self.report.plan
-            )
+        """The Restate snapshots Restate itself evicted: recorded (a dry run names them), and
+        reported evicted, not kept."""
+        if self.restate_layout is None:
+            return
+        gone = restate_evictions.evicted(self.records, listing)
+        self.report.evicted = [record.snapshot_id for record in gone]
+        if self.dry_run:
+            self.report.notes += [restate_evictions.dry_run_note(record) for record in gone]
+            return
+        self.report.notes += restate_evictions.record_evictions(
+            self.deps.ledger, self.deps.clock, self.head.lineage, gone, self.report.plan
+        )
 
     def reconcile_retained(self, pointers: LineagePointers | RestatePointers) -> None:
         """Restate's retained_snapshots rid of what snapledger deleted, when an earlier

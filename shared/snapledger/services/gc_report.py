@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -57,6 +57,10 @@ class LineageReport:
     errors: list[str] = field(default_factory=list)
     #: What the run noticed that is no error (e.g. snapshots Restate evicted itself).
     notes: list[str] = field(default_factory=list)
+    #: Snapshot ids the producer evicted itself, found by this run's listing: recorded
+    #: DELETED (a dry run only names them), so never reported kept, whatever the plan
+    #: made before the listing said.
+    evicted: list[str] = field(default_factory=list)
     #: An unexpected error that ended this lineage's pass (its stream's policy could not be
     #: read, or a bug): also in ``errors``; the run goes on and reports itself failed.
     failure: str | None = None
@@ -88,12 +92,19 @@ class LineageReport:
         base = self.known.snapshots if self.known is not None else {}
         self.known = LineageState(head=state.head, snapshots={**base, **state.snapshots})
 
+    def shown_plan(self) -> RetentionPlan:
+        """The plan as reported: a snapshot the listing found evicted is not kept."""
+        gone = set(self.evicted)
+        kept = tuple(k for k in self.plan.kept if k.record.snapshot_id not in gone)
+        return replace(self.plan, kept=kept)
+
     def to_dict(self) -> dict[str, object]:
-        planned = self.plan.to_dict()
+        planned = self.shown_plan().to_dict()
         return {
             "stream": self.lineage.stream,
             "partition": self.lineage.partition,
             "kept": planned["kept"],
+            "evicted": self.evicted,
             "deleted": planned["deleted"],
             "expired_now": self.expired,
             "objects_deleted": self.deleted,
@@ -186,7 +197,7 @@ class GcReport:
         all_orphans = self.orphans + [o for r in self.lineages for o in r.orphans]
         return {
             "lineages": len(self.lineages),
-            "snapshots_kept": sum(len(r.plan.kept) + len(r.spared) for r in self.lineages),
+            "snapshots_kept": sum(len(r.shown_plan().kept) + len(r.spared) for r in self.lineages),
             "snapshots_planned_for_deletion": sum(len(r.plan.doomed) for r in self.lineages),
             "snapshots_deleted": sum(len(r.deleted) for r in self.lineages),
             "snapshots_spared": sum(len(r.spared) for r in self.lineages),

@@ -38,6 +38,14 @@ def evicted(
     ]
 
 
+def dry_run_note(record: SnapshotRecord) -> str:
+    """What a dry run says of a snapshot the run would record evicted."""
+    return (
+        f"{record.snapshot_id} (LSN {record.lsn}) was evicted by Restate (its folder holds "
+        "no object): a run records it DELETED (evicted_by_producer)"
+    )
+
+
 def record_evictions(
     ledger: Ledger,
     clock: Clock,
