@@ -9,7 +9,8 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p 'process
 
 .PHONY: setup test lint format bench demo demo-restate synth schema clean
 
-setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar .local/restate/bin/restate-server
+setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar .local/restate/bin/restate-server \
+	.local/aws-sdk-v2/.installed
 
 .venv/.synced: pyproject.toml uv.lock
 	$(UV) sync --frozen
@@ -20,6 +21,10 @@ setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar .local/restate/bin/
 
 .local/restate/bin/restate-server:
 	tools/install-restate.sh
+
+# The AWS SDK for Java v2 S3 client for a local Spark driver (EMR's images ship it): ~8 MB.
+.local/aws-sdk-v2/.installed: tools/aws-sdk-v2.jars
+	tools/install-aws-sdk-v2.sh
 
 test: setup
 	$(UV) run --frozen pytest $(PYTEST_ARGS)
