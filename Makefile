@@ -15,7 +15,7 @@ SEEDER_JAR := kafka/seeder/target/kafka-seeder.jar
 .PHONY: setup test lint format bench demo demo-restate synth schema clean
 
 setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar .local/restate/bin/restate-server \
-	.local/kafka/libs/kafka_2.13-4.4.0.jar $(KAFKA_APP_JAR) $(SEEDER_JAR)
+	.local/aws-sdk-v2/.installed .local/kafka/libs/kafka_2.13-4.4.0.jar $(KAFKA_APP_JAR) $(SEEDER_JAR)
 
 .venv/.synced: pyproject.toml uv.lock
 	$(UV) sync --frozen
@@ -38,6 +38,10 @@ $(KAFKA_APP_JAR): kafka/app/pom.xml $(shell find kafka/app/src -type f 2>/dev/nu
 
 $(SEEDER_JAR): kafka/seeder/pom.xml $(shell find kafka/seeder/src/main -type f 2>/dev/null)
 	mvn -B -q $(MAVEN_ARGS) -f kafka/seeder/pom.xml -DskipTests package
+
+# The AWS SDK for Java v2 S3 client for a local Spark driver (EMR's images ship it): ~8 MB.
+.local/aws-sdk-v2/.installed: tools/aws-sdk-v2.jars
+	tools/install-aws-sdk-v2.sh
 
 test: setup
 	$(UV) run --frozen pytest $(PYTEST_ARGS)

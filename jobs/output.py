@@ -1,8 +1,9 @@
 """Writing a job's result: data files first, in the flat layout, descriptors last.
 
 Spark writes the whole result once, one task per lineage partition, into a staging
-folder. Each lineage partition's files are then renamed into their final prefix as
-``part-00000.parquet``, ``part-00001.parquet``, ... (no ``_SUCCESS``, no ``.crc``), their
+folder. Each lineage partition's files are then published into their final prefix as
+``part-00000.parquet``, ``part-00001.parquet``, ... (no ``_SUCCESS``, no ``.crc``; each
+created only if absent: jobs/create_only.py), their
 sizes, row counts and sha256 checksums are read back from the stored files, and only
 when every data file of every partition is in place are the descriptors
 (``_manifest.json`` / ``_restore.json``) written: a descriptor's arrival means complete.
@@ -99,11 +100,12 @@ def _drop_empty_first_file(
 
 
 def publish_files(store: ObjectStore, staged: Sequence[StoredFile], prefix: str) -> list[str]:
-    """Rename staged files to ``prefix/part-NNNNN.parquet``; returns the new keys."""
+    """Publish staged files as ``prefix/part-NNNNN.parquet``, each created only if absent
+    (``ObjectStore.publish``); returns the new keys."""
     keys = []
     for index, stored in enumerate(staged):
         key = prefix + data_file_name(index)
-        store.rename(stored.key, key)
+        store.publish(stored.key, key)
         keys.append(key)
     return keys
 

@@ -2,19 +2,27 @@
 
 Going through Hadoop (rather than boto3 or ``open``) gives one code path for ``s3://``
 roots on EMR Serverless (EMRFS) and ``file://`` roots locally, with the credentials and
-configuration Spark already has. Keys are relative to the root, like the layout's.
+configuration Spark already has. Keys are relative to the root, like the layout's. The
+one exception is a final object (``publish``, ``write_bytes``): Hadoop cannot create one
+only if absent on S3, so those go through jobs/create_only.py.
 """
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
-from jobs.layout import join, staging_prefix
+from jobs.create_only import (
+    S3_SCHEMES,
+    CreateOnlyUnavailableError,
+    S3CreateOnly,
+    link_new,
+    write_new,
+)
+from jobs.layout import join
 from snapledger.core.checksums import Hasher
 
 _DIGEST_CHUNK = 8 * 1024 * 1024
@@ -53,7 +61,13 @@ class ObjectStore:
         self._checked_stream = jvm.java.util.zip.CheckedInputStream
         conf = spark._jsc.hadoopConfiguration()
         fs = self._hadoop_path(self.root + "/").getFileSystem(conf)
-        self._is_local = fs.getUri().getScheme() == "file"
+        self._scheme = str(fs.getUri().getScheme())
+        self._is_local = self._scheme == "file"
+        # Final objects are created only if absent (publish, write_bytes): on S3 with the
+        # SDK's conditional PutObject, made here so a job without it fails before writing.
+        self._create_only: S3CreateOnly | None = None
+        if self._scheme in S3_SCHEMES:
+            self._create_only = S3CreateOnly(jvm, self.root)
         # Hadoop's local FS is a ChecksumFileSystem that leaves a ".name.crc" beside every
         # file it writes or renames; the raw FS underneath writes only the file itself.
         # (A session may already use the raw one: the local runner's does, so that Spark's
@@ -168,29 +182,35 @@ class ObjectStore:
         finally:
             reader.close()
 
-    def write_bytes(self, key: str, data: bytes) -> None:
-        """Create ``key`` with ``data``; fails if it exists (a descriptor is written once).
-
-        On an object store the bytes are written under ``_staging/`` and renamed into
-        place, like the data files: EMRFS's PutObject carries no ``If-None-Match``, and
-        under ``snapshots/`` the job role may only create with it or copy its own staged
-        files (infra/constructs/emr.py). The rename, like ``create(path, False)``, fails
-        when ``key`` exists."""
+    def publish(self, source: str, target: str) -> None:
+        """Create ``target`` with the bytes of the staged file ``source``, only if
+        ``target`` is absent (jobs/create_only.py): an existing ``target`` fails with
+        ``ObjectExistsError`` and is left unchanged. ``source`` stays where it is (the
+        job deletes its staging folder last)."""
         if self._is_local:
-            path = self._path(key)
-            self._fs.mkdirs(path.getParent())
-            self._create(path, data)
-            return
-        staged = f"{staging_prefix('descriptor', uuid.uuid4().hex)}{key.rsplit('/', 1)[-1]}"
-        self._create(self._path(staged), data)
-        self.rename(staged, key)
+            link_new(self._local(source), self._local(target), self.uri(target))
+        else:
+            self._creator().copy_new(source, target)
 
-    def _create(self, path: Any, data: bytes) -> None:
-        stream = self._fs.create(path, False)
-        try:
-            stream.write(bytearray(data))
-        finally:
-            stream.close()
+    def write_bytes(self, key: str, data: bytes) -> None:
+        """Create ``key`` with ``data``, only if ``key`` is absent (a descriptor is written
+        once): locally an exclusive create (``O_EXCL``), on S3 a PutObject with
+        ``If-None-Match: *`` (``ObjectExistsError`` when the key exists)."""
+        if self._is_local:
+            write_new(self._local(key), data, self.uri(key))
+        else:
+            self._creator().put_new(key, data)
+
+    def _creator(self) -> S3CreateOnly:
+        if self._create_only is None:
+            raise CreateOnlyUnavailableError(
+                f"cannot create objects under {self.root} only if absent: the job publishes "
+                f"to s3:// or file:// roots, not {self._scheme}://"
+            )
+        return self._create_only
+
+    def _local(self, key: str) -> str:
+        return str(self._path(key).toUri().getPath())
 
 
 def _raw_local(fs: Any) -> Any:

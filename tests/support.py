@@ -6,7 +6,7 @@ import functools
 import io
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -184,12 +184,13 @@ def write_history(
     start: Any,
     *,
     lookup_keys: bool = True,
+    broken: Mapping[int, tuple[str, ...]] | None = None,
 ) -> list[Any]:
     """One SNAP item per status (LSN 1, 2, ..., registered a minute apart from ``start``)
     and the HEAD naming the highest REGISTERED, written in batches: a long history in
     seconds. The items are ``dynamodb_codec``'s, as a command's commit writes them;
     ``lookup_keys=False`` writes them as releases before the lookup indexes (and the TTL)
-    did."""
+    did. ``broken``: the problems heal found, by LSN (``SnapshotRecord.broken``)."""
     from datetime import timedelta
 
     from snapledger.adapters import dynamodb_codec as codec
@@ -210,6 +211,7 @@ def write_history(
                 manifest_digest="0" * 64,
                 registered_at=start + timedelta(minutes=lsn),
                 version=lsn,
+                broken=(broken or {}).get(lsn, ()),
             )
         )
     latest = max((r for r in records if r.status is SnapshotStatus.REGISTERED), key=lambda r: r.lsn)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from aws_cdk import Stack
 from aws_cdk import aws_emrserverless as emrs
@@ -29,17 +28,12 @@ JOB_LISTED_PREFIXES = (
     names.STAGING_PREFIX,
     names.RESTORES_PREFIX,
 )
-# The job role's writes under snapshots/: one Allow per way of adding a key without
-# replacing one (any one suffices). "{bucket}" stands for the bucket's name.
+# The job role's writes under snapshots/: only a create that cannot replace a key. The job
+# publishes each final object with one PutObject carrying If-None-Match: * (S3 answers 412
+# when the key exists; jobs/create_only.py), never a copy (EMRFS's rename sends no
+# If-None-Match) nor a multipart upload (a final object is at most 5 GiB, one PutObject).
 SNAPSHOT_WRITE_CONDITIONS: dict[str, dict[str, dict[str, str]]] = {
-    # PutObject and CompleteMultipartUpload with If-None-Match: * (S3 refuses an existing key)
     "CreateSnapshotObjectsOnly": {"Null": {"s3:if-none-match": "false"}},
-    # CreateMultipartUpload, UploadPart, UploadPartCopy: no object is created by these
-    "UploadSnapshotParts": {"Bool": {"s3:ObjectCreationOperation": "false"}},
-    # CopyObject from the job's own scratch (EMRFS's rename of a staged file)
-    "RenameStagedFilesIntoSnapshots": {
-        "StringLike": {"s3:x-amz-copy-source": f"{{bucket}}/{names.STAGING_PREFIX}*"}
-    },
 }
 MAX_DISK_GB = 200
 EMR_SERVICE_PRINCIPAL = "emr-serverless.amazonaws.com"
@@ -49,13 +43,6 @@ def listing_condition(prefixes: tuple[str, ...]) -> dict[str, dict[str, list[str
     """ListBucket only under ``prefixes`` (``s3:prefix``): a listing with no prefix, or
     with another, is refused."""
     return {"StringLike": {"s3:prefix": [f"{p}*" for p in prefixes]}}
-
-
-def _resolved(condition: dict[str, dict[str, str]], bucket_name: str) -> dict[str, Any]:
-    return {
-        operator: {key: value.replace("{bucket}", bucket_name) for key, value in keys.items()}
-        for operator, keys in condition.items()
-    }
 
 
 class JobCode(Construct):
@@ -172,8 +159,9 @@ class SparkJobs(Construct):
 
         Reads: the changelog and the base snapshot. Scratch: Spark writes its output (and its
         commit protocol's temporary files) under _staging/, which the job owns entirely.
-        Results: finished files are renamed (copied) into a new snapshot prefix or a restore
-        prefix, and the job writes the manifest or restore descriptor last.
+        Results: each finished file is read from _staging/ and put, only if its key is absent,
+        into a new snapshot prefix or a restore prefix, and the job writes the manifest or
+        restore descriptor last, the same way.
         """
         role = self.job_role
         snapshots, changelog = names.SNAPSHOTS_PREFIX, names.CHANGELOG_PREFIX
@@ -188,7 +176,6 @@ class SparkJobs(Construct):
                 ["s3:PutObject", "s3:AbortMultipartUpload"],
                 [f"{p}*" for p in (staging, restores, names.EMR_LOGS_PREFIX)],
             ),
-            "AbortSnapshotUploads": (["s3:AbortMultipartUpload"], [f"{snapshots}*"]),
             # Deletes: its own scratch and restore outputs; under snapshots/ only EMRFS
             # folder markers, never data or manifests.
             "DeleteScratchAndFolderMarkers": (
@@ -204,18 +191,16 @@ class SparkJobs(Construct):
                     resources=[bucket.arn_for_objects(pattern) for pattern in patterns],
                 )
             )
-        # Under snapshots/ a job only adds new keys (issue 27): a write that cannot replace
-        # an object (If-None-Match, S3's conditional create), the parts of a multipart
-        # upload (which carry no conditional header; its CompleteMultipartUpload does), or
-        # a copy of one of its own staged files (the rename EMRFS makes; EMRFS sends no
-        # If-None-Match on a copy, so this one cannot be conditioned on it: docs/deploy.md).
+        # Under snapshots/ a job only adds new keys (issues 27, 37): a PutObject with
+        # If-None-Match (S3's conditional create); a CopyObject (which sends none) or a
+        # multipart upload's calls are refused.
         for sid, condition in SNAPSHOT_WRITE_CONDITIONS.items():
             role.add_to_policy(
                 iam.PolicyStatement(
                     sid=sid,
                     actions=["s3:PutObject"],
                     resources=[bucket.arn_for_objects(f"{snapshots}*")],
-                    conditions=_resolved(condition, bucket.bucket_name),
+                    conditions=condition,
                 )
             )
         # Never a pointer, whatever an Allow above (or added later) says.
@@ -253,9 +238,8 @@ class SparkJobs(Construct):
             "Spark jobs read and write objects whose keys exist only at run time, so each "
             "object ARN ends in its prefix wildcard: reads under changelog/, snapshots/, "
             "_staging/ and restores/; writes under _staging/, restores/ and emr-logs/, and "
-            "under snapshots/ only new keys (conditional creates, multipart parts, copies "
-            "of its own staged files); deletes under _staging/ and restores/ (which jobs "
-            "own).",
+            "under snapshots/ only new keys (PutObject with If-None-Match); deletes under "
+            "_staging/ and restores/ (which jobs own).",
             *(
                 iam5(f"Resource::{bucket_arn}/{prefix}*")
                 for prefix in (

@@ -38,6 +38,11 @@ MAX_POINTER_BYTES = 2 * MAX_MANIFEST_BYTES
 #: file's footer is a few KiB; one row group per 128 MiB keeps it far below).
 MAX_PARQUET_FOOTER_BYTES = 16 * 1024 * 1024
 
+#: A final object a job publishes on S3 (a data file, a manifest): S3's limit for one
+#: PutObject, the only write that creates a key only if it is absent (``If-None-Match``)
+#: without a multipart upload (jobs/create_only.py).
+MAX_PUBLISHED_OBJECT_BYTES = 5 * 1024**3
+
 #: The longest key stored verbatim in a DynamoDB sort key (1,024 bytes, with the item's
 #: prefix); longer ones are hashed.
 MAX_SORT_KEY_BYTES = 1024

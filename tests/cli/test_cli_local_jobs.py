@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import threading
 import time
 from contextlib import suppress
 from pathlib import Path
@@ -96,3 +97,56 @@ def test_a_wait_follows_the_job_and_says_its_real_end_once(home, capsys):
     assert not SPARK_LINE.search(ran.out), ran.out
     assert list((home / "jobs").glob("*.log"))
     assert _stopped(home)
+
+
+def _kill_the_job_process_once_started(folder: Path) -> threading.Thread:
+    """SIGKILL the job's process mid-job, once it runs (its alive file names its pid)."""
+
+    def kill() -> None:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            for alive in (folder / "jobs").glob("*.alive"):
+                pid = alive.read_text().strip()
+                if pid:
+                    time.sleep(1.0)  # into its start: DynamoDB Local, then Spark
+                    os.kill(int(pid), signal.SIGKILL)
+                    return
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill, daemon=True)
+    killer.start()
+    return killer
+
+
+def test_a_job_whose_process_is_killed_ends_failed_with_the_signal(home, capsys):
+    killer = _kill_the_job_process_once_started(home)
+    bootstrap = ["--local", "--home", str(home), "bootstrap", "orders", "--partitions", "0"]
+    status = cli.main([*bootstrap, "--wait", "--timeout-seconds", "300"])
+    ran = capsys.readouterr()
+    killer.join()
+
+    assert status == 1, ran
+    said = " ".join(ran.out.split())
+    assert re.search(r"FAILED after \d+ s", said), said
+    assert re.search(r"the local job process \(pid \d+\) was killed by signal 9 \(SIGKILL\)", said)
+    assert "before reporting the job's end" in said
+
+
+def test_a_job_killed_after_a_no_wait_is_found_failed_by_jobs_wait(home, capsys):
+    bootstrap = ["--local", "--home", str(home), "--json", "bootstrap", "orders"]
+    status = cli.main([*bootstrap, "--partitions", "0", "--no-wait"])
+    ran = capsys.readouterr()
+    assert status == 0, ran
+    job_id = json.loads(ran.out)["job_id"]
+    [pid] = re.findall(r"runs in process (\d+)", ran.err)
+    os.kill(int(pid), signal.SIGKILL)  # mid-job: it had not reported its end
+
+    wait = ["--local", "--home", str(home), "jobs", "wait", job_id, "--timeout-seconds", "120"]
+    status = cli.main(wait)
+    waited = capsys.readouterr()
+
+    assert status == 1, waited
+    said = " ".join(waited.out.split())
+    assert f"job {job_id} FAILED" in said
+    assert f"the local job process (pid {pid}) ended" in said
+    assert "before reporting the job's end" in said

@@ -23,3 +23,20 @@ def test_a_restore_from_a_snapshot_that_is_not_registered_is_refused(rt, status)
     assert rt.jobs.list_jobs().items == [] and rt.runner.started == {}
     ran = run_cli("--local", "--json", "restore", "orders", "3", "--snapshot-id", gone.snapshot_id)
     assert ran.status == 1 and ran.json()["error"] == "invalid_request"
+
+
+def test_a_restore_from_a_snapshot_found_broken_is_refused(rt):
+    write_segments(rt.store, "orders", 3, (0, 99))
+    statuses = [SnapshotStatus.REGISTERED, SnapshotStatus.REGISTERED]
+    problems = ("part-00000.parquet: missing",)
+    broken = write_history(rt.ledger, "orders", 3, statuses, rt.clock.now(), broken={2: problems})[
+        1
+    ]
+
+    ran = run_cli("--local", "restore", "orders", "3", "--snapshot-id", broken.snapshot_id)
+
+    assert ran.status == 1, ran.out
+    said = " ".join(ran.out.split())
+    assert f"{broken.snapshot_id} of orders/3 (LSN 2) was found broken" in said
+    assert "part-00000.parquet: missing" in said and "Start from another snapshot" in said
+    assert rt.jobs.list_jobs().items == [] and rt.runner.started == {}

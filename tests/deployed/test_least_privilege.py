@@ -61,39 +61,17 @@ def test_the_job_role_only_adds_keys_under_snapshots(probe: Deployed) -> None:
     app.store.put(SNAPSHOT + "part-00000.parquet", b"registered data")
     app.store.put("_staging/job-1/part-00000.parquet", b"staged")
     s3 = app.job_role_client("s3")
-    # Allowed: a conditional create, a multipart upload's parts, a rename of a staged file
+    # Allowed: a conditional create, the one way a job publishes (jobs/create_only.py)
     s3.put_object(Bucket=BUCKET, Key=SNAPSHOT + "_manifest.json", Body=b"{}", IfNoneMatch="*")
-    upload = s3.create_multipart_upload(Bucket=BUCKET, Key=SNAPSHOT + "part-00001.parquet")
-    part = s3.upload_part(
-        Bucket=BUCKET,
-        Key=SNAPSHOT + "part-00001.parquet",
-        UploadId=upload["UploadId"],
-        PartNumber=1,
-        Body=b"x",
-    )
-    parts = {"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]}
-    # ... whose completion must be conditional too
-    _refused(
-        s3.complete_multipart_upload,
-        Bucket=BUCKET,
-        Key=SNAPSHOT + "part-00001.parquet",
-        UploadId=upload["UploadId"],
-        MultipartUpload=parts,
-    )
-    s3.complete_multipart_upload(
-        Bucket=BUCKET,
-        Key=SNAPSHOT + "part-00001.parquet",
-        UploadId=upload["UploadId"],
-        MultipartUpload=parts,
-        IfNoneMatch="*",
-    )
-    staged = {"Bucket": BUCKET, "Key": "_staging/job-1/part-00000.parquet"}
-    s3.copy_object(Bucket=BUCKET, Key=SNAPSHOT + "part-00002.parquet", CopySource=staged)
     # Refused: overwriting a registered snapshot's file with a plain put ...
     _refused(s3.put_object, Bucket=BUCKET, Key=SNAPSHOT + "part-00000.parquet", Body=b"evil")
-    # ... or by copying another snapshot's file over it
-    other = {"Bucket": BUCKET, "Key": SNAPSHOT + "part-00002.parquet"}
-    _refused(s3.copy_object, Bucket=BUCKET, Key=SNAPSHOT + "part-00000.parquet", CopySource=other)
+    # ... or by copying a file over it, even one of the job's own staged files (EMRFS's
+    # rename: a copy with no If-None-Match), even to a new key
+    staged = {"Bucket": BUCKET, "Key": "_staging/job-1/part-00000.parquet"}
+    for key in ("part-00000.parquet", "part-00002.parquet"):
+        _refused(s3.copy_object, Bucket=BUCKET, Key=SNAPSHOT + key, CopySource=staged)
+    # ... or by a multipart upload (the job publishes each object in one PutObject)
+    _refused(s3.create_multipart_upload, Bucket=BUCKET, Key=SNAPSHOT + "part-00001.parquet")
     # and the conditional create of an existing key is S3's 412, not a write
     with pytest.raises(ClientError) as exists:
         s3.put_object(

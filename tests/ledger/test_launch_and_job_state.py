@@ -9,12 +9,13 @@ import pytest
 from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.core.coverage import CoverageError
 from snapledger.core.job_sizing import JobSize, PartitionInput, Worker
+from snapledger.core.jobs import advance_job
 from snapledger.errors import InvalidRequestError, NotFoundError
 from snapledger.layout import segment_key
 from snapledger.models.jobs import JobResources, JobState, WorkerSize
 from snapledger.models.ledger import LineageId, snapshot_sort_key
 from snapledger.models.requests import LaunchRequest
-from snapledger.services.job_state import record_job_state
+from snapledger.services.job_state import record_job_state, update_job
 from snapledger.services.launch import LaunchDeps, launch
 from snapledger.services.registration import register_manifest
 from tests.support import FakeRunner, write_segments, write_snapshot
@@ -231,6 +232,29 @@ def test_reordered_delivery_ends_in_the_same_state_as_in_order(deps, ledger, clo
     assert pins(ledger, latest) == []
     head = ledger.get_head(ORDERS_3)
     assert head.active_jobs == {} and job.job_id in head.finished_jobs
+
+
+def test_a_late_success_after_a_recorded_failure_flips_neither_the_job_nor_its_lineage(
+    deps, ledger, clock, latest
+):
+    # Given a job recorded FAILED (a dead local process) on its item, and a crash before
+    # its lineage recorded it: HEAD still lists it active
+    job = launch(restore(), request_id="req-1", deps=deps).job
+    dead = "the local job process (pid 7) was killed by signal 9 (SIGKILL) before reporting"
+    update_job(
+        deps.jobs,
+        job,
+        clock,
+        lambda current, now: advance_job(current, "FAILED", now, reason=dead),
+    )
+    assert job.job_id in ledger.get_head(ORDERS_3).active_jobs
+    # When the run's SUCCESS arrives late
+    result = state(deps, ledger, clock, job.run_id, job.job_id, "SUCCESS")
+    # Then the job stays FAILED, and its lineage records the FAILED end, with its reason
+    assert not result.recorded and deps.jobs.get(job.job_id).state is JobState.FAILED
+    [failed] = [e for e in ledger.list_events(ORDERS_3, limit=1000).items if e.type == "JobFailed"]
+    assert failed.reason == dead
+    assert "JobSucceeded" not in events(ledger) and pins(ledger, latest) == []
 
 
 def test_failure_reason_is_recorded(deps, ledger, clock, latest):

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from types import SimpleNamespace
 
 import pytest
 
+from snapledger.errors import JobStartError
 from snapledger.local.job_process import (
     DYNAMODB_PID,
     JOB_PIDS,
@@ -20,6 +22,7 @@ from snapledger.local.job_process import (
     ended_marker,
     join,
     release,
+    spawn_job_process,
     stop_abandoned,
 )
 from snapledger.local.runtime import RUNTIME_FILE, running_runtime
@@ -125,3 +128,53 @@ def test_a_dynamodb_local_whose_users_all_died_is_stopped_by_the_next_command(tm
     assert stop_abandoned(tmp_path)
     assert dynamodb.wait(timeout=30) is not None
     assert not (tmp_path / RUNTIME_FILE).exists()
+
+
+SLEEPING_JOB = [sys.executable, "-c", "import time; time.sleep(120)"]
+
+
+def test_a_job_process_killed_mid_job_is_failed_with_the_signal_by_its_starter(tmp_path):
+    # Given a job's process started as JobProcesses starts one, still running
+    process = spawn_job_process(tmp_path, "local-0", SLEEPING_JOB)
+    jobs = jobs_running(tmp_path, process)
+    other = JobProcesses(tmp_path, say=print)  # another command: a later `jobs wait`
+    try:
+        assert (
+            jobs.status("local-0").state == "RUNNING" and jobs.ended_unreported("local-0") is None
+        )
+        assert other.status("local-0").state == "RUNNING"
+        assert other.ended_unreported("local-0") is None
+        with pytest.raises(JobStartError, match="already runs in another process"):
+            spawn_job_process(tmp_path, "local-0", SLEEPING_JOB)
+    finally:
+        # When it is killed mid-job, before it reports
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+
+    # Then the command that started it says which signal, and another that it is gone
+    log = tmp_path / "jobs" / "local-0.log"
+    killed = jobs.status("local-0")
+    assert killed.state == "FAILED", killed
+    assert killed.reason == (
+        f"the local job process (pid {process.pid}) was killed by signal 9 (SIGKILL) before "
+        f"reporting the job's end; its log: {log}"
+    )
+    assert jobs.ended_unreported("local-0") == killed.reason
+    gone = other.status("local-0")
+    assert gone.state == "FAILED" and f"(pid {process.pid}) ended (its exit status" in gone.reason
+    assert other.ended_unreported("local-0") == gone.reason
+
+
+def test_a_job_process_that_exits_before_reporting_is_failed_with_its_code(tmp_path):
+    process = spawn_job_process(tmp_path, "local-0", [sys.executable, "-c", "raise SystemExit(3)"])
+    process.wait()
+
+    reason = jobs_running(tmp_path, process).ended_unreported("local-0")
+
+    assert reason is not None and f"(pid {process.pid}) exited with code 3 before" in reason
+
+
+def test_a_run_no_job_process_of_this_home_ran_is_unknown(tmp_path):
+    other = JobProcesses(tmp_path, say=print)
+    assert other.ended_unreported("local-9") is None
+    assert other.status("local-9").reason == "unknown run"

@@ -196,6 +196,13 @@ def pointer_bytes_ok(n: int) -> bool:
     return True
 
 
+def published_bytes_ok(n: int) -> bool:
+    """Whether a job publishes an object of ``n`` bytes on S3 (it is never read here)."""
+    from jobs.create_only import size_problem
+
+    return size_problem("s3://bucket/snapshots/x/part-00000.parquet", n) is None
+
+
 PROBES: dict[str, Callable[[int], bool]] = {
     "MAX_LSN": lsn_ok,
     "MAX_EPOCH": lambda n: parses(manifest(epoch=n)),
@@ -211,6 +218,7 @@ PROBES: dict[str, Callable[[int], bool]] = {
     "MAX_PARQUET_FOOTER_BYTES": footer_ok,
     "MAX_HOURS": policy_hours_ok,
     "MAX_HOLD_HOURS": hold_hours_ok,
+    "MAX_PUBLISHED_OBJECT_BYTES": published_bytes_ok,
     "MAX_SORT_KEY_BYTES": sort_key_ok,
     "MAX_CURSOR_CHARS": cursor_chars_ok,
 }

@@ -68,24 +68,15 @@ class JobProcesses:
             return run_id  # like a client token: the same job starts once
         if self.endpoint is None:
             raise JobStartError("the local runtime has not started: no DynamoDB Local yet")
-        log = job_log(self.home, run_id)
-        log.parent.mkdir(parents=True, exist_ok=True)
         ended_marker(self.home, run_id).unlink(missing_ok=True)  # an earlier start's
         command = [sys.executable, "-m", __name__, "--home", str(self.home)]
         command += ["--endpoint", self.endpoint, "--job-id", spec.job_id]
-        with log.open("ab") as out:
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # outlives the CLI (--no-wait), Ctrl-C is the CLI's
-            )
+        process = spawn_job_process(self.home, run_id, command)
         self._processes[run_id] = process
         join(self.home, process.pid)
         self._say(
             f"snapledger: job {spec.job_id} runs in process {process.pid}, "
-            f"its log (Spark's too) in {log}"
+            f"its log (Spark's too) in {job_log(self.home, run_id)}"
         )
         return run_id
 
@@ -93,16 +84,33 @@ class JobProcesses:
         return None  # the local session's own, whatever the input
 
     def status(self, run_id: str) -> JobRunStatus:
+        """RUNNING while the job's process runs; SUCCESS if it exited 0; FAILED with how
+        it ended otherwise (its exit status when this command started it)."""
         process = self._processes.get(run_id)
         if process is None:
-            return JobRunStatus(state="FAILED", reason="unknown run")
+            gone = ended_unreported(self.home, run_id)
+            if gone is not None:
+                return JobRunStatus(state="FAILED", reason=gone)
+            running = alive_file(self.home, run_id).exists()
+            return JobRunStatus(state="RUNNING") if running else UNKNOWN_RUN
         code = process.poll()
         if code is None:
             return JobRunStatus(state="RUNNING")
         if code == 0:
             return JobRunStatus(state="SUCCESS")
         log = job_log(self.home, run_id)
-        return JobRunStatus(state="FAILED", reason=f"its process exited with {code}: see {log}")
+        return JobRunStatus(state="FAILED", reason=process_ended(process.pid, code, log))
+
+    def ended_unreported(self, run_id: str) -> str | None:
+        """Why the job's process is known to have ended (its exit status when this command
+        started it); None while it runs, or if no job process of this home ran it."""
+        process = self._processes.get(run_id)
+        if process is None:
+            return ended_unreported(self.home, run_id)
+        code = process.poll()
+        if code is None:
+            return None
+        return process_ended(process.pid, code, job_log(self.home, run_id))
 
     def find_run(self, job_id: str, *, created_after: datetime) -> FoundJobRun | None:
         """The run this command started for ``job_id``, if it did."""
@@ -131,6 +139,80 @@ class JobProcesses:
             info = {"pid": running[0], "endpoint": engine.endpoint_url, DYNAMODB_PID: engine.pid}
             _write(self.home, {**info, JOB_PIDS: running})
         return running
+
+
+UNKNOWN_RUN = JobRunStatus(state="FAILED", reason="unknown run")
+
+
+def alive_file(home: Path, run_id: str) -> Path:
+    """Locked (``flock``) by a job's process for as long as it lives, holding its pid: the
+    kernel releases the lock however the process ends, even by SIGKILL, so another command
+    can tell that it died (and a reused pid cannot fool it)."""
+    return home / JOBS_FOLDER / f"{run_id}.alive"
+
+
+def spawn_job_process(home: Path, run_id: str, command: list[str]) -> subprocess.Popen[bytes]:
+    """Start ``command`` (a job's process, appending to its log) holding the run's
+    ``alive_file`` lock: taken here before the start and handed over (``--alive-fd``), so
+    it is never free while the process lives. JobStartError if another process holds it."""
+    log = job_log(home, run_id)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(alive_file(home, run_id), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise JobStartError(
+                f"the local run {run_id} already runs in another process (it holds "
+                f"{alive_file(home, run_id)}): follow it with `snapledger jobs wait`"
+            ) from None
+        with log.open("ab") as out:
+            process = subprocess.Popen(
+                [*command, "--alive-fd", str(descriptor)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                pass_fds=(descriptor,),
+                start_new_session=True,  # outlives the CLI (--no-wait), Ctrl-C is the CLI's
+            )
+        os.ftruncate(descriptor, 0)
+        os.write(descriptor, str(process.pid).encode())
+    finally:
+        os.close(descriptor)  # the process holds the lock now, alone
+    return process
+
+
+def process_ended(pid: int | str, code: int | None, log: Path) -> str:
+    """Why a job whose process ended without reporting failed: its exit code, the signal
+    that killed it, or (``code`` None: another command started it) that it is gone."""
+    process = f"the local job process (pid {pid})"
+    if code is None:
+        how = "ended (its exit status went to the command that started it)"
+    elif code < 0:
+        how = f"was killed by signal {-code} ({signal.Signals(-code).name})"
+    else:
+        how = f"exited with code {code}"
+    return f"{process} {how} before reporting the job's end; its log: {log}"
+
+
+def ended_unreported(home: Path, run_id: str) -> str | None:
+    """Why the run's job process is gone (``process_ended``), from its ``alive_file``
+    alone; None while the process holds it, or when no job process ran it here."""
+    path = alive_file(home, run_id)
+    try:
+        descriptor = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None  # its process holds it: still running
+        fcntl.flock(descriptor, fcntl.LOCK_UN)
+        pid = os.read(descriptor, 32).decode(errors="replace").strip() or "unknown"
+    finally:
+        os.close(descriptor)
+    return process_ended(pid, None, job_log(home, run_id))
 
 
 def ended_marker(home: Path, run_id: str) -> Path:
@@ -260,7 +342,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--endpoint", required=True, help="The DynamoDB Local to use.")
     parser.add_argument("--job-id", required=True)
+    parser.add_argument(
+        "--alive-fd", type=int, help="The locked alive_file descriptor to keep (inherited)."
+    )
     args = parser.parse_args(argv)
+    if args.alive_fd is not None:  # held until this process ends; Spark's JVM gets no copy
+        os.set_inheritable(args.alive_fd, False)
     return run(args.home, args.endpoint, args.job_id)
 
 

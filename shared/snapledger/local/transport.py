@@ -14,12 +14,13 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeGuard
 
 from snapledger.local.handlers import HANDLERS, LogsRouted
 from snapledger.local.job_process import JobProcesses, join, release, stop_abandoned
 from snapledger.local.router import Handler, Router, call_handler
 from snapledger.local.runtime import LocalRuntime, local_home, running_endpoint
+from snapledger.models.jobs import TERMINAL_STATES, JobState
 
 #: Said on stderr before a command starts its own DynamoDB Local (no ``local up`` running).
 STARTING_NOTICE = (
@@ -30,6 +31,15 @@ STARTING_NOTICE = (
 FUNCTION_LOG = "functions.log"
 #: ``function_logs`` that means stderr.
 STDERR = "-"
+
+
+def _unfinished_run(job: object) -> TypeGuard[dict[str, Any]]:
+    """A job record (a query's ``job``) that has a run and has not ended."""
+    return (
+        isinstance(job, dict)
+        and bool(job.get("run_id"))
+        and job.get("state") not in TERMINAL_STATES
+    )
 
 
 def _to_stderr(line: str) -> None:
@@ -95,7 +105,41 @@ class LocalTransport:
         )
 
     def invoke(self, function: str, payload: dict[str, Any]) -> dict[str, Any]:
+        answer = self._call(function, payload)
+        if function == "query" and payload.get("action") == "job":
+            return self._with_dead_process_failed(payload, answer)
+        return answer
+
+    def _call(self, function: str, payload: dict[str, Any]) -> dict[str, Any]:
         return call_handler(self.handlers, function, payload, request_id=str(uuid.uuid4()))
+
+    def _with_dead_process_failed(
+        self, payload: dict[str, Any], answer: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A job's record, once its process is found dead without having reported how the
+        job ended: FAILED with why, recorded as EMR's FAILED state change is (the job_state
+        function, through the router), then read again. Nothing watches a local job's
+        process as EMR Serverless watches a run, so a look-up at its record does."""
+        jobs = self.local.runner
+        job = answer.get("job")
+        if not isinstance(jobs, JobProcesses) or not _unfinished_run(job):
+            return answer
+        reason = jobs.ended_unreported(job["run_id"])
+        if reason is None:
+            return answer
+        # Gone, so it reports nothing more: what it reported before it went is now read.
+        fresh = self._call("query", payload)
+        job = fresh.get("job")
+        if not _unfinished_run(job):
+            return fresh
+        self.router.job_state(
+            job_id=job["job_id"],
+            run_id=job["run_id"],
+            state=JobState.FAILED.value,
+            previous=job["state"],
+            details=reason,
+        )
+        return self._call("query", payload)
 
     def close(self) -> None:
         jobs = self.local.runner

@@ -63,6 +63,10 @@ def record_job_state(
     )
     # The lineages are updated even when the job item already was: a crash between the
     # two writes then converges on the redelivery (each lineage command is idempotent).
+    # An ended job's lineages get its recorded end, never a late report that contradicts
+    # it (a SUCCESS after a dead local process was recorded FAILED, or the reverse).
+    if job.terminal:
+        state, reason = job.state.value, job.failure_reason
     record_on_lineages(
         ledger, job, job.partitions, state=state, run_id=run_id, reason=reason, clock=clock
     )

@@ -288,6 +288,10 @@ def _member_base(
 
 
 def resolve_base(request: LaunchRequest, lineage: LineageId, deps: LaunchDeps) -> SnapshotRecord:
+    """The base a restore names. ``"latest"``, an LSN or a time resolve to the newest
+    REGISTERED snapshot that heal has not found broken (a broken latest is passed over for
+    the newest usable one below it); a snapshot named by id is taken as it is, and
+    ``refuse_unrestorable`` refuses it if it is not usable."""
     selector = request.from_
     if selector == "latest":
         head = queries.latest(deps.ledger, lineage)
@@ -297,13 +301,15 @@ def resolve_base(request: LaunchRequest, lineage: LineageId, deps: LaunchDeps) -
         )
         if record is None:
             raise NotFoundError(f"the latest snapshot of {lineage} has no record: report this")
+        if record.broken:
+            return queries.as_of_lsn(deps.ledger, lineage, record.lsn, skip_broken=True)
         return record
     if isinstance(selector, FromSnapshotId):
         return queries.by_id(deps.ledger, lineage, selector.snapshot_id)
     if isinstance(selector, FromLsn):
-        return queries.as_of_lsn(deps.ledger, lineage, selector.lsn)
+        return queries.as_of_lsn(deps.ledger, lineage, selector.lsn, skip_broken=True)
     assert isinstance(selector, FromTime)  # a generation's members: _member_base
-    return queries.as_of_time(deps.ledger, lineage, selector.time)
+    return queries.as_of_time(deps.ledger, lineage, selector.time, skip_broken=True)
 
 
 #: Why a snapshot that is not REGISTERED cannot be a job's base, by its status.
@@ -316,7 +322,15 @@ _NOT_RESTORABLE = {
 
 def refuse_unrestorable(base: SnapshotRecord, lineage: LineageId) -> None:
     """Refuse, before anything is recorded, a base that is not REGISTERED (the lineage
-    would refuse to pin it, and the job would be recorded FAILED for nothing)."""
+    would refuse to pin it, and the job would be recorded FAILED for nothing), or that heal
+    found broken (the job would read missing or damaged files)."""
+    if base.status is SnapshotStatus.REGISTERED and base.broken:
+        raise InvalidRequestError(
+            f"the snapshot {base.snapshot_id} of {lineage} (LSN {base.lsn}) was found broken "
+            f"({'; '.join(base.broken)}): it cannot be a job's base. Start from another "
+            'snapshot (from "latest", {"lsn": ...} or {"time": ...} pass over broken ones; '
+            "list the lineage's snapshots to see them)"
+        )
     if base.status is SnapshotStatus.REGISTERED:
         return
     why = _NOT_RESTORABLE.get(base.status, "it is not live")

@@ -16,6 +16,8 @@ SCAN_PAGE = 100
 AS_OF_TIME_PAGE = 1000
 #: Live records read per request by GC's planning (``live_snapshots``).
 LIVE_PAGE = 1000
+#: What a look-up that skips broken snapshots adds to its "found none".
+_NOT_BROKEN = {True: " (not found broken)", False: ""}
 
 
 def latest(ledger: LedgerReader, lineage: LineageId) -> Head:
@@ -120,22 +122,35 @@ def live_snapshots(ledger: LedgerReader, lineage: LineageId) -> list[SnapshotRec
         cursor = page.cursor
 
 
-def as_of_lsn(ledger: LedgerReader, lineage: LineageId, lsn: int) -> SnapshotRecord:
-    """The newest REGISTERED snapshot at or below ``lsn``: one Query of live snapshots."""
+def as_of_lsn(
+    ledger: LedgerReader, lineage: LineageId, lsn: int, *, skip_broken: bool = False
+) -> SnapshotRecord:
+    """The newest REGISTERED snapshot at or below ``lsn``: one Query of live snapshots
+    (more only past snapshots found broken, which ``skip_broken`` passes over)."""
     if lsn < 0:
         raise InvalidRequestError(f"lsn must be >= 0, got {lsn}")
     upper = f"SNAP#{lsn:0{LSN_WIDTH}d}#\uffff"
-    page = ledger.list_registered(lineage, max_sort_key=upper, limit=1)
-    if page.items:
-        return page.items[0]
+    cursor: str | None = None
+    limit = 1  # the newest is the answer unless it was found broken
+    while True:
+        page = ledger.list_registered(lineage, max_sort_key=upper, limit=limit, cursor=cursor)
+        for record in page.items:
+            if not (skip_broken and record.broken):
+                return record
+        if page.cursor is None:
+            break
+        cursor, limit = page.cursor, AS_OF_TIME_PAGE
     raise NotFoundError(
-        f"{lineage} has no registered snapshot at or below LSN {lsn}: pick a later LSN, or "
-        "bootstrap from the changelog"
+        f"{lineage} has no registered snapshot{_NOT_BROKEN[skip_broken]} at or below LSN "
+        f"{lsn}: pick a later LSN, or bootstrap from the changelog"
     )
 
 
-def as_of_time(ledger: LedgerReader, lineage: LineageId, at: datetime) -> SnapshotRecord:
-    """The highest-LSN REGISTERED snapshot that the registry had recorded by ``at``.
+def as_of_time(
+    ledger: LedgerReader, lineage: LineageId, at: datetime, *, skip_broken: bool = False
+) -> SnapshotRecord:
+    """The highest-LSN REGISTERED snapshot that the registry had recorded by ``at`` (with
+    ``skip_broken``, not one found broken).
 
     Reads REGISTERED snapshots only, highest LSN first, ``AS_OF_TIME_PAGE`` a request: one
     request unless more than that many live snapshots were registered after ``at``.
@@ -146,13 +161,14 @@ def as_of_time(ledger: LedgerReader, lineage: LineageId, at: datetime) -> Snapsh
     while True:
         page = ledger.list_registered(lineage, limit=AS_OF_TIME_PAGE, cursor=cursor)
         for record in page.items:
-            if record.registered_at <= at:
+            if record.registered_at <= at and not (skip_broken and record.broken):
                 return record
         if page.cursor is None:
             break
         cursor = page.cursor
     raise NotFoundError(
-        f"{lineage} has no registered snapshot recorded at or before {at.isoformat()}"
+        f"{lineage} has no registered snapshot{_NOT_BROKEN[skip_broken]} recorded at or "
+        f"before {at.isoformat()}"
     )
 
 
