@@ -82,6 +82,7 @@ class Registry:
     root: str
     store: FileObjectStore
     router: Router
+    directory: Path  # the file:// root's folder
 
     def deliver(self, written: WrittenSnapshot) -> None:
         self.router.scan((written.prefix,), settled=True)
@@ -96,8 +97,10 @@ class _InProcess:
 def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Registry]:
     for name, value in POWERTOOLS_ENV.items():
         monkeypatch.setenv(name, value)
-    store = FileObjectStore(tmp_path / "snapshots-root")
+    directory = tmp_path / "snapshots-root"
+    store = FileObjectStore(directory)
     with moto_ledger() as ledger:
         runtime = make_runtime(ledger, store, SystemClock())
         with runtime_override(runtime):
-            yield Registry(Snapledger(_InProcess()), store.uri, store, Router(store, HANDLERS))
+            router = Router(store, HANDLERS)
+            yield Registry(Snapledger(_InProcess()), store.uri, store, router, directory)

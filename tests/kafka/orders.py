@@ -13,10 +13,13 @@ def orders(seed: int, count: int, customers: int = 40) -> list[tuple[str, str]]:
     return [(f"c{rng.randrange(customers):03d}", str(rng.randint(-50, 500))) for _ in range(count)]
 
 
-def totals(*batches: Iterable[tuple[str, str | None]]) -> dict[str, int]:
-    """Each customer's sum, as the application computes it."""
+def totals(*batches: Iterable[tuple[str, str]]) -> dict[str, int]:
+    """Each customer's sum, as the application computes it ("delete" deletes the key)."""
     summed: Counter[str] = Counter()
     for batch in batches:
         for customer, amount in batch:
-            summed[customer] += int(amount or 0)
+            if amount == "delete":
+                summed.pop(customer, None)
+            else:
+                summed[customer] += int(amount)
     return dict(summed)
