@@ -15,9 +15,14 @@ from typing import NoReturn
 EXTRAS: dict[str, tuple[str, ...]] = {
     "client": ("pyarrow",),
     "cli": ("click", "rich"),
+    "kafka": ("confluent_kafka",),
 }
 #: Extra → the part of snapledger that needs it, as the message names it.
-_USED_BY = {"client": "snapledger.client", "cli": "the snapledger command"}
+_USED_BY = {
+    "client": "snapledger.client",
+    "cli": "the snapledger command",
+    "kafka": "snapledger.kafka_streams",
+}
 
 
 class MissingExtraError(ModuleNotFoundError):

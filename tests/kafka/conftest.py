@@ -8,12 +8,23 @@ import itertools
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from snapledger.adapters.object_store_file import FileObjectStore
+from snapledger.client.control import Snapledger
+from snapledger.client.writer import WrittenSnapshot
+from snapledger.clock import SystemClock
+from snapledger.local.handlers import HANDLERS, invoke
 from snapledger.local.kafka_app import KafkaStreamsApp
 from snapledger.local.kafka_broker import KafkaBroker
+from snapledger.local.router import Router
+from snapledger.runtime import runtime_override
+from tests.functions.support import POWERTOOLS_ENV
+from tests.support import make_runtime, moto_ledger
 
 #: Small and quick: commits every 100 ms, no record cache (every update reaches the store's
 #: changelog, so its record count is the number of orders processed), one stream thread.
@@ -59,3 +70,37 @@ def app_factory(
     yield make
     for app in made:
         app.stop(kill=True)
+
+
+@dataclass
+class Registry:
+    """snapledger in-process for the Kafka tests: the functions on a moto ledger and a
+    ``file://`` store; each snapshot written is delivered to the register function as the
+    local runtime's router delivers an arrival (in AWS: the S3 event)."""
+
+    client: Snapledger
+    root: str
+    store: FileObjectStore
+    router: Router
+    directory: Path  # the file:// root's folder
+
+    def deliver(self, written: WrittenSnapshot) -> None:
+        self.router.scan((written.prefix,), settled=True)
+
+
+class _InProcess:
+    def invoke(self, function: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return invoke(function, payload)
+
+
+@pytest.fixture
+def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Registry]:
+    for name, value in POWERTOOLS_ENV.items():
+        monkeypatch.setenv(name, value)
+    directory = tmp_path / "snapshots-root"
+    store = FileObjectStore(directory)
+    with moto_ledger() as ledger:
+        runtime = make_runtime(ledger, store, SystemClock())
+        with runtime_override(runtime):
+            router = Router(store, HANDLERS)
+            yield Registry(Snapledger(_InProcess()), store.uri, store, router, directory)

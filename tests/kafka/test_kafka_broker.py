@@ -3,12 +3,18 @@ jars in KRaft mode on loopback, and a real broker: topics, partitions, records."
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
 
 from snapledger.local import kafka_topics
-from snapledger.local.kafka_broker import KafkaBroker, KafkaBrokerError, server_properties
+from snapledger.local.kafka_broker import (
+    KafkaBroker,
+    KafkaBrokerError,
+    cluster_id,
+    server_properties,
+)
 
 
 @pytest.mark.kafka
@@ -59,3 +65,12 @@ def test_the_node_is_broker_and_controller_with_a_compacting_cleaner(tmp_path: P
     assert config["offsets.topic.replication.factor"] == "1"
     assert config["transaction.state.log.replication.factor"] == "1"
     assert config["log.retention.ms"] == "1"  # extra properties override or add
+
+
+def test_a_cluster_id_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch):
+    # Given uuid4 draws first a UUID whose base64 starts with "-" (first byte 0xF8)
+    drawn = iter([uuid.UUID(bytes=b"\xf8" + bytes(15)), uuid.UUID(bytes=bytes(16))])
+    monkeypatch.setattr(uuid, "uuid4", lambda: next(drawn))
+
+    # Then kafka-storage never gets an id it would read as an option: it draws again
+    assert cluster_id() == "AAAAAAAAAAAAAAAAAAAAAA"

@@ -7,10 +7,8 @@ offsets they reflect is restored (docs/kafka-streams.md, "The state directory Ka
 from __future__ import annotations
 
 import itertools
-import random
 import shutil
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,24 +16,13 @@ import pytest
 from snapledger.local import kafka_topics
 from snapledger.local.kafka_app import KafkaStreamsApp, changelog_topic
 from snapledger.local.kafka_broker import KafkaBroker
+from tests.kafka.orders import orders as _orders
+from tests.kafka.orders import totals as _totals
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 PARTITIONS = 8
 _names = itertools.count()
-
-
-def _orders(seed: int, count: int, customers: int = 40) -> list[tuple[str, str]]:
-    rng = random.Random(seed)
-    return [(f"c{rng.randrange(customers):03d}", str(rng.randint(-50, 500))) for _ in range(count)]
-
-
-def _totals(*batches: Iterable[tuple[str, str]]) -> dict[str, int]:
-    totals: Counter[str] = Counter()
-    for batch in batches:
-        for customer, amount in batch:
-            totals[customer] += int(amount)
-    return dict(totals)
 
 
 def _topics(broker: KafkaBroker) -> tuple[str, str, str]:

@@ -83,8 +83,12 @@ class KafkaBrokerError(SnapledgerError):
 
 def cluster_id() -> str:
     """A new cluster id as ``kafka-storage random-uuid`` prints one: a UUID's 16 bytes in
-    URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+    URL-safe base64 without padding, never starting with ``-`` (kafka-storage would read it
+    as an option; Kafka's ``Uuid.randomUuid`` draws again too)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def server_properties(

@@ -25,7 +25,8 @@ import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
  * Totals per customer: reads {@code orders} (key = customer id, value = an amount as the
- * decimal text of a long), sums the amounts per key into the persistent RocksDB store
+ * decimal text of a long, or "delete": the key's total is deleted), sums the amounts per key into
+ * the persistent RocksDB store
  * {@code totals} (changelog {@code {application.id}-totals-changelog}) and writes each new
  * total to {@code totals-output}. An ordinary Kafka Streams application: nothing in it
  * knows about snapshots.
@@ -47,7 +48,7 @@ public final class TotalsApp {
                 .groupByKey(Grouped.with(Serdes.String(), Serdes.Long()))
                 .aggregate(
                         () -> 0L,
-                        (customer, amount, total) -> total + amount,
+                        (customer, amount, total) -> Amounts.add(total, amount),
                         Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as(STORE)
                                 .withKeySerde(Serdes.String())
                                 .withValueSerde(Serdes.Long()))

@@ -18,14 +18,18 @@ import org.apache.kafka.streams.processor.TaskId;
  */
 record SeedOptions(File stateDir, String applicationId, TaskId task, String store,
                    TopicPartition changelog, Long offset, boolean timestamped,
-                   boolean legacyCheckpoint) {
+                   boolean legacyCheckpoint, String bootstrapServers, long timeoutMs) {
 
     private static final Set<String> SEED = Set.of("--state-dir", "--application-id", "--task",
         "--store", "--changelog-topic", "--partition", "--offset", "--timestamped",
         "--legacy-checkpoint");
     private static final Set<String> DUMP = Set.of("--state-dir", "--application-id", "--task",
         "--store", "--changelog-topic", "--partition", "--timestamped");
-
+    private static final Set<String> CATCH_UP = Set.of("--state-dir", "--application-id",
+        "--task", "--store", "--changelog-topic", "--partition", "--timestamped",
+        "--bootstrap-servers", "--timeout-ms");
+    /** How long catch-up may take to read up to the end offset: at most a day. */
+    static final long MAX_TIMEOUT_MS = 86_400_000L;
     File applicationDir() {
         return new File(stateDir, applicationId);
     }
@@ -36,7 +40,7 @@ record SeedOptions(File stateDir, String applicationId, TaskId task, String stor
 
     static SeedOptions parse(final String command, final List<String> args) throws SeedException {
         final boolean seed = command.equals("seed");
-        final Set<String> known = seed ? SEED : DUMP;
+        final Set<String> known = seed ? SEED : command.equals("catch-up") ? CATCH_UP : DUMP;
         final Map<String, String> given = new HashMap<>();
         for (int i = 0; i < args.size(); i += 2) {
             final String name = args.get(i);
@@ -83,10 +87,21 @@ record SeedOptions(File stateDir, String applicationId, TaskId task, String stor
                     + " record the snapshot reflects is >= 0");
             }
         }
+        String bootstrapServers = null;
+        long timeoutMs = 0;
+        if (command.equals("catch-up")) {
+            bootstrapServers = required(given, "--bootstrap-servers");
+            timeoutMs = parseLong(given.getOrDefault("--timeout-ms", "600000"), "--timeout-ms");
+            if (timeoutMs < 1 || timeoutMs > MAX_TIMEOUT_MS) {
+                throw new SeedException("--timeout-ms " + timeoutMs + ": give 1.." + MAX_TIMEOUT_MS
+                    + " (how long reading the changelog up to its end offset may take)");
+            }
+        }
         return new SeedOptions(new File(required(given, "--state-dir")), applicationId, task,
             store, new TopicPartition(topic, task.partition()), offset,
             parseBoolean(given.getOrDefault("--timestamped", "true"), "--timestamped"),
-            parseBoolean(given.getOrDefault("--legacy-checkpoint", "false"), "--legacy-checkpoint"));
+            parseBoolean(given.getOrDefault("--legacy-checkpoint", "false"), "--legacy-checkpoint"),
+            bootstrapServers, timeoutMs);
     }
 
     private static TaskId parseTask(final String text) throws SeedException {

@@ -6,7 +6,7 @@ import java.util.List;
 
 /**
  * {@code seed} writes one Kafka Streams task folder from a record stream on stdin;
- * {@code dump} prints one. Exit 0 done, 2 refused (the message says why and what to do),
+ * {@code dump} prints one; {@code catch-up} brings one's store to its changelog's end offset. Exit 0 done, 2 refused (the message says why and what to do),
  * 1 an unexpected failure. docs/kafka-streams-format.md documents both.
  */
 public final class SeederMain {
@@ -14,7 +14,11 @@ public final class SeederMain {
         + " --task 0_3 --store totals --offset N [--changelog-topic T] [--partition 3]"
         + " [--timestamped true|false] [--legacy-checkpoint true|false] < records\n"
         + "       kafka-seeder dump --state-dir D --application-id A --task 0_3 --store totals"
-        + " [--changelog-topic T] [--partition 3] [--timestamped true|false]";
+        + " [--changelog-topic T] [--partition 3] [--timestamped true|false]\n"
+        + "       kafka-seeder catch-up --state-dir D --application-id A --task 0_3"
+        + " --store totals --bootstrap-servers B [--changelog-topic T] [--partition 3]"
+        + " [--timestamped true|false] [--timeout-ms 600000]";
+    private static final List<String> COMMANDS = List.of("seed", "dump", "catch-up");
 
     private SeederMain() { }
 
@@ -25,7 +29,7 @@ public final class SeederMain {
     }
 
     static int run(final String[] args) {
-        if (args.length == 0 || !(args[0].equals("seed") || args[0].equals("dump"))) {
+        if (args.length == 0 || !COMMANDS.contains(args[0])) {
             System.err.println(USAGE);
             return 2;
         }
@@ -39,6 +43,8 @@ public final class SeederMain {
                     + " records (" + outcome.tombstones() + " tombstones), store "
                     + options.store() + " at changelog " + options.changelog() + " offset "
                     + options.offset());
+            } else if (args[0].equals("catch-up")) {
+                System.out.println(ChangelogCatchUp.run(options).json());
             } else {
                 TaskFolderDump.dump(options, System.out);
             }

@@ -1,0 +1,221 @@
+"""``snapledger kafka-streams``: snapshots of a Kafka Streams store's partitions made from its
+changelog (``snapshot``), and an empty state directory seeded from them before the
+application starts (``seed``, the init container's command). docs/kafka-streams.md.
+
+Registered on the ``snapledger`` group (``cli/app.py``) when ``cli/main.py`` imports it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from snapledger.cli.app import BAD_ARGUMENTS, Options, cli, json_option
+from snapledger.client.control import Snapledger
+from snapledger.client.transport import AwsTransport
+from snapledger.errors import SnapledgerError
+from snapledger.limits import MAX_PARTITION
+
+_COMMON = [
+    click.option("--bootstrap-servers", required=True, help="The Kafka cluster (host:port,...)."),
+    click.option("--application-id", required=True, help="The application's application.id."),
+    click.option(
+        "--store",
+        required=True,
+        help="The store's name (its changelog is {application.id}-{store}-changelog).",
+    ),
+    click.option(
+        "--root",
+        help="The snapshot store, s3://bucket[/prefix] (default with "
+        "--local: the local runtime's).",
+    ),
+]
+
+
+def _common(f: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(_COMMON):
+        f = option(f)
+    return f
+
+
+@contextmanager
+def _registry(options: Options, root: str | None) -> Iterator[tuple[Snapledger, str, Any]]:
+    """The registry, the store root and what delivers a written snapshot's arrival (the
+    local runtime's router; in AWS the S3 event does, so None)."""
+    if options.local:
+        from snapledger.local.transport import LocalTransport
+
+        transport = LocalTransport.open(options.home, function_logs=options.function_logs)
+        try:
+            yield (
+                Snapledger(transport),
+                root or transport.local.store_uri,
+                lambda written: transport.router.scan((written.prefix,), settled=True),
+            )
+        finally:
+            transport.close()
+        return
+    if root is None:
+        raise click.UsageError("--root s3://bucket[/prefix] is required without --local")
+    yield Snapledger(AwsTransport(stack_name=options.stack, region=options.region)), root, None
+
+
+def _run(work: Callable[[], list[Any]]) -> int:
+    options = click.get_current_context().ensure_object(Options)
+    try:
+        rows = work()
+    except SnapledgerError as exc:
+        click.echo(f"snapledger: {exc}", err=True)
+        return BAD_ARGUMENTS
+    for row in rows:
+        fields = asdict(row)
+        click.echo(json.dumps(fields, default=str) if options.json else _line(fields))
+    return 0
+
+
+def _line(fields: dict[str, Any]) -> str:
+    if "task" in fields:
+        head = f"{fields['task']}: {fields['outcome']}"
+        if fields["outcome"] == "seeded":
+            head += f" from {fields['snapshot_id']} at offset {fields['lsn']}"
+        elif fields["outcome"] == "kept":
+            head += " (the task folder is not empty: left as it is)"
+        else:
+            head += " (no usable snapshot: the task restores from the changelog)"
+        skips = [
+            f"\n  skipped {s['snapshot_id']} ({s['lsn']}): {s['reason']}" for s in fields["skipped"]
+        ]
+        return head + "".join(skips)
+    written = fields["written"]
+    made = (
+        f"snapshot {written['snapshot_id']} at offset {written['lsn']}"
+        if written
+        else "no snapshot"
+    )
+    return f"partition {fields['partition']}: {made}; {fields['note']}"
+
+
+@cli.group("kafka-streams")
+@json_option
+def kafka_streams() -> None:
+    """A Kafka Streams store's snapshots: make them from its changelog, seed a state dir."""
+
+
+@kafka_streams.command("snapshot")
+@_common
+@click.option(
+    "--partition",
+    "partitions",
+    multiple=True,
+    type=click.IntRange(0, MAX_PARTITION),
+    help="Only these (default: every one).",
+)
+@click.option(
+    "--work-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the scratch task folders go (default: the system's temp folder).",
+)
+@json_option
+def snapshot(
+    *,
+    bootstrap_servers: str,
+    application_id: str,
+    store: str,
+    root: str | None,
+    partitions: tuple[int, ...],
+    work_dir: Path | None,
+) -> int:
+    """Snapshot each partition with changelog records after its latest snapshot (the
+    application keeps running)."""
+    from snapledger.kafka_streams.snapshotter import StoreSnapshotter
+
+    options = click.get_current_context().ensure_object(Options)
+
+    def work() -> list[Any]:
+        with _registry(options, root) as (registry, uri, deliver):
+            snapshotter = StoreSnapshotter(
+                registry, uri, bootstrap_servers, application_id, store, on_written=deliver
+            )
+            return snapshotter.snapshot(partitions or None, work_dir=work_dir)
+
+    return _run(work)
+
+
+@kafka_streams.command("seed")
+@_common
+@click.option(
+    "--state-dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The application's state.dir.",
+)
+@click.option(
+    "--tasks",
+    default="all",
+    show_default=True,
+    help="Tasks to seed, e.g. 0_0,0_3, or all (every changelog partition).",
+)
+@click.option(
+    "--subtopology",
+    type=click.IntRange(0, 2**31 - 1),
+    default=0,
+    show_default=True,
+    help="The store's subtopology, for --tasks all.",
+)
+@click.option(
+    "--clock-skew-seconds",
+    type=click.IntRange(0, 86_400),
+    default=60,
+    show_default=True,
+    help="How far clocks may disagree: a snapshot must be this "
+    "much younger than the changelog's delete.retention.ms.",
+)
+@click.option(
+    "--candidates",
+    type=click.IntRange(1, 100),
+    default=10,
+    show_default=True,
+    help="Snapshots tried per task, newest first.",
+)
+@json_option
+def seed(
+    *,
+    bootstrap_servers: str,
+    application_id: str,
+    store: str,
+    root: str | None,
+    state_dir: Path,
+    tasks: str,
+    subtopology: int,
+    clock_skew_seconds: int,
+    candidates: int,
+) -> int:
+    """Put each task's newest usable snapshot into an empty state directory (run it before
+    the application starts: an init container)."""
+    from snapledger.kafka_streams.seed import StoreSeeder
+    from snapledger.kafka_streams.seed_format import parse_task_id
+
+    options = click.get_current_context().ensure_object(Options)
+
+    def work() -> list[Any]:
+        wanted = None if tasks == "all" else [parse_task_id(t) for t in tasks.split(",")]
+        with _registry(options, root) as (registry, uri, _):
+            seeder = StoreSeeder(
+                registry,
+                uri,
+                bootstrap_servers,
+                application_id,
+                store,
+                clock_skew=timedelta(seconds=clock_skew_seconds),
+                candidates=candidates,
+            )
+            return seeder.seed(state_dir, wanted, subtopology=subtopology)
+
+    return _run(work)

@@ -1,0 +1,109 @@
+"""``kafka-seeder catch-up`` (kafka/seeder, Java) from Python: brings a task folder's store
+to its changelog partition's end offset, reading the changelog alone. The jar is
+``kafka/seeder/target/kafka-seeder.jar`` of a checkout (``make setup``) or the file
+``SNAPLEDGER_KAFKA_SEEDER_JAR`` names (an init container or a snapshot job ships it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from snapledger.errors import SnapledgerError
+from snapledger.kafka_streams.seed_format import TaskId
+
+DEFAULT_JAR = (
+    Path(__file__).resolve().parents[3] / "kafka" / "seeder" / "target" / "kafka-seeder.jar"
+)
+#: How long one catch-up may read (the seeder's --timeout-ms; at most a day).
+DEFAULT_TIMEOUT_S = 600.0
+#: The seeder's exit status for a refusal (its message says why).
+REFUSED = 2
+
+
+class CatchUpError(SnapledgerError):
+    """The seeder could not run, or failed."""
+
+
+class CatchUpRefusedError(CatchUpError):
+    """The seeder refused (exit 2): e.g. the store is below the partition's log start."""
+
+
+@dataclass(frozen=True)
+class CatchUpResult:
+    """What ``catch-up`` printed: the store's offset before and after (``None``: none),
+    records applied (tombstones among them), and the partition's end and log start offsets
+    as read at ``end_read_at`` (taken before the end offset was read)."""
+
+    previous_offset: int | None
+    offset: int | None
+    applied: int
+    tombstones: int
+    end_offset: int
+    log_start_offset: int
+    end_read_at: datetime
+
+
+def seeder_jar() -> Path:
+    jar = Path(os.environ.get("SNAPLEDGER_KAFKA_SEEDER_JAR") or DEFAULT_JAR)
+    if not jar.is_file():
+        raise CatchUpError(
+            f"the Kafka Streams seeder is not at {jar}: run `make setup` in a checkout (or "
+            "`mvn -f kafka/seeder/pom.xml package`), or set SNAPLEDGER_KAFKA_SEEDER_JAR"
+        )
+    return jar
+
+
+def catch_up(
+    state_dir: Path,
+    application_id: str,
+    task: TaskId,
+    store: str,
+    bootstrap_servers: str,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> CatchUpResult:
+    """Run ``catch-up`` on ``{state_dir}/{application_id}/{task}``'s store ``store``."""
+    java = shutil.which("java")
+    if java is None:
+        raise CatchUpError("the Kafka Streams seeder needs Java 17+ on PATH")
+    command = [
+        java,
+        "-jar",
+        str(seeder_jar()),
+        "catch-up",
+        "--state-dir",
+        str(state_dir),
+        "--application-id",
+        application_id,
+        "--task",
+        str(task),
+        "--store",
+        store,
+        "--bootstrap-servers",
+        bootstrap_servers,
+        "--timeout-ms",
+        str(int(timeout_s * 1000)),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode == REFUSED:
+        raise CatchUpRefusedError(done.stderr.strip())
+    if done.returncode != 0:
+        raise CatchUpError(
+            f"kafka-seeder catch-up failed ({done.returncode}): {done.stderr[-2000:]}"
+        )
+    fields = json.loads(done.stdout.strip().splitlines()[-1])
+    return CatchUpResult(
+        previous_offset=fields["previous_offset"],
+        offset=fields["offset"],
+        applied=fields["applied"],
+        tombstones=fields["tombstones"],
+        end_offset=fields["end_offset"],
+        log_start_offset=fields["log_start_offset"],
+        end_read_at=datetime.fromtimestamp(fields["end_read_at_ms"] / 1000, UTC),
+    )

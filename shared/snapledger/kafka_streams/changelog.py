@@ -1,0 +1,119 @@
+"""A store's changelog topic as the snapshotter and the boot step read it: each partition's
+log start and end offsets and the topic's ``delete.retention.ms`` (confluent-kafka, the
+``kafka`` extra, imported when used), and the lineage a store partition's snapshots form.
+
+Bounds (docs/kafka-streams.md, "Limits"): the lineage's stream is the changelog topic's
+name, so ``{application.id}-{store}-changelog`` must fit a stream name (1-128 letters,
+digits, ``.``, ``_``, ``-``); a partition is at most ``MAX_PARTITION``; offsets and
+``delete.retention.ms`` are Kafka's int64s (0..2^63-1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+
+from snapledger.errors import InvalidRequestError, SnapledgerError
+from snapledger.extras import raise_missing_extra
+from snapledger.kafka_streams.seed_format import changelog_topic
+from snapledger.layout import check_stream_name
+from snapledger.limits import MAX_INT64, MAX_PARTITION
+
+#: Kafka's default ``delete.retention.ms`` (one day), used when the topic does not say.
+DEFAULT_DELETE_RETENTION_MS = 86_400_000
+
+
+class ChangelogError(SnapledgerError):
+    """The changelog topic could not be read (missing, unreachable, or out of bounds)."""
+
+
+@dataclass(frozen=True)
+class ChangelogPartition:
+    """A partition's log start offset and end offset (the next offset to be written)."""
+
+    partition: int
+    log_start: int
+    log_end: int
+
+
+@dataclass(frozen=True)
+class Changelog:
+    """A changelog topic as read at one moment."""
+
+    topic: str
+    partitions: dict[int, ChangelogPartition]
+    delete_retention_ms: int
+
+
+def confluent_kafka() -> ModuleType:
+    """The ``confluent_kafka`` module, or MissingExtraError naming the ``kafka`` extra."""
+    try:
+        import confluent_kafka as module
+    except ModuleNotFoundError as missing:
+        raise_missing_extra(missing, "kafka")
+    return module
+
+
+def store_stream(application_id: str, store: str) -> str:
+    """The lineage stream of a store's snapshots: its changelog topic's name."""
+    topic = changelog_topic(application_id, store)
+    try:
+        return check_stream_name(topic)
+    except InvalidRequestError as exc:
+        raise InvalidRequestError(
+            f"the changelog topic {topic!r} cannot name a snapledger stream ({exc}): use a "
+            "shorter application id or store name (together at most 118 characters)"
+        ) from exc
+
+
+def check_partition(partition: int) -> int:
+    if not 0 <= partition <= MAX_PARTITION:
+        raise InvalidRequestError(
+            f"partition {partition}: a changelog partition snapledger keeps snapshots of is "
+            f"0..{MAX_PARTITION}"
+        )
+    return partition
+
+
+def describe_changelog(bootstrap_servers: str, topic: str, *, timeout_s: float = 30.0) -> Changelog:
+    """Each partition's offsets and the topic's ``delete.retention.ms``."""
+    kafka = confluent_kafka()
+    # Re-exported by confluent_kafka.admin at run time; its stubs do not declare them.
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AdminClient,
+        ConfigResource,
+        ResourceType,
+    )
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    try:
+        configs = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(
+            timeout=timeout_s
+        )
+    except Exception as exc:
+        raise ChangelogError(
+            f"reading the config of topic {topic!r} at {bootstrap_servers} failed: {exc}"
+        ) from exc
+    entry = configs.get("delete.retention.ms")
+    retention = (
+        int(entry.value) if entry is not None and entry.value else DEFAULT_DELETE_RETENTION_MS
+    )
+    if not 0 <= retention <= MAX_INT64:
+        raise ChangelogError(f"topic {topic!r}: delete.retention.ms {retention} is not an int64")
+    consumer = kafka.Consumer(
+        {"bootstrap.servers": bootstrap_servers, "group.id": "snapledger-changelog"}
+    )
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            raise ChangelogError(f"topic {topic!r} not found at {bootstrap_servers}")
+        partitions = {}
+        for number in sorted(metadata.partitions):
+            low, high = consumer.get_watermark_offsets(
+                kafka.TopicPartition(topic, number), timeout=timeout_s
+            )
+            partitions[number] = ChangelogPartition(number, low, high)
+    finally:
+        consumer.close()
+    return Changelog(topic, partitions, retention)

@@ -1,0 +1,209 @@
+"""Boot: put each task's newest usable snapshot into an empty Kafka Streams state directory
+before the application starts (docs/kafka-streams.md, "Boot"), so it restores only the
+changelog after the snapshot's offset.
+
+For each task ``{subtopology}_{partition}``: a non-empty task folder is left as it is. Else
+the lineage's registered snapshots are tried newest first; one is usable only if (b) its LSN
+is at or past the changelog partition's log start and below its log end, (c) it was made
+less than the topic's ``delete.retention.ms`` (less ``clock_skew``) ago, and (a) its files
+download with the sizes and checksums registered. The first usable one is downloaded into a
+staging folder in ``{state.dir}/{application.id}/`` and renamed to the task folder; none
+usable: the folder stays empty and the task restores from the changelog (slower, never
+wrong). ``{state.dir}/{application.id}/.lock`` is held meanwhile, as a running instance
+holds it, so a seed never runs beside one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from snapledger.client.control import Snapledger
+from snapledger.client.errors import SnapshotCorruptError
+from snapledger.client.opened_snapshot import OpenedSnapshot
+from snapledger.client.reader import SnapshotReader
+from snapledger.client.storage import BlobStore
+from snapledger.errors import InvalidRequestError, SnapledgerError
+from snapledger.kafka_streams.changelog import (
+    Changelog,
+    check_partition,
+    describe_changelog,
+    store_stream,
+)
+from snapledger.kafka_streams.seed_format import TaskId, task_folder
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+#: How far the clocks of the snapshotter, the broker and this machine may disagree: a
+#: snapshot must be this much younger than ``delete.retention.ms`` (0..delete.retention.ms).
+DEFAULT_CLOCK_SKEW = timedelta(minutes=1)
+#: Snapshots tried per task, newest first (1..MAX_CANDIDATES).
+DEFAULT_CANDIDATES, MAX_CANDIDATES = 10, 100
+
+
+class SeedError(SnapledgerError):
+    """A task folder could not be written (the state directory is in use, or not empty)."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    snapshot_id: str
+    lsn: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class TaskSeed:
+    """One task's outcome: ``seeded`` (from ``snapshot_id`` at ``lsn``), ``kept`` (its
+    folder was not empty) or ``changelog`` (no usable snapshot: it restores from the topic)."""
+
+    task: str
+    outcome: Literal["seeded", "kept", "changelog"]
+    snapshot_id: str | None = None
+    lsn: int | None = None
+    skipped: tuple[Skipped, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class StoreSeeder:
+    """Seeds store ``store`` of ``application_id``'s tasks in ``state_dir`` from ``root``."""
+
+    registry: Snapledger
+    root: str | BlobStore
+    bootstrap_servers: str
+    application_id: str
+    store: str
+    clock_skew: timedelta = DEFAULT_CLOCK_SKEW
+    candidates: int = DEFAULT_CANDIDATES
+    s3_client: S3Client | None = None
+
+    def seed(
+        self, state_dir: Path, tasks: Sequence[TaskId] | None = None, *, subtopology: int = 0
+    ) -> list[TaskSeed]:
+        """Seed ``tasks`` (None: ``{subtopology}_{p}`` for every changelog partition p)."""
+        if not 1 <= self.candidates <= MAX_CANDIDATES:
+            raise InvalidRequestError(f"candidates {self.candidates}: give 1..{MAX_CANDIDATES}")
+        stream = store_stream(self.application_id, self.store)
+        changelog = describe_changelog(self.bootstrap_servers, stream)
+        retention = timedelta(milliseconds=changelog.delete_retention_ms)
+        if not timedelta(0) <= self.clock_skew <= retention:
+            raise InvalidRequestError(
+                f"clock skew {self.clock_skew} must be 0..delete.retention.ms of {stream} "
+                f"({retention})"
+            )
+        if tasks is None:
+            tasks = [TaskId(subtopology, p) for p in sorted(changelog.partitions)]
+        app_dir = task_folder(state_dir, self.application_id, TaskId(0, 0)).parent
+        app_dir.mkdir(parents=True, exist_ok=True)
+        with _locked(app_dir):
+            return [self._seed_task(app_dir, task, changelog) for task in tasks]
+
+    def _seed_task(self, app_dir: Path, task: TaskId, changelog: Changelog) -> TaskSeed:
+        target = app_dir / str(task)
+        if target.exists() and any(target.iterdir()):
+            return TaskSeed(str(task), "kept")
+        partition = changelog.partitions.get(check_partition(task.partition))
+        if partition is None:
+            raise InvalidRequestError(
+                f"task {task}: {changelog.topic} has no partition {task.partition} "
+                f"(it has {len(changelog.partitions)})"
+            )
+        skipped: list[Skipped] = []
+        answer = self.registry.snapshots(changelog.topic, task.partition, limit=self.candidates)
+        records = sorted(
+            (r for r in answer.get("snapshots", []) if r.get("status") == "REGISTERED"),
+            key=lambda r: int(r["lsn"]),
+            reverse=True,
+        )
+        retention = timedelta(milliseconds=changelog.delete_retention_ms)
+        reader = SnapshotReader(self.root, s3_client=self.s3_client)
+        for record in records:
+            snapshot_id, lsn = record["snapshot_id"], int(record["lsn"])
+            if lsn < partition.log_start:
+                skipped.append(
+                    Skipped(snapshot_id, lsn, f"below the log start {partition.log_start}")
+                )
+                continue
+            if lsn >= partition.log_end:
+                skipped.append(
+                    Skipped(snapshot_id, lsn, f"at or past the log end {partition.log_end}")
+                )
+                continue
+            try:
+                opened = reader.open(record["manifest_key"])
+                made = _created_at(opened)
+                age = datetime.now(UTC) - made
+                if age + self.clock_skew >= retention:
+                    skipped.append(
+                        Skipped(
+                            snapshot_id,
+                            lsn,
+                            f"made {age.total_seconds():.0f}s ago: not younger than "
+                            f"delete.retention.ms ({retention.total_seconds():.0f}s) less the "
+                            f"clock skew ({self.clock_skew.total_seconds():.0f}s)",
+                        )
+                    )
+                    continue
+                self._place(app_dir, target, task, opened)
+            except SnapshotCorruptError as exc:
+                skipped.append(Skipped(snapshot_id, lsn, f"damaged: {exc}"))
+                continue
+            return TaskSeed(str(task), "seeded", snapshot_id, lsn, tuple(skipped))
+        return TaskSeed(str(task), "changelog", skipped=tuple(skipped))
+
+    def _place(self, app_dir: Path, target: Path, task: TaskId, opened: OpenedSnapshot) -> None:
+        staging = app_dir / f".seeding-{task}-{uuid.uuid4().hex}"
+        try:
+            opened.download(staging / "rocksdb" / self.store)
+            if target.exists():
+                if any(target.iterdir()):
+                    raise SeedError(f"refusing to seed {target}: it is no longer empty")
+                target.rmdir()
+            os.rename(staging, target)
+            _fsync_dir(app_dir)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _created_at(opened: OpenedSnapshot) -> datetime:
+    made = getattr(opened.descriptor, "created_at", None)
+    if not isinstance(made, datetime):
+        raise SnapshotCorruptError(
+            opened.prefix, detail="its manifest states no created_at: its age is unknown"
+        )
+    return made if made.tzinfo is not None else made.replace(tzinfo=UTC)
+
+
+@contextmanager
+def _locked(app_dir: Path) -> Iterator[None]:
+    """Hold ``{app_dir}/.lock`` as Kafka Streams' StateDirectory does (an fcntl lock: the
+    JVM's FileChannel.tryLock on Linux), or refuse."""
+    with (app_dir / ".lock").open("a") as lock:
+        try:
+            fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            raise SeedError(
+                f"{app_dir / '.lock'} is locked: a Kafka Streams instance (or another seed) uses "
+                "this state directory; seed before the application starts, one seed at a time"
+            ) from exc
+        try:
+            yield
+        finally:
+            fcntl.lockf(lock, fcntl.LOCK_UN)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,151 @@
+"""Snapshots of a Kafka Streams store's partitions, made from its changelog topic alone while
+the application runs (docs/kafka-streams.md, "Snapshots").
+
+A store partition's snapshot is the store folder of its task, ``rocksdb/{store}/`` (the
+RocksDB files, the changelog offset inside them), uploaded as an ``opaque`` snapshot of the
+lineage (stream = the changelog topic, partition = the changelog partition) at LSN = the
+offset of the last changelog record the store reflects. For each partition: the lineage's
+latest registered snapshot is downloaded (checksums checked) into a scratch task folder (none:
+an empty one), ``kafka-seeder catch-up`` applies the changelog after it up to the end offset
+read at start, and when it applied records the store folder is written with
+``SnapshotWriter.write_files`` (manifest last), to be registered as any snapshot is.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from snapledger.client.control import RequestRefusedError, Snapledger
+from snapledger.client.errors import SnapshotCorruptError
+from snapledger.client.reader import SnapshotReader
+from snapledger.client.storage import BlobStore
+from snapledger.client.writer import SnapshotWriter, WrittenSnapshot
+from snapledger.kafka_streams.catch_up import CatchUpResult, catch_up
+from snapledger.kafka_streams.changelog import check_partition, describe_changelog, store_stream
+from snapledger.kafka_streams.seed_format import TaskId
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+#: The producer name the snapshots' manifests carry.
+PRODUCER = "snapledger-kafka-streams"
+#: The epoch of every snapshot the snapshotter writes (one writer per lineage at a time).
+EPOCH = 1
+
+
+@dataclass(frozen=True)
+class PartitionSnapshot:
+    """What one partition's snapshot run did: its base (the snapshot it continued, or None
+    for the changelog's start), the catch-up, and the snapshot written (None: nothing new)."""
+
+    partition: int
+    base_snapshot_id: str | None
+    base_lsn: int | None
+    catch_up: CatchUpResult
+    written: WrittenSnapshot | None
+    note: str
+
+
+@dataclass(frozen=True)
+class StoreSnapshotter:
+    """Snapshots of store ``store`` of application ``application_id``.
+
+    ``registry`` answers which snapshot is the latest; ``root`` is the snapshot store
+    (``s3://bucket[/prefix]``, ``file:///dir`` or a BlobStore); ``on_written`` is called with
+    each snapshot written (the local runtime delivers its arrival; in AWS the S3 event does).
+    """
+
+    registry: Snapledger
+    root: str | BlobStore
+    bootstrap_servers: str
+    application_id: str
+    store: str
+    on_written: Callable[[WrittenSnapshot], object] | None = None
+    s3_client: S3Client | None = None
+
+    @property
+    def stream(self) -> str:
+        return store_stream(self.application_id, self.store)
+
+    def snapshot(
+        self, partitions: Iterable[int] | None = None, *, work_dir: Path | None = None
+    ) -> list[PartitionSnapshot]:
+        """One snapshot per partition with records after its latest (all partitions when
+        ``partitions`` is None)."""
+        stream = self.stream
+        if partitions is None:
+            partitions = sorted(describe_changelog(self.bootstrap_servers, stream).partitions)
+        wanted = [check_partition(p) for p in partitions]
+        return [self.snapshot_partition(p, work_dir=work_dir) for p in wanted]
+
+    def snapshot_partition(
+        self, partition: int, *, work_dir: Path | None = None
+    ) -> PartitionSnapshot:
+        scratch = Path(tempfile.mkdtemp(prefix="snapledger-ks-", dir=work_dir))
+        try:
+            return self._in(scratch, check_partition(partition))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _in(self, scratch: Path, partition: int) -> PartitionSnapshot:
+        task = TaskId(0, partition)  # the scratch folder's name only: no task runs there
+        store_dir = scratch / self.application_id / str(task) / "rocksdb" / self.store
+        base_id, base_lsn, note = self._download_latest(partition, store_dir)
+        result = catch_up(scratch, self.application_id, task, self.store, self.bootstrap_servers)
+        if result.applied == 0 or result.offset is None:
+            return PartitionSnapshot(
+                partition, base_id, base_lsn, result, None, note + "nothing new"
+            )
+        writer = SnapshotWriter(
+            self.root, self.stream, partition, producer=PRODUCER, s3_client=self.s3_client
+        )
+        written = writer.write_files(
+            result.offset,
+            EPOCH,
+            store_dir,
+            offsets={f"{self.stream}-{partition}": result.offset},
+            created_at=result.end_read_at,
+        )
+        if self.on_written is not None:
+            self.on_written(written)
+        return PartitionSnapshot(
+            partition,
+            base_id,
+            base_lsn,
+            result,
+            written,
+            note + f"{result.applied} records applied",
+        )
+
+    def _download_latest(
+        self, partition: int, store_dir: Path
+    ) -> tuple[str | None, int | None, str]:
+        """The latest registered snapshot's files into ``store_dir``; a base the changelog
+        cannot continue (below its log start) or a damaged one is not used: the store then
+        starts empty, from the changelog's start."""
+        try:
+            head = self.registry.latest(self.stream, partition).get("head") or {}
+        except RequestRefusedError as refused:
+            if refused.answer.get("error") != "not_found":
+                raise
+            head = {}
+        snapshot_id, lsn = head.get("latest_snapshot_id"), head.get("latest_lsn")
+        if snapshot_id is None or lsn is None:
+            return None, None, "no snapshot yet; "
+        log_start = describe_changelog(self.bootstrap_servers, self.stream).partitions[partition]
+        if lsn + 1 < log_start.log_start:
+            return None, None, f"latest {snapshot_id} is below the log start; from empty; "
+        record = self.registry.snapshot(self.stream, partition, snapshot_id)["snapshot"]
+        try:
+            SnapshotReader(self.root, s3_client=self.s3_client).open(
+                record["manifest_key"]
+            ).download(store_dir)
+        except SnapshotCorruptError as exc:
+            shutil.rmtree(store_dir, ignore_errors=True)
+            return None, None, f"latest {snapshot_id} is damaged ({exc}); from empty; "
+        return snapshot_id, lsn, f"continues {snapshot_id}; "
