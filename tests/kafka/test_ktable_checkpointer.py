@@ -327,3 +327,24 @@ def test_the_cli_help_and_the_bounds(capsys):
     for option, value in [("every_seconds", 0.5), ("every_records", 0), ("epoch", -1)]:
         with pytest.raises(InvalidRequestError, match=option):
             KTableCheckpointer("t", "x:1", "file:///tmp/x", registry=registry, **{option: value})
+
+
+def test_the_doc_section_names_every_option_and_the_bounds_the_code_has():
+    from examples.ktable_checkpointer import table
+    from examples.ktable_checkpointer.__main__ import parser
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "kafka-streams.md").read_text()
+    section = doc.split("## The KTable checkpointer", 1)[1]
+    options = {a.option_strings[0] for a in parser()._actions if a.option_strings} - {"-h"}
+    assert {o for o in options if f"`{o}`" not in section} <= {"--once", "--local", "--stack"}
+    assert all(o in section for o in options)
+    assert f"| `every_records` | 1 to {table.MAX_EVERY_RECORDS:,} |" in section
+    assert (
+        f"| `every_seconds` | {table.MIN_EVERY_SECONDS:g} to {table.MAX_EVERY_SECONDS:,.0f} |"
+        in section
+    )
+    assert f"at least {table.MIN_CHECKPOINT_INTERVAL_S:g} s |" in section
+    assert f"| `retention_min_count` | 1 to {table.MAX_RETENTION_MIN_COUNT} " in section
+    assert f"0 to {table.MAX_RETENTION_MIN_AGE_HOURS:,.0f} (100 years" in section
+    assert f"| key length | {table.MAX_KEY_BYTES // 1024} KiB of UTF-8 |" in section
+    assert table.MAX_EPOCH == 2**63 - 1 and "| `epoch` | 0 to 2^63 - 1 |" in section
