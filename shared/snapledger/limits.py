@@ -54,3 +54,8 @@ MAX_CURSOR_CHARS = 8192
 MAX_HOURS = 876_000.0
 #: How far ahead a hold may expire: the same 100 years.
 MAX_HOLD_HOURS = MAX_HOURS
+
+#: How many problems a snapshot found broken keeps on its record (the first ones, the last
+#: line then counting the rest: ``SnapshotFoundBroken``), and how long each may be.
+MAX_RECORDED_PROBLEMS = 16
+MAX_PROBLEM_CHARS = 1024

@@ -11,7 +11,7 @@ import pytest
 
 from snapledger.errors import InvalidRequestError, NotFoundError
 from snapledger.layouts.lineage import LayoutCatalog
-from snapledger.models.commands import MAX_RECORDED_PROBLEMS
+from snapledger.limits import MAX_RECORDED_PROBLEMS
 from snapledger.models.ledger import LineageId
 from snapledger.services.registration import register_manifest
 from snapledger.services.restate_heal import (

@@ -203,6 +203,28 @@ def published_bytes_ok(n: int) -> bool:
     return size_problem("s3://bucket/snapshots/x/part-00000.parquet", n) is None
 
 
+def _broken(problems: tuple[str, ...]) -> bool:
+    from pydantic import ValidationError
+
+    from snapledger.models.commands import RecordBrokenSnapshot
+
+    try:
+        RecordBrokenSnapshot(stream="s", partition=0, lsn=1, snapshot_id=SID, problems=problems)
+    except ValidationError:
+        return False
+    return True
+
+
+def recorded_problems_ok(n: int) -> bool:
+    """Whether a snapshot found broken may be recorded with ``n`` problem lines."""
+    return _broken(("a file is missing",) * n)
+
+
+def problem_chars_ok(n: int) -> bool:
+    """Whether a problem line of ``n`` characters may be recorded."""
+    return _broken(("x" * n,))
+
+
 PROBES: dict[str, Callable[[int], bool]] = {
     "MAX_LSN": lsn_ok,
     "MAX_EPOCH": lambda n: parses(manifest(epoch=n)),
@@ -220,6 +242,8 @@ PROBES: dict[str, Callable[[int], bool]] = {
     "MAX_HOLD_HOURS": hold_hours_ok,
     "MAX_PUBLISHED_OBJECT_BYTES": published_bytes_ok,
     "MAX_SORT_KEY_BYTES": sort_key_ok,
+    "MAX_RECORDED_PROBLEMS": recorded_problems_ok,
+    "MAX_PROBLEM_CHARS": problem_chars_ok,
     "MAX_CURSOR_CHARS": cursor_chars_ok,
 }
 

@@ -21,7 +21,7 @@ from snapledger.core.retention import KeepReason, Kept, RetentionPlan
 from snapledger.gc_settings import MIN_ORPHAN_GRACE_HOURS, GcConfig
 from snapledger.layouts import restate, restate_keys
 from snapledger.layouts.lineage import LayoutCatalog
-from snapledger.models.commands import MAX_RECORDED_PROBLEMS
+from snapledger.limits import MAX_RECORDED_PROBLEMS
 from snapledger.models.ledger import LineageId
 from snapledger.ports import MAX_KEYS_PER_REQUEST
 from snapledger.services import restate_evictions, restate_pointer, restate_snapshots

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import Field
 
+from snapledger.limits import MAX_PROBLEM_CHARS, MAX_RECORDED_PROBLEMS
 from snapledger.models.base import Frozen
 from snapledger.models.generations import ProtectedGenerations
 from snapledger.models.policy import RetentionPolicy
@@ -54,11 +55,6 @@ class RegisterSnapshot(Frozen):
     @property
     def command_id(self) -> str:
         return f"register:{self.manifest_key}:{self.manifest_digest}"
-
-
-#: How many problems a broken snapshot's record keeps (the first ones), and their length.
-MAX_RECORDED_PROBLEMS = 16
-MAX_PROBLEM_CHARS = 1024
 
 
 class RecordBrokenSnapshot(Frozen):

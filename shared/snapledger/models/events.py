@@ -22,8 +22,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, TypeAdapter
 
+from snapledger.limits import MAX_PROBLEM_CHARS, MAX_RECORDED_PROBLEMS
 from snapledger.models.base import DEFERRED, Frozen
-from snapledger.models.commands import MAX_PROBLEM_CHARS, MAX_RECORDED_PROBLEMS
 from snapledger.models.policy import RetentionPolicy
 from snapledger.models.snapshot import GenerationMembership, ProducerFields, SnapshotFields
 
