@@ -11,6 +11,11 @@ Two logs hold them (docs/ledger.md):
 Each log numbers its events from 1 with no gap. Wire names are stable: ``type`` is the
 discriminator (unique across both logs), fields are snake_case. New event types are
 added, never renamed; readers skip types they do not know.
+
+Each type has a ``schema_version`` (1 unless its model says otherwise), stored with each of
+its events. A change to a type's fields that an older stored event would not validate
+against (a rename, a new type of value) bumps it and declares the upcaster that reads the
+older version (``models/upcasting.py``): an event any earlier release stored still reads.
 """
 
 # No ``from __future__ import annotations`` here: every Lambda function imports these models,
@@ -18,7 +23,7 @@ added, never renamed; readers skip types they do not know.
 # (cold start); the annotations name only what is defined above them.
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, TypeAdapter
 
@@ -31,6 +36,8 @@ from snapledger.models.snapshot import GenerationMembership, ProducerFields, Sna
 class EventBase(Frozen):
     """What every event carries."""
 
+    #: The version of the type's fields, stored with each event (``models/upcasting.py``).
+    schema_version: ClassVar[int] = 1
     seq: int = Field(ge=1, description="Gapless per lineage, starting at 1")
     at: datetime = Field(description="Registry time (server clock)")
     stream: str
@@ -274,6 +281,8 @@ EVENT_ADAPTER: TypeAdapter[LedgerEvent] = TypeAdapter(LedgerEvent, config=DEFERR
 class StreamEventBase(Frozen):
     """What every event of a stream's own log carries: no partition, it is about them all."""
 
+    #: The version of the type's fields, stored with each event (``models/upcasting.py``).
+    schema_version: ClassVar[int] = 1
     seq: int = Field(ge=1, description="Gapless per stream, starting at 1")
     at: datetime = Field(description="Registry time (server clock)")
     stream: str
