@@ -12,7 +12,7 @@ from snapledger.adapters import dynamodb_codec as codec
 from snapledger.adapters import dynamodb_stream_records as records
 from snapledger.entrypoints.ledger_events import RecordFormat, publish_records
 from snapledger.models import upcasting
-from snapledger.models.events import SnapshotEvicted
+from snapledger.models.events import SnapshotEvicted, StreamSnapshotCompleted
 from snapledger.models.upcasting import (
     CURRENT_VERSIONS,
     EventVersionError,
@@ -152,3 +152,39 @@ def test_no_event_has_a_field_named_as_the_version_attribute() -> None:
 
     clashes = [m.__name__ for m in ledger_event_models() if "schema_version" in m.model_fields]
     assert clashes == []
+
+
+# --- the first version step: StreamSnapshotCompleted v2, members[].member → partition ------
+
+
+def test_a_stream_snapshot_completed_stored_at_v1_reads_with_each_members_partition() -> None:
+    # Given a StreamSnapshotCompleted as the release before versions stored it (``member``)
+    item = _golden_item("StreamSnapshotCompleted")
+    (stored_member,) = item["members"]["L"]
+    assert "schema_version" not in item and "member" in stored_member["M"]
+    # When this release reads it
+    event = codec.stream_event_from_item(item)
+    # Then each member names its partition ``partition``, everything else as stored
+    assert isinstance(event, StreamSnapshotCompleted)
+    assert [m.partition for m in event.members] == [int(stored_member["M"]["member"]["N"])]
+    assert event.model_dump(mode="json")["members"] == [
+        {"partition": 42, "snapshot_id": "snapshot_id-example", "lsn": 42, "epoch": 42,
+         "offsets": {"key": 42}}
+    ]  # fmt: skip
+
+
+def test_a_stream_snapshot_completed_is_written_at_v2_and_reads_back_unchanged() -> None:
+    event = codec.stream_event_from_item(_golden_item("StreamSnapshotCompleted"))
+    item = codec.stream_event_item(event)
+    assert item["schema_version"] == {"N": "2"}
+    assert set(item["members"]["L"][0]["M"]) == {"partition", "snapshot_id", "lsn", "epoch",
+                                                 "offsets"}  # fmt: skip
+    assert codec.stream_event_from_item(item) == event
+
+
+def test_the_bus_publishes_a_v1_stream_snapshot_completed_with_the_new_name() -> None:
+    record = stream_record(_golden_item("StreamSnapshotCompleted"), view_type="NEW_IMAGE")
+    published = publish_records([record], STREAM_RECORDS)
+    assert published.undecodable == []
+    ((detail_member,),) = [event["members"] for event in published.events]
+    assert detail_member["partition"] == 42 and "member" not in detail_member

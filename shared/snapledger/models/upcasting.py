@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from snapledger.errors import SnapledgerError
 from snapledger.models.bus_events import event_type_name, ledger_event_models
-from snapledger.models.events import EventBase, StreamEventBase
+from snapledger.models.events import EventBase, StreamEventBase, StreamSnapshotCompleted
 
 Fields = dict[str, Any]
 Upcaster = Callable[[Fields], Fields]
@@ -119,6 +119,20 @@ def check_chains(versions: Mapping[str, int], upcasters: Mapping[tuple[str, int]
             + "; ".join(problems)
             + ". Declare one @upcaster per version step of each type (models/upcasting.py)"
         )
+
+
+# --- the upcasters -------------------------------------------------------------------------
+
+
+@upcaster(StreamSnapshotCompleted, from_version=1)
+def _members_name_their_partition(fields: Fields) -> Fields:
+    """v2: each member's partition is ``partition`` (v1: ``member``), as in the generation
+    record and ``generation.json``."""
+    members = [
+        {("partition" if name == "member" else name): value for name, value in member.items()}
+        for member in fields.get("members", ())
+    ]
+    return {**fields, "members": members}
 
 
 #: ``{type: version}``: what this release writes, and reads up to.
