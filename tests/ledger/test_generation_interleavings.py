@@ -153,7 +153,7 @@ def _check(ledger, streams, model: dict[int, ModelGeneration]) -> None:
         assert len(completed) == (1 if expected.status == "COMPLETED" else 0)
         if completed:
             assert completed[0].seq > max(counted), "completed before every member counted"
-            assert {m.member for m in completed[0].members} == set(PARTITIONS)
+            assert {m.partition for m in completed[0].members} == set(PARTITIONS)
     for partition in PARTITIONS:
         lineage = LineageId(stream=STREAM, partition=partition)
         seqs = [e.seq for e in ledger.list_events(lineage, limit=1000).items]

@@ -81,7 +81,7 @@ def test_a_generation_completes_when_every_member_has_counted(ledger, streams, s
     ]
     assert [e.seq for e in events] == [1, 2, 3, 4, 5]
     completed = events[-1]
-    assert [(m.member, m.snapshot_id) for m in completed.members] == [
+    assert [(m.partition, m.snapshot_id) for m in completed.members] == [
         (a.partition, a.snapshot_id) for a in answers
     ]
     head = streams.get_head(STREAM)

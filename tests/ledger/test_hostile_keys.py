@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from snapledger.adapters import dynamodb_codec as codec
+from snapledger.adapters import dynamodb_cursors as cursors
 from snapledger.adapters.dynamodb_jobs import JOBS_CURSOR, DynamoJobStore
 from snapledger.errors import InvalidRequestError
 from snapledger.limits import MAX_CURSOR_CHARS, MAX_SORT_KEY_BYTES
@@ -29,12 +30,12 @@ def b64(document: object) -> str:
     return base64.urlsafe_b64encode(json.dumps(document).encode()).decode()
 
 
-def bound(scope: codec.CursorScope, key: dict[str, object]) -> str:
+def bound(scope: cursors.CursorScope, key: dict[str, object]) -> str:
     """A cursor carrying ``scope``'s digest (anyone can compute it) and any key."""
     return b64({"q": scope.digest(), "k": key})
 
 
-def list_scope(lineage: LineageId) -> codec.CursorScope:
+def list_scope(lineage: LineageId) -> cursors.CursorScope:
     """What ``list_snapshots`` (newest first) binds its cursors to, taken from a page."""
     from snapledger.adapters.dynamodb_log import _cursor_scope
 

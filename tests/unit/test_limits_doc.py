@@ -144,7 +144,7 @@ def sort_key_ok(n: int) -> bool:
 
 def cursor_chars_ok(n: int) -> bool:
     """Whether a cursor of ``n`` characters is decoded at all (not refused for its length)."""
-    from snapledger.adapters.dynamodb_codec import decode_cursor
+    from snapledger.adapters.dynamodb_cursors import decode_cursor
     from snapledger.adapters.dynamodb_jobs import JOBS_CURSOR
     from snapledger.errors import InvalidRequestError
 

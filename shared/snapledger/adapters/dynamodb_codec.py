@@ -11,10 +11,8 @@ else a ``float``, so strict integer fields validate what they wrote.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, get_args
@@ -29,8 +27,7 @@ from snapledger.adapters.table_definition import (
     SORT_KEY,
     TTL_ATTRIBUTE,
 )
-from snapledger.errors import InvalidRequestError
-from snapledger.limits import MAX_CURSOR_CHARS, MAX_HOLD_HOURS, MAX_SORT_KEY_BYTES
+from snapledger.limits import MAX_HOLD_HOURS, MAX_SORT_KEY_BYTES
 from snapledger.models.events import (
     EVENT_ADAPTER,
     STREAM_EVENT_ADAPTER,
@@ -41,6 +38,7 @@ from snapledger.models.generations import GenerationStatus, StreamGeneration
 from snapledger.models.jobs import JobRecord
 from snapledger.models.ledger import Head, LineageId, SnapshotRecord, SnapshotStatus, StreamHead
 from snapledger.models.policy import StoredPolicy
+from snapledger.models.upcasting import UNVERSIONED, EventVersionError, upcast
 
 HEAD_SK = "HEAD"
 POLICY_SK = "POLICY"
@@ -258,7 +256,7 @@ def snapshot_item(record: SnapshotRecord, ttl_window: timedelta | None = None) -
 
 def event_item(event: LedgerEvent, ttl_window: timedelta | None = None) -> Item:
     pk = lineage_pk(LineageId(stream=event.stream, partition=event.partition))
-    return to_item(pk, event_sk(event.seq), event, expires=event_expires(event, ttl_window))
+    return _stored_event(pk, event, ttl_window)
 
 
 def stream_head_item(head: StreamHead) -> Item:
@@ -267,8 +265,43 @@ def stream_head_item(head: StreamHead) -> Item:
 
 
 def stream_event_item(event: StreamEvent, ttl_window: timedelta | None = None) -> Item:
-    expires = event_expires(event, ttl_window)
-    return to_item(stream_pk(event.stream), event_sk(event.seq), event, expires=expires)
+    return _stored_event(stream_pk(event.stream), event, ttl_window)
+
+
+#: The ``EV#`` item attribute holding the version of its event's type (models/upcasting.py).
+#: Beside the event's fields, not one of them: the event's JSON (on the bus) has no version.
+#: Written only above version 1: an item without it is version 1, as every item written
+#: before versions were is, and a release from before versions still reads it.
+EVENT_VERSION_ATTRIBUTE = "schema_version"
+
+
+def _stored_event(pk: str, event: LedgerEvent | StreamEvent, window: timedelta | None) -> Item:
+    item = to_item(pk, event_sk(event.seq), event, expires=event_expires(event, window))
+    if type(event).schema_version != UNVERSIONED:
+        item[EVENT_VERSION_ATTRIBUTE] = {"N": str(type(event).schema_version)}
+    return item
+
+
+def stored_event_version(item: Item) -> int:
+    """The version an ``EV#`` item's event was stored at: 1 when the item has none."""
+    value = item.get(EVENT_VERSION_ATTRIBUTE)
+    if value is None:
+        return UNVERSIONED
+    number = value.get("N") if isinstance(value, dict) else None
+    if not isinstance(number, str) or not number.isdecimal() or len(number) > 9:
+        raise EventVersionError(
+            f"the event item's {EVENT_VERSION_ATTRIBUTE!r} is {value!r}, not a version: a "
+            'stored event\'s version is a whole number, e.g. {"N": "2"}. Repair the item '
+            "(an item written by hand?)"
+        )
+    return int(number)
+
+
+def stored_event_fields(item: Item) -> dict[str, Any]:
+    """The fields of an ``EV#`` item's event, as the current version of its type has them
+    (its stored version passed through the type's upcasters)."""
+    fields = plain({k: v for k, v in item.items() if k != EVENT_VERSION_ATTRIBUTE})
+    return upcast(fields, stored_event_version(item))
 
 
 def policy_item(stored: StoredPolicy) -> Item:
@@ -303,7 +336,7 @@ def stream_head_from_item(item: Item) -> StreamHead:
 
 
 def stream_event_from_item(item: Item) -> StreamEvent:
-    return STREAM_EVENT_ADAPTER.validate_python(plain(item))
+    return STREAM_EVENT_ADAPTER.validate_python(stored_event_fields(item))
 
 
 def head_from_item(item: Item) -> Head:
@@ -315,7 +348,7 @@ def snapshot_from_item(item: Item) -> SnapshotRecord:
 
 
 def event_from_item(item: Item) -> LedgerEvent:
-    return EVENT_ADAPTER.validate_python(plain(item))
+    return EVENT_ADAPTER.validate_python(stored_event_fields(item))
 
 
 def any_event_from_item(item: Item) -> LedgerEvent | StreamEvent:
@@ -324,87 +357,3 @@ def any_event_from_item(item: Item) -> LedgerEvent | StreamEvent:
     if event_type in KNOWN_STREAM_EVENT_TYPES:
         return stream_event_from_item(item)
     return event_from_item(item)
-
-
-#: What a refused cursor is told (the console's field name first).
-NOT_A_CURSOR = (
-    "cursor: not a cursor this query gave: pass back the 'cursor' of the last page "
-    "unchanged, with the same query fields, or omit it to start from the beginning"
-)
-
-
-@dataclass(frozen=True)
-class CursorScope:
-    """The query a page's cursor belongs to; a cursor is accepted only by that query.
-
-    ``attributes``: the key attributes of the table or index queried (what DynamoDB's
-    ``LastEvaluatedKey`` holds); ``partition``: the (attribute, value) every key of the
-    query has; ``sort``: the sort attribute and the ``(low, high)`` range or ``prefix``
-    the key condition allows; ``query``: whatever else makes it that query (the index,
-    the direction). A cursor carries a digest of all of it, and its key is checked
-    against it before DynamoDB sees it.
-    """
-
-    attributes: frozenset[str]
-    partition: tuple[str, str]
-    sort: str | None = None
-    low: str | None = None
-    high: str | None = None
-    prefix: str | None = None
-    query: str = ""
-
-    def digest(self) -> str:
-        fields = [sorted(self.attributes), list(self.partition), self.sort, self.low]
-        fields += [self.high, self.prefix, self.query]
-        return hashlib.sha256(json.dumps(fields).encode()).hexdigest()[:32]
-
-    def admits(self, key: dict[str, str]) -> bool:
-        """``key`` is one this query's pages can end on."""
-        name, value = self.partition
-        if key[name] != value:
-            return False
-        if self.sort is None:
-            return True
-        sort = key[self.sort]  # code-point order is UTF-8 byte order: DynamoDB's
-        if self.prefix is not None and not sort.startswith(self.prefix):
-            return False
-        return (self.low is None or self.low <= sort) and (self.high is None or sort <= self.high)
-
-
-def encode_cursor(last_key: Item, scope: CursorScope) -> str:
-    """The cursor of a page that ended on ``last_key`` (a ``LastEvaluatedKey``)."""
-    plain_key = {name: value["S"] for name, value in last_key.items()}
-    body = {"q": scope.digest(), "k": plain_key}
-    return base64.urlsafe_b64encode(json.dumps(body, sort_keys=True).encode()).decode()
-
-
-def decode_cursor(cursor: str, scope: CursorScope) -> Item:
-    """The ``ExclusiveStartKey`` of ``cursor``; InvalidRequestError unless the cursor is one
-    ``scope``'s query gave: bounded, its digest, exactly its key attributes, each a
-    non-empty string of at most a key's bytes, in its partition and key range."""
-    if len(cursor) > MAX_CURSOR_CHARS:
-        raise InvalidRequestError(f"{NOT_A_CURSOR} (it is over {MAX_CURSOR_CHARS} characters)")
-    try:
-        decoded = json.loads(base64.b64decode(cursor, altchars=b"-_", validate=True))
-    except (ValueError, RecursionError) as exc:  # binascii, JSON and Unicode errors
-        raise InvalidRequestError(NOT_A_CURSOR) from exc
-    if not isinstance(decoded, dict) or set(decoded) != {"q", "k"}:
-        raise InvalidRequestError(NOT_A_CURSOR)
-    plain_key = decoded["k"]
-    if decoded["q"] != scope.digest() or not isinstance(plain_key, dict):
-        raise InvalidRequestError(NOT_A_CURSOR)
-    if set(plain_key) != scope.attributes or not all(map(_key_value, plain_key.values())):
-        raise InvalidRequestError(NOT_A_CURSOR)
-    if not scope.admits(plain_key):
-        raise InvalidRequestError(NOT_A_CURSOR)
-    return {name: {"S": value} for name, value in plain_key.items()}
-
-
-def _key_value(value: object) -> bool:
-    """A string DynamoDB takes as a key attribute's value."""
-    if not isinstance(value, str) or not value:
-        return False
-    try:
-        return len(value.encode()) <= MAX_SORT_KEY_BYTES
-    except UnicodeEncodeError:  # a lone surrogate: not UTF-8
-        return False

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from snapledger.adapters import dynamodb_codec as codec
+from snapledger.adapters import dynamodb_cursors as cursors
 from snapledger.adapters import dynamodb_writes as writes
 from snapledger.adapters.dynamodb_log import LedgerTableClient
 from snapledger.adapters.table_definition import (
@@ -37,7 +38,7 @@ def job_pk(job_id: str) -> str:
 
 RUN_PREFIX = "RUN#"
 #: The query a ``list_jobs`` cursor belongs to: the JOB partition of ``by_kind``.
-JOBS_CURSOR = codec.CursorScope(
+JOBS_CURSOR = cursors.CursorScope(
     attributes=frozenset({KIND_ATTRIBUTE, PARTITION_KEY, SORT_KEY}),
     partition=(KIND_ATTRIBUTE, JOB_KIND),
     sort=PARTITION_KEY,
@@ -139,11 +140,11 @@ class DynamoJobStore(LedgerTableClient):
             "Limit": limit,
         }
         if cursor:
-            request["ExclusiveStartKey"] = codec.decode_cursor(cursor, JOBS_CURSOR)
+            request["ExclusiveStartKey"] = cursors.decode_cursor(cursor, JOBS_CURSOR)
         response = self._call("query", **request)
         last = response.get("LastEvaluatedKey")
         jobs = [_job(item) for item in response.get("Items", [])]
-        return Page(jobs, codec.encode_cursor(last, JOBS_CURSOR) if last else None)
+        return Page(jobs, cursors.encode_cursor(last, JOBS_CURSOR) if last else None)
 
     def _call(self, operation: str, **kwargs: Any) -> Any:
         return writes.read(getattr(self.client, operation), what="a read of the jobs", **kwargs)

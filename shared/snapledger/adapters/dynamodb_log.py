@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import boto3
 
 from snapledger.adapters import dynamodb_codec as codec
+from snapledger.adapters import dynamodb_cursors as cursors
 from snapledger.adapters import dynamodb_writes as writes
 from snapledger.adapters.table_definition import PARTITION_KEY, SORT_KEY
 from snapledger.errors import InvalidRequestError, LostRaceError, TransientStoreError
@@ -137,10 +138,10 @@ class DynamoLogTable(LedgerTableClient):
             request["IndexName"] = index[0]
         scope = _cursor_scope(pk, values, forward=forward, index=index)
         if cursor:
-            request["ExclusiveStartKey"] = codec.decode_cursor(cursor, scope)
+            request["ExclusiveStartKey"] = cursors.decode_cursor(cursor, scope)
         response = self._call(self.client.query, **request)
         last = response.get("LastEvaluatedKey")
-        next_cursor = codec.encode_cursor(last, scope) if last else None
+        next_cursor = cursors.encode_cursor(last, scope) if last else None
         return list(response.get("Items", [])), next_cursor
 
     def _events(
@@ -186,7 +187,7 @@ class DynamoLogTable(LedgerTableClient):
 
 def _cursor_scope(
     pk: str, values: dict[str, Any], *, forward: bool, index: tuple[str, str] | None
-) -> codec.CursorScope:
+) -> cursors.CursorScope:
     """The query a ``_query`` cursor belongs to: its partition, its sort key's range (the
     ``:lo``/``:hi`` or ``:prefix`` of its condition), its index and direction."""
     sort = index[1] if index else SORT_KEY
@@ -196,7 +197,7 @@ def _cursor_scope(
         value = values.get(name)
         return None if value is None else str(value["S"])
 
-    return codec.CursorScope(
+    return cursors.CursorScope(
         attributes=frozenset(attributes),
         partition=(PARTITION_KEY, pk),
         sort=sort,

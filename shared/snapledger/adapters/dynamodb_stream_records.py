@@ -22,6 +22,7 @@ from snapledger.adapters.dynamodb_codec import (
 from snapledger.adapters.table_definition import PARTITION_KEY, SORT_KEY
 from snapledger.models.bus_events import EVENT_TYPE_ATTRIBUTE, LedgerEventUndecodable
 from snapledger.models.events import LedgerEvent, StreamEvent
+from snapledger.models.upcasting import EventVersionError
 
 # What boto3's TypeDeserializer raises for an attribute value that is not DynamoDB JSON
 # (decimal.InvalidOperation, for a number that is not one, is an ArithmeticError).
@@ -43,6 +44,8 @@ def event_of(record: Any) -> LedgerEvent | StreamEvent:
         return any_event_from_item(dict(image))
     except ValidationError:
         raise  # DynamoDB JSON, but not a valid event: the caller says which fields
+    except EventVersionError as exc:
+        raise ValueError(str(exc)) from exc  # a version this code cannot read: it says why
     except _NOT_DYNAMODB_JSON as exc:
         raise ValueError(_not_dynamodb_json_reason(image)) from exc
 

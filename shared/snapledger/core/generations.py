@@ -186,7 +186,7 @@ def _count(
     completed = StreamSnapshotCompleted(
         **ev.next(),
         generation=command.generation,
-        members=tuple(sorted(members, key=lambda m: m.member)),
+        members=tuple(sorted(members, key=lambda m: m.partition)),
     )
     return [counted, completed]
 
@@ -286,7 +286,7 @@ def _ended(head: StreamHead, ended: int) -> dict[str, object]:
 def _as_member(member: GenerationMember | StreamSnapshotMemberCounted) -> StreamMember:
     fields = member.model_dump(include={"snapshot_id", "lsn", "epoch", "offsets"})
     number = member.partition if isinstance(member, GenerationMember) else member.member
-    return StreamMember(member=number, **fields)
+    return StreamMember(partition=number, **fields)
 
 
 def _late(generation: StreamGeneration) -> str:

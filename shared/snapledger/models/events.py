@@ -11,6 +11,10 @@ Two logs hold them (docs/ledger.md):
 Each log numbers its events from 1 with no gap. Wire names are stable: ``type`` is the
 discriminator (unique across both logs), fields are snake_case. New event types are
 added, never renamed; readers skip types they do not know.
+
+A change to a type's fields that a stored event would not validate against (a rename, a
+new type of value) bumps the type's ``schema_version`` and declares the upcaster that reads
+the version before (``models/upcasting.py``): every event stored earlier still reads.
 """
 
 # No ``from __future__ import annotations`` here: every Lambda function imports these models,
@@ -18,7 +22,7 @@ added, never renamed; readers skip types they do not know.
 # (cold start); the annotations name only what is defined above them.
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, TypeAdapter
 
@@ -31,6 +35,7 @@ from snapledger.models.snapshot import GenerationMembership, ProducerFields, Sna
 class EventBase(Frozen):
     """What every event carries."""
 
+    schema_version: ClassVar[int] = 1  # stored with each event: models/upcasting.py
     seq: int = Field(ge=1, description="Gapless per lineage, starting at 1")
     at: datetime = Field(description="Registry time (server clock)")
     stream: str
@@ -274,6 +279,7 @@ EVENT_ADAPTER: TypeAdapter[LedgerEvent] = TypeAdapter(LedgerEvent, config=DEFERR
 class StreamEventBase(Frozen):
     """What every event of a stream's own log carries: no partition, it is about them all."""
 
+    schema_version: ClassVar[int] = 1  # stored with each event: models/upcasting.py
     seq: int = Field(ge=1, description="Gapless per stream, starting at 1")
     at: datetime = Field(description="Registry time (server clock)")
     stream: str
@@ -350,7 +356,7 @@ class StreamSnapshotMemberCounted(StreamEventBase):
 
 
 class StreamMember(Frozen):
-    member: int = Field(description="The member partition")
+    partition: int = Field(description="The member partition (before version 2: ``member``)")
     snapshot_id: str
     lsn: int
     epoch: int
@@ -360,6 +366,8 @@ class StreamMember(Frozen):
 class StreamSnapshotCompleted(StreamEventBase):
     """Every member partition counted: the stream can be restored to ``generation``."""
 
+    # v2: a member's partition is ``partition`` (v1 ``member``), as in GEN# and generation.json
+    schema_version: ClassVar[int] = 2
     type: Literal["StreamSnapshotCompleted"] = "StreamSnapshotCompleted"
     generation: int = Field(ge=1)
     members: tuple[StreamMember, ...]
