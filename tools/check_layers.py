@@ -338,38 +338,21 @@ class Graph:
 
 
 def _cycles(edges: Mapping[str, set[str]]) -> list[list[str]]:
-    """One cycle through each strongly connected component of more than one module."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    components: list[list[str]] = []
+    """One cycle through each group of modules that import one another (at module level)."""
+    reach = {v: _reachable(v, edges) for v in edges}
+    groups = {frozenset(w for w in reach[v] if v in reach[w]) for v in edges if v in reach[v]}
+    return [_a_cycle(sorted(group), edges) for group in sorted(groups, key=sorted)]
 
-    def connect(v: str) -> None:  # Tarjan's algorithm
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(edges[v]):
-            if w not in index:
-                connect(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                components.append(sorted(component))
 
-    for v in sorted(edges):
-        if v not in index:
-            connect(v)
-    return [_a_cycle(component, edges) for component in sorted(components)]
+def _reachable(start: str, edges: Mapping[str, set[str]]) -> set[str]:
+    seen: set[str] = set()
+    todo = list(edges[start])
+    while todo:
+        v = todo.pop()
+        if v not in seen:
+            seen.add(v)
+            todo.extend(edges[v])
+    return seen
 
 
 def _a_cycle(component: list[str], edges: Mapping[str, set[str]]) -> list[str]:
