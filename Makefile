@@ -47,7 +47,8 @@ test: setup
 	$(UV) run --frozen pytest $(PYTEST_ARGS)
 
 # The import layers ([tool.layers] in pyproject.toml) first: the fastest, standard library only.
-lint: setup
+# Only the synced environment: linting downloads no DynamoDB Local, Restate, Kafka or Java build.
+lint: .venv/.synced
 	$(UV) run --frozen python tools/check_layers.py
 	$(UV) run --frozen ruff check .
 	$(UV) run --frozen ruff format --check .

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from snapledger.entrypoints.answers import Answer, MetricSink, RecordsFailedError, count, ok
 from snapledger.entrypoints.s3_events import Arrival, InvalidRecord, key_in_store
@@ -14,9 +15,11 @@ from snapledger.entrypoints.stream_metrics import (
     emit_for_stream,
 )
 from snapledger.layout import CHANGELOG, parse_changelog_lineage
-from snapledger.runtime import Runtime
 from snapledger.services.changelog_tracking import track_segment
 from snapledger.services.launch import LaunchDeps
+
+if TYPE_CHECKING:
+    from snapledger.runtime import Runtime
 
 _log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ Each action is one row of ``_ACTIONS``: its payload model and the function answe
 
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import Field, ValidationError
 
@@ -59,11 +59,13 @@ from snapledger.entrypoints.retention_actions import (
 from snapledger.entrypoints.stream_metrics import RecordsSince, emit_gc_metrics
 from snapledger.errors import SnapledgerError
 from snapledger.layout import STREAM_PATTERN
-from snapledger.runtime import Runtime
 from snapledger.services.gc import run_gc, run_gc_shard
 from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_fanout import GcShard
 from snapledger.services.gc_report import GcReport
+
+if TYPE_CHECKING:
+    from snapledger.runtime import Runtime
 
 SUBJECT = "gc request"
 INVALID_METRIC = "Gc_invalid"
@@ -103,7 +105,7 @@ GcRequest = GcRun | ActionRequest
 ActionT = TypeVar("ActionT", bound=ConsolePayload)
 #: What answers an action: its request, the runtime, the metrics and the invocation's
 #: request id (the default identity of a change) -> the answer's fields.
-ActionFn = Callable[[ActionT, Runtime, MetricSink, str | None], dict[str, Any]]
+ActionFn = Callable[[ActionT, "Runtime", MetricSink, str | None], dict[str, Any]]
 
 
 def is_scheduled_run(event: object) -> bool:
@@ -127,7 +129,7 @@ def is_shard_delivery(event: object) -> bool:
 
 def answer_shards(
     event: dict[str, Any],
-    rt: Runtime,
+    rt: "Runtime",
     metrics: MetricSink,
     remaining_seconds: Callable[[], float] | None = None,
 ) -> Answer:
@@ -182,7 +184,7 @@ def parse_gc(event: object) -> GcRequest:
 
 def answer_gc(
     request: GcRequest,
-    rt: Runtime,
+    rt: "Runtime",
     metrics: MetricSink,
     remaining_seconds: Callable[[], float] | None = None,
     request_id: str | None = None,
@@ -234,7 +236,7 @@ def _failure_metrics(report: GcReport, metrics: MetricSink) -> None:
 
 def _answer(
     request: GcRequest,
-    rt: Runtime,
+    rt: "Runtime",
     metrics: MetricSink,
     remaining_seconds: Callable[[], float] | None,
     request_id: str | None,
@@ -264,7 +266,7 @@ def _answer(
 
 def _restate_heal(
     request: RestateHealRequest,
-    rt: Runtime,
+    rt: "Runtime",
     metrics: MetricSink,
     request_id: str | None,
     *,
@@ -288,7 +290,7 @@ def _restate_heal(
 
 
 def _restate_restore(
-    request: RestateRestoreRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
+    request: RestateRestoreRequest, rt: "Runtime", metrics: MetricSink, request_id: str | None
 ) -> dict[str, Any]:
     return {"stream": request.stream, **restore(rt, request, request_id).to_dict()}
 
@@ -314,12 +316,12 @@ def actions() -> list[str]:
     return _ACTIONS.names()
 
 
-def _records_since(rt: Runtime) -> RecordsSince:
+def _records_since(rt: "Runtime") -> RecordsSince:
     """The changelog records a lineage's tracked segments hold past ``lsn``."""
     return lambda lineage, lsn: backlog_since(lsn, rt.segments.ending_after(lineage, lsn)).records
 
 
-def _gc_deps(rt: Runtime) -> GcDeps:
+def _gc_deps(rt: "Runtime") -> GcDeps:
     return GcDeps(
         ledger=rt.ledger,
         store=rt.store,

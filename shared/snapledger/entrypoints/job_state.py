@@ -5,6 +5,7 @@ acted on). Events are best effort and may repeat or arrive out of order.
 """
 
 import logging
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
@@ -13,8 +14,10 @@ from snapledger.entrypoints.payloads import AwsEvent
 from snapledger.entrypoints.stream_metrics import JOBS_FAILED, emit_for_stream
 from snapledger.errors import SnapledgerError
 from snapledger.models.jobs import JobState
-from snapledger.runtime import Runtime
 from snapledger.services.job_state import record_job_state
+
+if TYPE_CHECKING:
+    from snapledger.runtime import Runtime
 
 _log = logging.getLogger(__name__)
 
@@ -39,7 +42,7 @@ class JobRunStateChange(AwsEvent):
     detail: JobRunDetail
 
 
-def answer_job_state(event: JobRunStateChange, rt: Runtime, metrics: MetricSink) -> Answer:
+def answer_job_state(event: JobRunStateChange, rt: "Runtime", metrics: MetricSink) -> Answer:
     detail = event.detail
     reason = detail.state_details or None
     if reason is None and detail.state.upper() in FAILED_STATES:
@@ -60,7 +63,7 @@ def answer_job_state(event: JobRunStateChange, rt: Runtime, metrics: MetricSink)
     return ok(**result.to_dict())
 
 
-def _cause_from_runner(rt: Runtime, run_id: str, state: str) -> str | None:
+def _cause_from_runner(rt: "Runtime", run_id: str, state: str) -> str | None:
     """What the runner says of the run; a failed look-up becomes part of the cause.
 
     The event is recorded either way: a run that is not snapledger's is ignored by

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from annotated_types import MaxLen
 
@@ -39,7 +39,6 @@ from snapledger.models.requests import (
     LaunchRequest,
     StreamSnapshotRequest,
 )
-from snapledger.runtime import Runtime
 from snapledger.services.generation_reads import describe as describe_generation
 from snapledger.services.generations import request_stream_snapshot
 from snapledger.services.launch import LaunchDeps, launch
@@ -52,6 +51,9 @@ STREAM_DETAIL_TYPES = {SNAPSHOT_STREAM_DETAIL_TYPE: SNAPSHOT_STREAM_ACTION}
 MAX_REQUEST_ID = next(
     m.max_length for m in LaunchRequest.model_fields["request_id"].metadata if isinstance(m, MaxLen)
 )
+
+if TYPE_CHECKING:
+    from snapledger.runtime import Runtime
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ actions in validation answers, the error answers and the metrics follow from tha
 """
 
 from collections.abc import Callable
-from typing import Any, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from pydantic import AwareDatetime, Field, model_validator
 
@@ -28,14 +28,16 @@ from snapledger.models.base import one_of_error
 from snapledger.models.events import LedgerEvent, StreamEvent
 from snapledger.models.ledger import LineageId
 from snapledger.ports import MAX_PAGE, Page
-from snapledger.runtime import Runtime
 from snapledger.services import generation_reads, queries
+
+if TYPE_CHECKING:
+    from snapledger.runtime import Runtime
 
 SUBJECT = "query"
 INVALID_METRIC = "Query_invalid"
 
 QueryT = TypeVar("QueryT", bound="QueryPayload")
-AnswerFn = Callable[[QueryT, Runtime], dict[str, Any]]
+AnswerFn = Callable[[QueryT, "Runtime"], dict[str, Any]]
 
 
 class QueryPayload(ConsolePayload):
@@ -140,7 +142,7 @@ def parse_query(event: object) -> QueryPayload:
     return request
 
 
-def answer_query(request: QueryPayload, rt: Runtime, metrics: MetricSink) -> Answer:
+def answer_query(request: QueryPayload, rt: "Runtime", metrics: MetricSink) -> Answer:
     """Answer ``request``; NotFound and InvalidRequest errors are answers, others raise."""
     answer = _ACTIONS.answer_for(request)
     try:
@@ -159,13 +161,13 @@ def answer_query(request: QueryPayload, rt: Runtime, metrics: MetricSink) -> Ans
 
 
 @query_action(LatestQuery)
-def answer_latest(request: LatestQuery, rt: Runtime) -> dict[str, Any]:
+def answer_latest(request: LatestQuery, rt: "Runtime") -> dict[str, Any]:
     head = queries.latest(rt.ledger, request.lineage)
     return {"head": head.model_dump(mode="json")}
 
 
 @query_action(ListQuery)
-def answer_list(request: ListQuery, rt: Runtime) -> dict[str, Any]:
+def answer_list(request: ListQuery, rt: "Runtime") -> dict[str, Any]:
     page = queries.list_snapshots(
         rt.ledger, request.lineage, limit=request.limit, cursor=request.cursor
     )
@@ -173,7 +175,7 @@ def answer_list(request: ListQuery, rt: Runtime) -> dict[str, Any]:
 
 
 @query_action(HistoryQuery)
-def answer_history(request: HistoryQuery, rt: Runtime) -> dict[str, Any]:
+def answer_history(request: HistoryQuery, rt: "Runtime") -> dict[str, Any]:
     after, limit, cursor = request.after_seq, request.limit, request.cursor
     page: Page[LedgerEvent] | Page[StreamEvent]
     if request.partition is None:
@@ -196,7 +198,7 @@ def answer_history(request: HistoryQuery, rt: Runtime) -> dict[str, Any]:
     return answer
 
 
-def _last_seq(request: HistoryQuery, rt: Runtime) -> int:
+def _last_seq(request: HistoryQuery, rt: "Runtime") -> int:
     if request.partition is None:
         stream_head = rt.streams.get_head(request.stream)
         return 0 if stream_head is None else stream_head.version
@@ -204,7 +206,7 @@ def _last_seq(request: HistoryQuery, rt: Runtime) -> int:
     return 0 if head is None else head.version
 
 
-def _expired_answer(through: int, events: list[dict[str, Any]], rt: Runtime) -> dict[str, Any]:
+def _expired_answer(through: int, events: list[dict[str, Any]], rt: "Runtime") -> dict[str, Any]:
     """Where the events the table no longer holds are, and how to replay them."""
     archive = rt.event_archive
     until = events[0]["at"] if events else "<now>"
@@ -230,7 +232,7 @@ def _expired_answer(through: int, events: list[dict[str, Any]], rt: Runtime) -> 
 
 
 @query_action(AsOfQuery)
-def answer_as_of(request: AsOfQuery, rt: Runtime) -> dict[str, Any]:
+def answer_as_of(request: AsOfQuery, rt: "Runtime") -> dict[str, Any]:
     if request.as_of_time is not None:
         record = queries.as_of_time(rt.ledger, request.lineage, request.as_of_time)
     else:
@@ -240,13 +242,13 @@ def answer_as_of(request: AsOfQuery, rt: Runtime) -> dict[str, Any]:
 
 
 @query_action(SnapshotQuery)
-def answer_snapshot(request: SnapshotQuery, rt: Runtime) -> dict[str, Any]:
+def answer_snapshot(request: SnapshotQuery, rt: "Runtime") -> dict[str, Any]:
     record = queries.by_id(rt.ledger, request.lineage, request.snapshot_id)
     return {"snapshot": record.model_dump(mode="json")}
 
 
 @query_action(JobQuery)
-def answer_job(request: JobQuery, rt: Runtime) -> dict[str, Any]:
+def answer_job(request: JobQuery, rt: "Runtime") -> dict[str, Any]:
     job = rt.jobs.get(request.job_id)
     if job is None:
         raise NotFoundError(
@@ -256,7 +258,7 @@ def answer_job(request: JobQuery, rt: Runtime) -> dict[str, Any]:
 
 
 @query_action(JobsQuery)
-def answer_jobs(request: JobsQuery, rt: Runtime) -> dict[str, Any]:
+def answer_jobs(request: JobsQuery, rt: "Runtime") -> dict[str, Any]:
     page = rt.jobs.list_jobs(limit=request.limit, cursor=request.cursor)
     return {"jobs": [j.model_dump(mode="json") for j in page.items], "cursor": page.cursor}
 
@@ -282,7 +284,7 @@ class GenerationsQuery(QueryPayload):
 
 
 @query_action(GenerationQuery)
-def answer_generation(request: GenerationQuery, rt: Runtime) -> dict[str, Any]:
+def answer_generation(request: GenerationQuery, rt: "Runtime") -> dict[str, Any]:
     if request.generation is None:
         found = generation_reads.current_generation(rt.streams, request.stream)
     else:
@@ -291,7 +293,7 @@ def answer_generation(request: GenerationQuery, rt: Runtime) -> dict[str, Any]:
 
 
 @query_action(GenerationsQuery)
-def answer_generations(request: GenerationsQuery, rt: Runtime) -> dict[str, Any]:
+def answer_generations(request: GenerationsQuery, rt: "Runtime") -> dict[str, Any]:
     page = rt.streams.list_generations(request.stream, limit=request.limit, cursor=request.cursor)
     now = rt.clock.now()
     return {

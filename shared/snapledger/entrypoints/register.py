@@ -16,7 +16,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from snapledger.entrypoints.answers import Answer, MetricSink, RecordsFailedError, count, ok
 from snapledger.entrypoints.registration_queue import (
@@ -29,13 +29,15 @@ from snapledger.entrypoints.stream_metrics import emit_for_stream
 from snapledger.layout import MANIFEST_NAME, SNAPSHOTS
 from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.ports import QueuedManifest, RegistrationQueue
-from snapledger.runtime import Runtime
 from snapledger.services.registration import (
     Outcome,
     RegistrationFailed,
     RegistrationResult,
     register_manifests,
 )
+
+if TYPE_CHECKING:
+    from snapledger.runtime import Runtime
 
 IGNORED = "ignored"
 INVALID_RECORD = "invalid_record"

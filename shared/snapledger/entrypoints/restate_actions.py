@@ -17,7 +17,7 @@ refused naming it. The gc function dispatches these (``entrypoints/gc.py``).
 """
 
 from dataclasses import dataclass
-from typing import Annotated, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, model_validator
 
@@ -29,7 +29,6 @@ from snapledger.layouts.restate import SNAPSHOT_ID_PATTERN, RestatePointerError
 from snapledger.limits import MAX_PARTITION
 from snapledger.models.base import one_of_error
 from snapledger.models.ledger import LineageId
-from snapledger.runtime import Runtime
 from snapledger.services.gc import paged_heads
 from snapledger.services.gc_deps import Budget
 from snapledger.services.restate_heal import (
@@ -39,6 +38,9 @@ from snapledger.services.restate_heal import (
     restore_from_chosen,
 )
 from snapledger.services.restate_pointer import PointerUnreadableError
+
+if TYPE_CHECKING:
+    from snapledger.runtime import Runtime
 
 #: A partition heal could not check (its latest.json unreadable, or rewritten under it
 #: each time): the reason is its note; the other partitions are still checked.
@@ -104,7 +106,7 @@ class RestateRestoreRequest(LineagePayload):
     )
 
 
-def restate_layout(rt: Runtime, stream: str) -> RestateLayout:
+def restate_layout(rt: "Runtime", stream: str) -> RestateLayout:
     """The stream's Restate layout; InvalidRequestError naming it when it is not one."""
     layout = rt.layouts.restate_for(stream)
     if layout is None:
@@ -117,7 +119,7 @@ def restate_layout(rt: Runtime, stream: str) -> RestateLayout:
     return layout
 
 
-def heal(rt: Runtime, request: RestateHealRequest, budget: Budget | None = None) -> HealRun:
+def heal(rt: "Runtime", request: RestateHealRequest, budget: Budget | None = None) -> HealRun:
     """Heal the named partition, or each lineage of the stream the ledger has a HEAD of
     (after ``after_partition``, in the ledger's order) until ``budget`` is exhausted: at
     least one is checked per call, so a caller following ``after_partition`` finishes."""
@@ -138,7 +140,9 @@ def heal(rt: Runtime, request: RestateHealRequest, budget: Budget | None = None)
     return HealRun(outcomes)
 
 
-def _heal_one(rt: Runtime, layout: RestateLayout, partition: int, *, dry_run: bool) -> HealOutcome:
+def _heal_one(
+    rt: "Runtime", layout: RestateLayout, partition: int, *, dry_run: bool
+) -> HealOutcome:
     try:
         return heal_partition(rt.ledger, rt.store, rt.clock, layout, partition, dry_run=dry_run)
     except (PointerUnreadableError, StaleVersionError) as exc:
@@ -147,7 +151,7 @@ def _heal_one(rt: Runtime, layout: RestateLayout, partition: int, *, dry_run: bo
         return HealOutcome(partition, FAILED, note=f"{exc.reason}; checked again next run")
 
 
-def restore(rt: Runtime, request: RestateRestoreRequest, request_id: str | None) -> RestoreResult:
+def restore(rt: "Runtime", request: RestateRestoreRequest, request_id: str | None) -> RestoreResult:
     """Repoint the partition's latest.json at the chosen snapshot (refused with the reason)."""
     layout = restate_layout(rt, request.stream)
     chosen = request.request_id or request_id

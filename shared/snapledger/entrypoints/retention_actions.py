@@ -11,7 +11,6 @@ from snapledger.entrypoints.answers import MetricSink
 from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, SnapshotId
 from snapledger.layout import STREAM_PATTERN
 from snapledger.models.policy import request_fields
-from snapledger.runtime import Runtime
 from snapledger.services.holds import hold_snapshot, release_hold
 from snapledger.services.policies import get_policy, reset_policy, set_policy
 
@@ -51,6 +50,8 @@ class PolicyChangeRequest(ConsolePayload):
 
 
 if TYPE_CHECKING:
+    from snapledger.runtime import Runtime
+
     _PolicyFields = ConsolePayload
 else:  # one optional field per policy field, as models/policy.py declares it
     _PolicyFields = create_model(
@@ -70,7 +71,7 @@ class PolicyResetRequest(PolicyChangeRequest):
 
 
 def answer_hold(
-    request: HoldRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
+    request: HoldRequest, rt: "Runtime", metrics: MetricSink, request_id: str | None
 ) -> dict[str, Any]:
     held = hold_snapshot(
         rt.ledger,
@@ -86,7 +87,7 @@ def answer_hold(
 
 
 def answer_release(
-    request: ReleaseRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
+    request: ReleaseRequest, rt: "Runtime", metrics: MetricSink, request_id: str | None
 ) -> dict[str, Any]:
     released = release_hold(
         rt.ledger,
@@ -100,12 +101,12 @@ def answer_release(
 
 
 def answer_policy_get(
-    request: PolicyGetRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
+    request: PolicyGetRequest, rt: "Runtime", metrics: MetricSink, request_id: str | None
 ) -> dict[str, Any]:
     return get_policy(rt.policies, request.stream, rt.gc.default_policy()).to_dict()
 
 
-def _change(request: PolicyChangeRequest, rt: Runtime, request_id: str | None) -> dict[str, Any]:
+def _change(request: PolicyChangeRequest, rt: "Runtime", request_id: str | None) -> dict[str, Any]:
     """What a policy set and a reset pass on: who, on which version, and the identity."""
     return {
         "default": rt.gc.default_policy(),
@@ -117,7 +118,7 @@ def _change(request: PolicyChangeRequest, rt: Runtime, request_id: str | None) -
 
 
 def answer_policy_set(
-    request: PolicySetRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
+    request: PolicySetRequest, rt: "Runtime", metrics: MetricSink, request_id: str | None
 ) -> dict[str, Any]:
     fields = request.model_dump(
         exclude={"action", "stream", "by", "expected_version", "request_id"}, exclude_none=True
@@ -128,6 +129,6 @@ def answer_policy_set(
 
 
 def answer_policy_reset(
-    request: PolicyResetRequest, rt: Runtime, metrics: MetricSink, request_id: str | None
+    request: PolicyResetRequest, rt: "Runtime", metrics: MetricSink, request_id: str | None
 ) -> dict[str, Any]:
     return reset_policy(rt.streams, request.stream, **_change(request, rt, request_id)).to_dict()
