@@ -12,7 +12,7 @@ KAFKA_APP_JAR := kafka/app/target/kafka-streams-totals.jar
 # The Kafka Streams task-folder seeder (kafka/seeder; docs/kafka-streams-format.md), likewise.
 SEEDER_JAR := kafka/seeder/target/kafka-seeder.jar
 
-.PHONY: setup test lint format bench demo demo-restate synth schema clean
+.PHONY: setup test lint format bench demo demo-restate demo-kafka synth schema clean
 
 setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar .local/restate/bin/restate-server \
 	.local/aws-sdk-v2/.installed .local/kafka/libs/kafka_2.13-4.4.0.jar $(KAFKA_APP_JAR) $(SEEDER_JAR)
@@ -67,6 +67,11 @@ demo: setup
 # The real Restate 1.7.12 server's snapshots registered, retained, healed and restored from.
 demo-restate: setup
 	$(UV) run --frozen python -m snapledger.local.demo_restate $(DEMO_ARGS)
+
+# A Kafka Streams application's stores snapshotted, and an instance booted from them vs one
+# replaying the changelog (the real broker and application; docs/kafka-streams.md).
+demo-kafka: setup
+	$(UV) run --frozen python -m snapledger.local.demo_kafka $(DEMO_ARGS)
 
 # The same command cdk.json gives the CDK CLI.
 synth: setup

@@ -5,6 +5,9 @@ from __future__ import annotations
 import functools
 import io
 import json
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -258,3 +261,15 @@ def legal_holds(s3: Any, bucket: str, prefix: str) -> dict[tuple[str, str], str]
         answer = s3.get_object_legal_hold(Bucket=bucket, Key=key, VersionId=version_id)
         found[(key, version_id)] = answer.get("LegalHold", {}).get("Status", "none")
     return found
+
+
+def run_module(module: str, *args: str, timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
+    """``python -m module args`` (a demo), unbuffered, its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )

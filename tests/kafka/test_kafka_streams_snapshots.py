@@ -12,9 +12,11 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from snapledger.kafka_streams import catch_up as catch_up_module
 from snapledger.kafka_streams.seed import StoreSeeder
 from snapledger.kafka_streams.snapshotter import StoreSnapshotter
 from snapledger.local import kafka_topics
@@ -113,6 +115,34 @@ def test_a_seeded_instance_restores_only_the_changelog_after_the_snapshots(story
     assert restored_b == tail == len(second)
     assert restored_c == len(first) + len(second)
     assert served_b == served_c == _totals(first, second)
+
+
+def test_a_snapshot_of_every_partition_runs_one_seeder_process(
+    story: Story, monkeypatch: pytest.MonkeyPatch
+):
+    # Given the application processed orders on every partition
+    first = _orders(5, 200)
+    story.produce(first)
+    with story.instance("a") as a:
+        a.wait_for_totals(_totals(first))
+    started: list[list[str]] = []
+    real_run = catch_up_module.subprocess.run
+
+    def counting(command: list[str], **kwargs: Any) -> Any:
+        started.append(command)
+        return real_run(command, **kwargs)
+
+    monkeypatch.setattr(catch_up_module.subprocess, "run", counting)
+
+    # When every partition is snapshotted
+    lsns = story.snapshot()
+
+    # Then one seeder process (one JVM start) caught all 8 stores up
+    assert sorted(lsns) == list(range(PARTITIONS))
+    assert len(started) == 1
+    assert started[0][started[0].index("--tasks") + 1] == ",".join(
+        f"0_{p}" for p in range(PARTITIONS)
+    )
 
 
 def _partition_of(story: Story, key: str) -> int:

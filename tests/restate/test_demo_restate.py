@@ -4,23 +4,16 @@ wipe, each step said in words; exit status 0."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
+
+from tests.support import run_module
 
 pytestmark = [pytest.mark.restate, pytest.mark.slow, pytest.mark.ddblocal]
 
 
 def test_the_restate_demo_passes_every_check_and_says_what_happened(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "snapledger.local.demo_restate", "--root", str(tmp_path / "demo")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    done = run_module(
+        "snapledger.local.demo_restate", "--root", str(tmp_path / "demo"), timeout_s=300
     )
     out = done.stdout
     assert done.returncode == 0, out + done.stderr

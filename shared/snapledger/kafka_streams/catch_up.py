@@ -10,18 +10,22 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from snapledger.errors import SnapledgerError
-from snapledger.kafka_streams.seed_format import TaskId
+from snapledger.kafka_streams.seed_format import TaskId, parse_task_id
 
 DEFAULT_JAR = (
     Path(__file__).resolve().parents[3] / "kafka" / "seeder" / "target" / "kafka-seeder.jar"
 )
 #: How long one catch-up may read (the seeder's --timeout-ms; at most a day).
 DEFAULT_TIMEOUT_S = 600.0
+#: Tasks one catch-up takes (the seeder's --tasks bound, SeedOptions.MAX_TASKS).
+MAX_TASKS = 10_000
 #: The seeder's exit status for a refusal (its message says why).
 REFUSED = 2
 
@@ -59,16 +63,19 @@ def seeder_jar() -> Path:
     return jar
 
 
-def catch_up(
+def catch_up_tasks(
     state_dir: Path,
     application_id: str,
-    task: TaskId,
+    tasks: Sequence[TaskId],
     store: str,
     bootstrap_servers: str,
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
-) -> CatchUpResult:
-    """Run ``catch-up`` on ``{state_dir}/{application_id}/{task}``'s store ``store``."""
+) -> dict[TaskId, CatchUpResult]:
+    """Run ``catch-up --tasks`` on each task folder's store ``store``, one after the other in
+    one seeder process (one JVM start for all); ``timeout_s`` bounds each task's read."""
+    if not 1 <= len(tasks) <= MAX_TASKS or len(set(tasks)) != len(tasks):
+        raise CatchUpError(f"catch-up takes 1..{MAX_TASKS} distinct tasks, not {list(tasks)}")
     java = shutil.which("java")
     if java is None:
         raise CatchUpError("the Kafka Streams seeder needs Java 17+ on PATH")
@@ -81,8 +88,8 @@ def catch_up(
         str(state_dir),
         "--application-id",
         application_id,
-        "--task",
-        str(task),
+        "--tasks",
+        ",".join(str(task) for task in tasks),
         "--store",
         store,
         "--bootstrap-servers",
@@ -97,7 +104,17 @@ def catch_up(
         raise CatchUpError(
             f"kafka-seeder catch-up failed ({done.returncode}): {done.stderr[-2000:]}"
         )
-    fields = json.loads(done.stdout.strip().splitlines()[-1])
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    results = {parse_task_id(fields["task"]): _result(fields) for fields in lines}
+    if list(results) != list(tasks):
+        raise CatchUpError(
+            f"kafka-seeder catch-up answered for {list(results)}, not {list(tasks)}: "
+            f"{done.stdout[-2000:]}"
+        )
+    return results
+
+
+def _result(fields: dict[str, Any]) -> CatchUpResult:
     return CatchUpResult(
         previous_offset=fields["previous_offset"],
         offset=fields["offset"],

@@ -6,7 +6,8 @@ RocksDB files, the changelog offset inside them), uploaded as an ``opaque`` snap
 lineage (stream = the changelog topic, partition = the changelog partition) at LSN = the
 offset of the last changelog record the store reflects. For each partition: the lineage's
 latest registered snapshot is downloaded (checksums checked) into a scratch task folder (none:
-an empty one), ``kafka-seeder catch-up`` applies the changelog after it up to the end offset
+an empty one), ``kafka-seeder catch-up --tasks`` (one process for every partition of the run:
+one JVM start, not one per partition) applies the changelog after it up to the end offset
 read at start, and when it applied records the store folder is written with
 ``SnapshotWriter.write_files`` (manifest last), to be registered as any snapshot is.
 """
@@ -25,8 +26,14 @@ from snapledger.client.errors import SnapshotCorruptError
 from snapledger.client.reader import SnapshotReader
 from snapledger.client.storage import BlobStore
 from snapledger.client.writer import SnapshotWriter, WrittenSnapshot
-from snapledger.kafka_streams.catch_up import CatchUpResult, catch_up
-from snapledger.kafka_streams.changelog import check_partition, describe_changelog, store_stream
+from snapledger.errors import InvalidRequestError
+from snapledger.kafka_streams.catch_up import CatchUpResult, catch_up_tasks
+from snapledger.kafka_streams.changelog import (
+    Changelog,
+    check_partition,
+    describe_changelog,
+    store_stream,
+)
 from snapledger.kafka_streams.seed_format import TaskId
 
 if TYPE_CHECKING:
@@ -76,27 +83,59 @@ class StoreSnapshotter:
         self, partitions: Iterable[int] | None = None, *, work_dir: Path | None = None
     ) -> list[PartitionSnapshot]:
         """One snapshot per partition with records after its latest (all partitions when
-        ``partitions`` is None)."""
-        stream = self.stream
-        if partitions is None:
-            partitions = sorted(describe_changelog(self.bootstrap_servers, stream).partitions)
-        wanted = [check_partition(p) for p in partitions]
-        return [self.snapshot_partition(p, work_dir=work_dir) for p in wanted]
+        ``partitions`` is None). The partitions' stores are caught up by one seeder process
+        (one JVM start), the changelog's offsets read once."""
+        changelog = describe_changelog(self.bootstrap_servers, self.stream)
+        wanted = sorted(
+            {
+                check_partition(p)
+                for p in (changelog.partitions if partitions is None else partitions)
+            }
+        )
+        if not wanted:
+            return []
+        scratch = Path(tempfile.mkdtemp(prefix="snapledger-ks-", dir=work_dir))
+        try:
+            return self._in(scratch, wanted, changelog)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def snapshot_partition(
         self, partition: int, *, work_dir: Path | None = None
     ) -> PartitionSnapshot:
-        scratch = Path(tempfile.mkdtemp(prefix="snapledger-ks-", dir=work_dir))
-        try:
-            return self._in(scratch, check_partition(partition))
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        [made] = self.snapshot([partition], work_dir=work_dir)
+        return made
 
-    def _in(self, scratch: Path, partition: int) -> PartitionSnapshot:
+    def _store_dir(self, scratch: Path, partition: int) -> Path:
         task = TaskId(0, partition)  # the scratch folder's name only: no task runs there
-        store_dir = scratch / self.application_id / str(task) / "rocksdb" / self.store
-        base_id, base_lsn, note = self._download_latest(partition, store_dir)
-        result = catch_up(scratch, self.application_id, task, self.store, self.bootstrap_servers)
+        return scratch / self.application_id / str(task) / "rocksdb" / self.store
+
+    def _in(
+        self, scratch: Path, partitions: list[int], changelog: Changelog
+    ) -> list[PartitionSnapshot]:
+        bases = {
+            p: self._download_latest(p, self._store_dir(scratch, p), changelog) for p in partitions
+        }
+        results = catch_up_tasks(
+            scratch,
+            self.application_id,
+            [TaskId(0, p) for p in partitions],
+            self.store,
+            self.bootstrap_servers,
+        )
+        return [
+            self._write(p, self._store_dir(scratch, p), bases[p], results[TaskId(0, p)])
+            for p in partitions
+        ]
+
+    def _write(
+        self,
+        partition: int,
+        store_dir: Path,
+        base: tuple[str | None, int | None, str],
+        result: CatchUpResult,
+    ) -> PartitionSnapshot:
+        base_id, base_lsn, note = base
         if result.applied == 0 or result.offset is None:
             return PartitionSnapshot(
                 partition, base_id, base_lsn, result, None, note + "nothing new"
@@ -123,7 +162,7 @@ class StoreSnapshotter:
         )
 
     def _download_latest(
-        self, partition: int, store_dir: Path
+        self, partition: int, store_dir: Path, changelog: Changelog
     ) -> tuple[str | None, int | None, str]:
         """The latest registered snapshot's files into ``store_dir``; a base the changelog
         cannot continue (below its log start) or a damaged one is not used: the store then
@@ -137,8 +176,13 @@ class StoreSnapshotter:
         snapshot_id, lsn = head.get("latest_snapshot_id"), head.get("latest_lsn")
         if snapshot_id is None or lsn is None:
             return None, None, "no snapshot yet; "
-        log_start = describe_changelog(self.bootstrap_servers, self.stream).partitions[partition]
-        if lsn + 1 < log_start.log_start:
+        offsets = changelog.partitions.get(partition)
+        if offsets is None:
+            raise InvalidRequestError(
+                f"partition {partition}: {changelog.topic} has no such partition (it has "
+                f"{len(changelog.partitions)})"
+            )
+        if lsn + 1 < offsets.log_start:
             return None, None, f"latest {snapshot_id} is below the log start; from empty; "
         record = self.registry.snapshot(self.stream, partition, snapshot_id)["snapshot"]
         try:

@@ -90,6 +90,15 @@ class Report:
     def failed(self) -> list[str]:
         return [name for name, ok, _ in self.checks if not ok]
 
+    def exit_status(self, suffix: str = "") -> int:
+        """Print how many checks passed (and the failed ones, on stderr): 1 if any failed."""
+        passed = len(self.checks) - len(self.failed)
+        print(f"\n{passed} of {len(self.checks)} checks passed{suffix}", flush=True)
+        if self.failed:
+            print(f"FAILED checks: {', '.join(self.failed)}", file=sys.stderr)
+            return 1
+        return 0
+
 
 @dataclass
 class Demo:

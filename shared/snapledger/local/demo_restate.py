@@ -353,12 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     if demo is None:
         print("FAILED: the demo did not start", file=sys.stderr)
         return 1
-    passed = len(demo.report.checks) - len(demo.report.failed)
-    print(f"\n{passed} of {len(demo.report.checks)} checks passed in {elapsed:.0f}s", flush=True)
-    if demo.report.failed:
-        print(f"FAILED checks: {', '.join(demo.report.failed)}", file=sys.stderr)
-        return 1
-    return 0
+    return demo.report.exit_status(f" in {elapsed:.0f}s")
 
 
 if __name__ == "__main__":

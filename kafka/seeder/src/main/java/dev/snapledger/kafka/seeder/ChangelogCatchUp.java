@@ -23,10 +23,10 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  */
 final class ChangelogCatchUp {
     /** What a catch-up did: printed as one JSON line. */
-    record Outcome(Long previousOffset, Long offset, long applied, long tombstones,
+    record Outcome(String task, Long previousOffset, Long offset, long applied, long tombstones,
                    long endOffset, long logStartOffset, long endReadAtMs) {
         String json() {
-            return "{\"previous_offset\":" + previousOffset + ",\"offset\":" + offset
+            return "{\"task\":\"" + task + "\",\"previous_offset\":" + previousOffset + ",\"offset\":" + offset
                 + ",\"applied\":" + applied + ",\"tombstones\":" + tombstones
                 + ",\"end_offset\":" + endOffset + ",\"log_start_offset\":" + logStartOffset
                 + ",\"end_read_at_ms\":" + endReadAtMs + "}";
@@ -97,7 +97,7 @@ final class ChangelogCatchUp {
         if (last != null) {
             store.commit(changelog, last);
         }
-        return new Outcome(previous, last != null ? last : previous, applied, tombstones, end,
+        return new Outcome(options.task().toString(), previous, last != null ? last : previous, applied, tombstones, end,
             logStart, endReadAtMs);
     }
 

@@ -27,7 +27,9 @@ record SeedOptions(File stateDir, String applicationId, TaskId task, String stor
         "--store", "--changelog-topic", "--partition", "--timestamped");
     private static final Set<String> CATCH_UP = Set.of("--state-dir", "--application-id",
         "--task", "--store", "--changelog-topic", "--partition", "--timestamped",
-        "--bootstrap-servers", "--timeout-ms");
+        "--bootstrap-servers", "--timeout-ms", "--tasks");
+    /** Tasks one catch-up brings up to date (--tasks): at most this many. */
+    static final int MAX_TASKS = 10_000;
     /** How long catch-up may take to read up to the end offset: at most a day. */
     static final long MAX_TIMEOUT_MS = 86_400_000L;
     File applicationDir() {
@@ -36,6 +38,37 @@ record SeedOptions(File stateDir, String applicationId, TaskId task, String stor
 
     File taskFolder() {
         return new File(applicationDir(), task.toString());
+    }
+
+    /**
+     * catch-up's options, one per task: {@code --tasks 0_0,0_1,...} (instead of {@code --task};
+     * without {@code --partition}) names several, each caught up in turn by the same process.
+     */
+    static List<SeedOptions> perTask(final List<String> args) throws SeedException {
+        final int at = args.indexOf("--tasks");
+        if (at < 0 || at % 2 != 0) {
+            return List.of(parse("catch-up", args));
+        }
+        if (at + 1 >= args.size()) {
+            throw new SeedException("catch-up: option --tasks needs a value");
+        }
+        if (args.contains("--task") || args.contains("--partition")) {
+            throw new SeedException("catch-up: give --tasks alone, without --task or --partition"
+                + " (a task's changelog partition is its partition)");
+        }
+        final List<String> tasks = List.of(args.get(at + 1).split(",", -1));
+        if (tasks.size() > MAX_TASKS || Set.copyOf(tasks).size() != tasks.size()) {
+            throw new SeedException("--tasks " + args.get(at + 1) + ": name 1.." + MAX_TASKS
+                + " distinct tasks, comma-separated, e.g. 0_0,0_1");
+        }
+        final List<SeedOptions> out = new java.util.ArrayList<>();
+        for (final String task : tasks) {
+            final List<String> one = new java.util.ArrayList<>(args);
+            one.set(at, "--task");
+            one.set(at + 1, task);
+            out.add(parse("catch-up", one));
+        }
+        return out;
     }
 
     static SeedOptions parse(final String command, final List<String> args) throws SeedException {

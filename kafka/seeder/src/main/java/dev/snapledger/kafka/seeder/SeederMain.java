@@ -6,7 +6,8 @@ import java.util.List;
 
 /**
  * {@code seed} writes one Kafka Streams task folder from a record stream on stdin;
- * {@code dump} prints one; {@code catch-up} brings one's store to its changelog's end offset. Exit 0 done, 2 refused (the message says why and what to do),
+ * {@code dump} prints one; {@code catch-up} brings one's store (or, with {@code --tasks}, each
+ * named task's, in one JVM) to its changelog's end offset. Exit 0 done, 2 refused (the message says why and what to do),
  * 1 an unexpected failure. docs/kafka-streams-format.md documents both.
  */
 public final class SeederMain {
@@ -15,7 +16,7 @@ public final class SeederMain {
         + " [--timestamped true|false] [--legacy-checkpoint true|false] < records\n"
         + "       kafka-seeder dump --state-dir D --application-id A --task 0_3 --store totals"
         + " [--changelog-topic T] [--partition 3] [--timestamped true|false]\n"
-        + "       kafka-seeder catch-up --state-dir D --application-id A --task 0_3"
+        + "       kafka-seeder catch-up --state-dir D --application-id A --task 0_3|--tasks 0_0,0_1"
         + " --store totals --bootstrap-servers B [--changelog-topic T] [--partition 3]"
         + " [--timestamped true|false] [--timeout-ms 600000]";
     private static final List<String> COMMANDS = List.of("seed", "dump", "catch-up");
@@ -35,7 +36,8 @@ public final class SeederMain {
         }
         final List<String> rest = Arrays.asList(args).subList(1, args.length);
         try {
-            final SeedOptions options = SeedOptions.parse(args[0], rest);
+            final SeedOptions options = args[0].equals("catch-up")
+                ? SeedOptions.perTask(rest).get(0) : SeedOptions.parse(args[0], rest);
             if (args[0].equals("seed")) {
                 final TaskFolderSeeder.Outcome outcome = TaskFolderSeeder.seed(
                     options, new BufferedInputStream(System.in, 1 << 16));
@@ -44,7 +46,10 @@ public final class SeederMain {
                     + options.store() + " at changelog " + options.changelog() + " offset "
                     + options.offset());
             } else if (args[0].equals("catch-up")) {
-                System.out.println(ChangelogCatchUp.run(options).json());
+                // One JVM for every task named (--tasks): one line each, in their order.
+                for (final SeedOptions each : SeedOptions.perTask(rest)) {
+                    System.out.println(ChangelogCatchUp.run(each).json());
+                }
             } else {
                 TaskFolderDump.dump(options, System.out);
             }

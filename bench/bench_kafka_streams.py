@@ -1,0 +1,173 @@
+"""Kafka Streams benchmark (issue 38): booting an instance from snapledger's snapshots vs by
+replaying the changelog, and the application's throughput while snapshots are made.
+
+The real Kafka 4.4.0 broker and the Kafka Streams application of ``kafka/app`` on this
+machine, the local registry (``snapledger.local.kafka_world``). One run, same data; ratios
+only, each against a baseline measured in the same run.
+
+Boot, for each size in ``KEYS`` (the store holds that many keys: one order per distinct
+customer id, all produced before the application starts): instance A processes them; every
+partition is snapshotted while A runs; then 1% more orders (``TAIL_SHARE``, updates of
+existing keys) are processed and A stops. (a) B: ``StoreSeeder.seed`` into an empty state
+dir, then start, timed to RUNNING; (b) C: start on an empty state dir (the whole changelog
+replayed), timed to RUNNING. ``boot_ratio`` = a / b (target <= 0.1, moonshot 0.05);
+``restored_at_boot`` (B's ``RESTORED`` counts) vs ``written_after_snapshot`` (changelog
+records past the snapshots' offsets): must be <=. ``empty_boot_s`` is the start to RUNNING
+of an instance with nothing to restore (an empty input topic): the JVM start and the group
+join every boot pays.
+
+Throughput: ``THROUGHPUT_RECORDS`` orders on a topic of their own, processed from the start
+by a new instance (a new application id) per trial, timed from RUNNING until its changelog
+holds one record per order; trials alternate without and with snapshots (every partition
+snapshotted while it processes, ``StoreSnapshotter.snapshot``: a pass, ``SNAPSHOT_INTERVAL_S``
+of pause, the next pass), ``TRIALS`` pairs; ``throughput_ratio_*`` is (with / without) per
+pair: median, min, max.
+
+``python -m bench --only kafka_streams`` (``KAFKA_BENCH_KEYS=1000000,5000000`` and
+``KAFKA_BENCH_THROUGHPUT_RECORDS`` set the sizes). The saved run: docs/bench/kafka-streams.json.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from snapledger.local import kafka_topics
+from snapledger.local.kafka_app import changelog_topic
+from snapledger.local.kafka_world import PARTITIONS, KafkaWorld, kafka_world, produce_fast
+
+KEYS = tuple(int(k) for k in os.environ.get("KAFKA_BENCH_KEYS", "1000000,5000000").split(","))
+THROUGHPUT_RECORDS = int(os.environ.get("KAFKA_BENCH_THROUGHPUT_RECORDS", "300000"))
+TAIL_SHARE = 0.01
+TRIALS = 3
+#: While a throughput trial runs with snapshots: a pass over every partition, then this
+#: pause, then the next pass (a schedule, as a CronJob runs the snapshotter).
+SNAPSHOT_INTERVAL_S = 5.0
+
+
+def _orders(count: int, start: int = 0) -> Any:
+    return ((f"k{i:09d}".encode(), b"1") for i in range(start, start + count))
+
+
+def _boot_figures(world: KafkaWorld, keys: int) -> dict[str, object]:
+    app_id, topic, out = f"boot-{keys}", f"boot-in-{keys}", f"boot-out-{keys}"
+    kafka_topics.create_topics(world.servers, [topic, out], partitions=PARTITIONS)
+    started = time.perf_counter()
+    produce_fast(world.servers, topic, _orders(keys))
+    produce_s = time.perf_counter() - started
+    a = world.app(app_id, f"a-{keys}", topic, out).start()
+    first_s = world.wait_processed(app_id, keys)
+    started = time.perf_counter()
+    made = world.snapshotter(app_id).snapshot(work_dir=world.work)
+    snapshot_s = time.perf_counter() - started
+    lsns = {p.partition: p.written.lsn for p in made if p.written is not None}
+    if sorted(lsns) != list(range(PARTITIONS)):
+        raise RuntimeError(f"not every partition was snapshotted: {sorted(lsns)}")
+    tail = max(1, int(keys * TAIL_SHARE))
+    produce_fast(world.servers, topic, _orders(tail, start=keys // 2))
+    world.wait_processed(app_id, keys + tail)
+    a.stop()
+    ends = {
+        p.partition: p.end for p in kafka_topics.offsets(world.servers, changelog_topic(app_id))
+    }
+    after = sum(ends[p] - (lsns[p] + 1) for p in range(PARTITIONS))
+    b = world.boot(app_id, f"b-{keys}", topic, out, seed=True)
+    b.app.stop()
+    c = world.boot(app_id, f"c-{keys}", topic, out, seed=False)
+    c.app.stop()
+    return {
+        "keys": keys,
+        "produce_s": round(produce_s, 2),
+        "first_processing_s": round(first_s, 2),
+        "snapshot_all_partitions_s": round(snapshot_s, 2),
+        "snapshot_bytes": sum(f.size for p in made if p.written for f in p.written.files),
+        "boot_snapshot_s": round(b.total_s, 2),
+        "boot_snapshot_seed_s": round(b.seed_s, 2),
+        "boot_snapshot_start_s": round(b.start_s, 2),
+        "boot_replay_s": round(c.total_s, 2),
+        "boot_ratio": round(b.total_s / c.total_s, 4),
+        "restored_at_boot": b.restored,
+        "written_after_snapshot": after,
+        "replay_restored": c.restored,
+        "tasks_seeded": sum(t.outcome == "seeded" for t in b.seeded),
+    }
+
+
+def _trial(
+    world: KafkaWorld, n: int, topic: str, records: int, snapshots: bool
+) -> tuple[float, int]:
+    """Records per second one new instance processes ``topic``'s orders at; and the
+    snapshot passes made meanwhile."""
+    app_id = f"tp-{n}"
+    app = world.app(app_id, app_id, topic, "tp-out").start()
+    started = time.perf_counter()
+    stop, passes = threading.Event(), [0]
+
+    def snapshot_loop() -> None:
+        snapshotter = world.snapshotter(app_id)
+        while not stop.wait(0.2 if passes[0] == 0 else SNAPSHOT_INTERVAL_S):
+            if world.changelog_records(app_id):
+                snapshotter.snapshot(work_dir=world.work)
+                passes[0] += 1
+
+    thread = threading.Thread(target=snapshot_loop, daemon=True)
+    if snapshots:
+        thread.start()
+    try:
+        world.wait_processed(app_id, records)
+        seconds = time.perf_counter() - started
+    finally:
+        stop.set()
+        if snapshots:
+            thread.join()
+        app.stop()
+    return records / seconds, passes[0]
+
+
+def _throughput_figures(world: KafkaWorld, records: int) -> dict[str, object]:
+    topic = "tp-in"
+    kafka_topics.create_topics(world.servers, [topic, "tp-out"], partitions=PARTITIONS)
+    produce_fast(world.servers, topic, _orders(records))
+    without, with_, passes, ratios = [], [], [], []
+    for trial in range(TRIALS):
+        base, _ = _trial(world, 2 * trial, topic, records, snapshots=False)
+        loaded, made = _trial(world, 2 * trial + 1, topic, records, snapshots=True)
+        without.append(round(base))
+        with_.append(round(loaded))
+        passes.append(made)
+        ratios.append(round(loaded / base, 3))
+    return {
+        "throughput_records": records,
+        "throughput_snapshot_interval_s": SNAPSHOT_INTERVAL_S,
+        "throughput_without_rps": without,
+        "throughput_with_rps": with_,
+        "throughput_snapshot_passes": passes,
+        "throughput_ratios": ratios,
+        "throughput_ratio_median": statistics.median(ratios),
+        "throughput_ratio_min": min(ratios),
+        "throughput_ratio_max": max(ratios),
+    }
+
+
+def measure(work: Path, keys: tuple[int, ...], throughput_records: int) -> dict[str, object]:
+    shutil.rmtree(work, ignore_errors=True)
+    figures: dict[str, object] = {}
+    with kafka_world(work) as world:
+        kafka_topics.create_topics(world.servers, ["empty-in", "empty-out"], partitions=PARTITIONS)
+        empty = world.boot("empty", "empty", "empty-in", "empty-out", seed=False)
+        empty.app.stop()
+        figures["empty_boot_s"] = round(empty.total_s, 2)
+        for size in keys:
+            for name, value in _boot_figures(world, size).items():
+                figures[f"keys_{size}.{name}"] = value
+        figures.update(_throughput_figures(world, throughput_records))
+    return figures
+
+
+def run(config: Any) -> dict[str, object]:
+    return measure(Path(config.workdir) / "kafka-streams", KEYS, THROUGHPUT_RECORDS)

@@ -1,0 +1,97 @@
+"""docs/kafka-streams.md's "What was measured" quotes the saved bench run
+(docs/bench/kafka-streams.json, ``make bench BENCH_ARGS="--only kafka_streams"``): every figure
+in its table and its throughput line is the saved one, formatted as the doc shows it."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DOC = (REPO / "docs" / "kafka-streams.md").read_text(encoding="utf-8")
+RUN = json.loads((REPO / "docs" / "bench" / "kafka-streams.json").read_text(encoding="utf-8"))
+FIGURES = RUN["kafka_streams"]
+#: Each table row's figure in the saved run, and how the doc formats it.
+ROWS = {
+    "boot from the snapshots (seed + start to RUNNING), s": ("boot_snapshot_s", "{:.1f}"),
+    "of which the seed (download, place), s": ("boot_snapshot_seed_s", "{:.1f}"),
+    "of which start to RUNNING, s": ("boot_snapshot_start_s", "{:.1f}"),
+    "boot by replaying the changelog, s": ("boot_replay_s", "{:.1f}"),
+    "ratio (target ≤ 0.1, moonshot 0.05)": ("boot_ratio", "{:.3f}"),
+    "records restored at boot": ("restored_at_boot", "{:,}"),
+    "records written after the snapshots": ("written_after_snapshot", "{:,}"),
+    "records the replay restored": ("replay_restored", "{:,}"),
+    "snapshot of all 8 partitions (one seeder process), s": (
+        "snapshot_all_partitions_s",
+        "{:.1f}",
+    ),
+    "snapshots' size, MB": ("snapshot_bytes", "mb"),
+}
+
+
+def _cell(value: object, fmt: str) -> str:
+    if fmt == "mb":
+        return f"{value / 1e6:.0f}"  # type: ignore[operator]
+    return fmt.format(value)
+
+
+def _section() -> str:
+    start = DOC.index("## What was measured")
+    end = DOC.find("\n## ", start + 1)
+    return DOC[start : end if end > 0 else len(DOC)]
+
+
+def test_the_boot_table_is_the_saved_run():
+    # Given the saved run's sizes, When the doc's table is read
+    sizes = sorted({int(k.split(".")[0].removeprefix("keys_")) for k in FIGURES if "." in k})
+    rows = re.findall(r"^\| (.+?) \| (.+) \|$", _section(), re.MULTILINE)
+    table = {label: cells.split(" | ") for label, cells in rows}
+    header = table.pop(next(label for label in table if label.startswith("figure")))
+    # Then it has a column per size and a row per figure, each cell the run's
+    assert header == [f"{size:,} keys" for size in sizes]
+    assert set(table) == set(ROWS)
+    for label, (key, fmt) in ROWS.items():
+        assert table[label] == [_cell(FIGURES[f"keys_{s}.{key}"], fmt) for s in sizes], label
+
+
+def test_the_throughput_and_fixed_costs_quoted_are_the_saved_run():
+    section = " ".join(_section().split())
+    ratios = ", ".join(f"{r:.2f}" for r in FIGURES["throughput_ratios"])
+    assert (
+        f"median {FIGURES['throughput_ratio_median']:.2f} (min "
+        f"{FIGURES['throughput_ratio_min']:.2f}, max {FIGURES['throughput_ratio_max']:.2f}; "
+        f"pairs {ratios})" in section
+    )
+    assert f"{FIGURES['throughput_records']:,} orders" in section
+    assert f"every {FIGURES['throughput_snapshot_interval_s']:.0f} s" in section
+    assert (
+        f"an instance with nothing to restore reached RUNNING in {FIGURES['empty_boot_s']:.1f} s"
+        in section
+    )
+
+
+def test_the_boot_figures_in_the_text_are_the_saved_run():
+    section = " ".join(_section().split())
+    sizes = sorted({k.split(".")[0] for k in FIGURES if "." in k})
+    seeds = [FIGURES[f"{s}.boot_snapshot_seed_s"] for s in sizes]
+    assert f"took {min(seeds):.1f}-{max(seeds):.1f} s" in section
+    largest = sizes[-1]
+    restored, seconds = FIGURES[f"{largest}.replay_restored"], FIGURES[f"{largest}.boot_replay_s"]
+    assert f"about {round(restored / seconds, -4):,.0f} records/s here" in section
+    assert f"({restored:,} in {seconds:.1f} s)" in section
+    ratios = ", ".join(
+        f"{FIGURES[f'{s}.boot_ratio']:.2f} at {int(s.removeprefix('keys_')) // 1_000_000}M"
+        for s in sizes
+    )
+    assert f"({ratios})" in section
+    load = re.search(r"load average (\d+-\d+)", RUN["_run"]["machine"])
+    assert load is not None and f"(load average {load[1]})" in section
+
+
+def test_the_saved_run_kept_the_tail_bound():
+    # records restored at boot <= records written after the snapshots, at every size
+    for key, restored in FIGURES.items():
+        if key.endswith(".restored_at_boot"):
+            size = key.split(".")[0]
+            assert restored <= FIGURES[f"{size}.written_after_snapshot"], size
