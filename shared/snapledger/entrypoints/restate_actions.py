@@ -32,13 +32,13 @@ from snapledger.models.ledger import LineageId
 from snapledger.runtime import Runtime
 from snapledger.services.gc import paged_heads
 from snapledger.services.gc_deps import Budget
+from snapledger.services.gc_pointers import PointerUnreadableError
 from snapledger.services.restate_heal import (
     HealOutcome,
     RestoreResult,
     heal_partition,
     restore_from_chosen,
 )
-from snapledger.services.restate_pointer import PointerUnreadableError
 
 #: A partition heal could not check (its latest.json unreadable, or rewritten under it
 #: each time): the reason is its note; the other partitions are still checked.
