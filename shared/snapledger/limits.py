@@ -49,3 +49,7 @@ MAX_CURSOR_CHARS = 8192
 MAX_HOURS = 876_000.0
 #: How far ahead a hold may expire: the same 100 years.
 MAX_HOLD_HOURS = MAX_HOURS
+#: A changelog topic's ``delete.retention.ms`` as a manifest's ``changelog`` reports it:
+#: the same 100 years, in milliseconds (Kafka allows any long; a longer one means "keep
+#: tombstones for ever" to retention, and is refused here as past any real topic's).
+MAX_RETENTION_MS = int(MAX_HOURS * 3_600_000)

@@ -213,6 +213,9 @@ PROBES: dict[str, Callable[[int], bool]] = {
     "MAX_HOLD_HOURS": hold_hours_ok,
     "MAX_SORT_KEY_BYTES": sort_key_ok,
     "MAX_CURSOR_CHARS": cursor_chars_ok,
+    "MAX_RETENTION_MS": lambda n: parses(
+        manifest(changelog={"log_start_offset": 0, "end_offset": 1, "delete_retention_ms": n})
+    ),
 }
 
 

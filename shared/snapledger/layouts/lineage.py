@@ -6,17 +6,20 @@ a layout is one module (``layouts/native.py``, ``layouts/restate_strategy.py``) 
 catalog registers, not a fork of those services.
 
 The catalog maps each configured Restate prefix to the stream its partitions belong to
-(``SNAPLEDGER_RESTATE_PREFIXES``, the deploy parameter ``-c restatePrefixes``); every other
-stream has the native layout. Pure: no I/O.
+(``SNAPLEDGER_RESTATE_PREFIXES``, the deploy parameter ``-c restatePrefixes``) and each
+configured Kafka Streams changelog topic to the kafka-streams layout
+(``SNAPLEDGER_KAFKA_STREAMS_STREAMS``); every other stream has the native layout. Pure: no
+I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from snapledger import layout as native
 from snapledger.errors import InvalidRequestError
 from snapledger.layouts import restate_keys as restate
+from snapledger.layouts.kafka_streams import KafkaStreamsLayout, kafka_streams_layout
 from snapledger.layouts.native import NativeLayout, native_location
 from snapledger.layouts.restate_strategy import RestateArrival, RestateLayout, restate_layout
 from snapledger.layouts.strategy import (
@@ -49,9 +52,14 @@ __all__ = [
 
 
 class LayoutCatalog:
-    """Each stream's layout: Restate for the configured prefixes, native for the rest."""
+    """Each stream's layout: Restate for the configured prefixes, kafka-streams for the
+    configured changelog topics, native for the rest."""
 
-    def __init__(self, restate_prefixes: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        restate_prefixes: Mapping[str, str] | None = None,
+        kafka_streams: Iterable[str] = (),
+    ) -> None:
         self._restate: dict[str, RestateLayout] = {}  # stream -> its layout
         for raw_prefix, stream in (restate_prefixes or {}).items():
             layout = restate_layout(raw_prefix, stream)
@@ -68,6 +76,14 @@ class LayoutCatalog:
                         "each cluster needs a prefix of its own that holds no other's"
                     )
             self._restate[stream] = layout
+        self._kafka_streams: dict[str, KafkaStreamsLayout] = {}
+        for stream in kafka_streams:
+            if stream in self._restate:
+                raise InvalidRequestError(
+                    f"stream {stream!r} is named both a Restate stream and a Kafka Streams "
+                    "changelog: a stream has one layout, so drop it from one of the settings"
+                )
+            self._kafka_streams[stream] = kafka_streams_layout(stream)
 
     @property
     def restate_layouts(self) -> tuple[RestateLayout, ...]:
@@ -80,7 +96,7 @@ class LayoutCatalog:
         return self.restate_layouts
 
     def for_stream(self, stream: str) -> LayoutStrategy:
-        return self._restate.get(stream) or NativeLayout(stream)
+        return self._restate.get(stream) or self._kafka_streams.get(stream) or NativeLayout(stream)
 
     def restate_for(self, stream: str) -> RestateLayout | None:
         """The stream's Restate layout, for the Restate-only actions (restore-from-chosen,

@@ -43,15 +43,12 @@ def native_location(key: str) -> keys.SnapshotLocation | Refused:
         return Refused(str(exc), manifest=True)
 
 
-@dataclass(frozen=True, slots=True)
-class NativeLayout(RestorableUnlessBroken):
-    """snapledger's own: ``snapshots/{stream}/{partition}/{lsn:020d}-{ulid}/_manifest.json``."""
+class NativeKeys:
+    """The native keys of a strategy's ``stream``: a strategy class that keeps its
+    snapshots under ``snapshots/`` inherits them (native, kafka-streams)."""
 
+    __slots__ = ()
     stream: str
-    name: LayoutName = "native"
-    owner: PointerOwner = "snapledger"
-    manifest_name: str = keys.MANIFEST_NAME
-    boot: str = "snapledger.client: latest.json (one GET), then the snapshot's files"
 
     @property
     def stream_root(self) -> str:
@@ -62,6 +59,17 @@ class NativeLayout(RestorableUnlessBroken):
 
     def folder(self, partition: int, prefix: str) -> SnapshotFolder | None:
         return native_folder(self.stream, partition, prefix)
+
+
+@dataclass(frozen=True, slots=True)
+class NativeLayout(NativeKeys, RestorableUnlessBroken):
+    """snapledger's own: ``snapshots/{stream}/{partition}/{lsn:020d}-{ulid}/_manifest.json``."""
+
+    stream: str
+    name: LayoutName = "native"
+    owner: PointerOwner = "snapledger"
+    manifest_name: str = keys.MANIFEST_NAME
+    boot: str = "snapledger.client: latest.json (one GET), then the snapshot's files"
 
     def register_command(
         self, placed: Placed, store: ObjectStore, holds: ObjectHolds | None

@@ -140,7 +140,12 @@ class _LineagePass:
         lineage's pointers (read only when something is doomed, and repaired then)."""
         collector, report, head = self.collector, self.report, self.head
         report.plan, self.records = plan_lineage(
-            self.deps, head, self.policy, collector.config, self.generations
+            self.deps,
+            head,
+            self.policy,
+            collector.config,
+            self.generations,
+            unrestorable=self.unrestorable,
         )
         recorded = self.steps.as_recorded(self.records)
         if recorded is not self.records:
@@ -153,6 +158,7 @@ class _LineagePass:
                 collector.config,
                 self.generations,
                 records=self.records,
+                unrestorable=self.unrestorable,
             )
         pointers = self.steps.pointers()
         if report.plan.doomed:  # something to delete: what do the pointers name?
@@ -167,11 +173,25 @@ class _LineagePass:
                     self.generations,
                     named=named,
                     records=self.records,
+                    unrestorable=self.unrestorable,
                 )
             pointers.repair(self.deps, dry_run=self.dry_run)
             report.pointer = pointers.check
         self.statuses = {r.sort_key: r.status for r in self.records}
         return pointers
+
+    def unrestorable(self, records: list[SnapshotRecord]) -> dict[str, str]:
+        """The REGISTERED snapshots the layout says cannot be restored from, and why
+        (``LayoutStrategy.unrestorable``): retention counts none of them."""
+        layout, now = self.layout, self.deps.clock.now()
+        facts = layout.facts(records)
+        found = {}
+        for record in records:
+            if record.status is SnapshotStatus.REGISTERED:
+                why = layout.unrestorable(record, facts, now)
+                if why is not None:
+                    found[record.sort_key] = why
+        return found
 
     def expire(self) -> bool:
         """The doomed snapshots marked EXPIRING (not in a dry run); whether it stopped."""
