@@ -59,3 +59,8 @@ MAX_HOLD_HOURS = MAX_HOURS
 #: line then counting the rest: ``SnapshotFoundBroken``), and how long each may be.
 MAX_RECORDED_PROBLEMS = 16
 MAX_PROBLEM_CHARS = 1024
+
+#: A changelog topic's ``delete.retention.ms`` as a manifest's ``changelog`` reports it:
+#: the same 100 years, in milliseconds (Kafka allows any long; a longer one means "keep
+#: tombstones for ever" to retention, and is refused here as past any real topic's).
+MAX_RETENTION_MS = int(MAX_HOURS * 3_600_000)

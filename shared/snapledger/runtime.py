@@ -297,7 +297,7 @@ class ComposedRuntime(Runtime):
 
     @cached_property
     def layouts(self) -> LayoutCatalog:
-        return LayoutCatalog(self.settings.restate_prefixes)
+        return LayoutCatalog(self.settings.restate_prefixes, self.settings.kafka_streams_streams)
 
     @cached_property
     def _dynamodb(self) -> DynamoDBClient:

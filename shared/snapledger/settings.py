@@ -39,6 +39,9 @@ ENV_PROTECT_LATEST = "SNAPLEDGER_PROTECT_LATEST"
 #: Restate clusters' snapshot prefixes, each with its stream name: a JSON object such as
 #: ``{"restate/prod-1": "orders"}`` (the CDK app sets it from ``-c restatePrefixes``).
 ENV_RESTATE_PREFIXES = "SNAPLEDGER_RESTATE_PREFIXES"
+#: Kafka Streams changelog topics whose snapshots snapledger keeps (the kafka-streams
+#: layout): a JSON list such as ``["totals-app-totals-changelog"]`` (docs/layouts.md).
+ENV_KAFKA_STREAMS_STREAMS = "SNAPLEDGER_KAFKA_STREAMS_STREAMS"
 #: How long terminal ledger items stay before TTL removes them, unless configured.
 DEFAULT_LEDGER_TTL_DAYS = 30
 #: The longest TTL window: the longest duration anything names (``limits.MAX_HOURS``).
@@ -88,6 +91,12 @@ class LedgerSettings(BaseModel):
         default_factory=dict,
         description='Restate snapshot prefixes and their stream names, e.g. {"restate/prod-1": '
         '"orders"}: the partitions of the cluster writing there are that stream\'s lineages',
+    )
+    kafka_streams_streams: Json[list[str]] = Field(
+        default_factory=list,
+        description='Kafka Streams changelog topics, e.g. ["totals-app-totals-changelog"]: '
+        "their snapshots have the kafka-streams layout (RocksDB store folders, checked as "
+        "such; retention counts only what the changelog can still continue)",
     )
     registration_queue_url: str | None = Field(
         default=None,

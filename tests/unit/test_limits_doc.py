@@ -245,6 +245,9 @@ PROBES: dict[str, Callable[[int], bool]] = {
     "MAX_RECORDED_PROBLEMS": recorded_problems_ok,
     "MAX_PROBLEM_CHARS": problem_chars_ok,
     "MAX_CURSOR_CHARS": cursor_chars_ok,
+    "MAX_RETENTION_MS": lambda n: parses(
+        manifest(changelog={"log_start_offset": 0, "end_offset": 1, "delete_retention_ms": n})
+    ),
 }
 
 

@@ -77,6 +77,7 @@ def test_the_published_models_keep_their_field_order() -> None:
         "format",
         "offsets",
         "generation",
+        "changelog",
         "member_of",
         "origin",
         "files_digest",

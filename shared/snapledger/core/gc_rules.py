@@ -8,7 +8,7 @@ and the write one atomic step.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import assert_never
 
@@ -69,6 +69,7 @@ def expiry_refusal(
     grace: timedelta,
     registered_newer: int,
     generations: ProtectedGenerations | None = None,
+    unrestorable: Collection[str] = (),
 ) -> str | None:
     """Why ``record`` may not be expired now (None: it may), on the state in hand;
     ``registered_newer``: the restorable REGISTERED snapshots newer than it (none found
@@ -79,7 +80,13 @@ def expiry_refusal(
     if record.status is not SnapshotStatus.REGISTERED or target.cause == "rejected":
         return f"it is {record.status.value}"
     kept = protections(
-        record, head, policy, now, registered_newer=registered_newer, generations=generations
+        record,
+        head,
+        policy,
+        now,
+        registered_newer=registered_newer,
+        generations=generations,
+        unrestorable=unrestorable,
     )
     if kept:
         return _kept_because(kept)
@@ -93,15 +100,17 @@ def expiry_refusal(
     return None
 
 
-def restorable_newer(snapshots: Mapping[str, SnapshotRecord], sort_key: str) -> int:
+def restorable_newer(
+    snapshots: Mapping[str, SnapshotRecord], sort_key: str, unrestorable: Collection[str] = ()
+) -> int:
     """How many of ``snapshots`` rank above ``sort_key`` for ``min_count``: REGISTERED,
-    newer, and not found broken (counted as ``retention.plan`` counts them)."""
+    newer, not found broken and not ``unrestorable`` (counted as ``retention.plan``)."""
     return sum(
         1
         for key, other in snapshots.items()
         if key > sort_key
         and other.status is SnapshotStatus.REGISTERED
-        and counts_as_restorable(other)
+        and counts_as_restorable(other, unrestorable)
     )
 
 
@@ -115,7 +124,7 @@ def decide_expire(state: LineageState, cmd: ExpireSnapshots, now: datetime) -> l
         record = current.get(target.sort_key)
         if record is None:
             continue
-        newer = restorable_newer(current, target.sort_key)
+        newer = restorable_newer(current, target.sort_key, cmd.unrestorable)
         if expiry_refusal(
             record,
             target,
@@ -125,6 +134,7 @@ def decide_expire(state: LineageState, cmd: ExpireSnapshots, now: datetime) -> l
             grace=grace,
             registered_newer=newer,
             generations=cmd.generations,
+            unrestorable=cmd.unrestorable,
         ):
             continue
         events.append(

@@ -26,6 +26,7 @@ from snapledger.limits import (
 )
 from snapledger.models.commands import ManifestSummary
 from snapledger.models.manifest import ManifestFile, ManifestV1
+from snapledger.models.snapshot import ChangelogHorizon
 
 MAX_REPORTED_PROBLEMS = 5
 
@@ -56,6 +57,9 @@ class ParsedManifest:
             format=m.format,
             offsets=m.offsets,
             generation=m.generation,
+            changelog=None
+            if m.changelog is None
+            else ChangelogHorizon(**m.changelog.model_dump(), read_at=m.created_at),
         )
 
 

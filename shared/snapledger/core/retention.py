@@ -20,6 +20,13 @@ newest-``min_count`` slot, is no witness of ``min_count`` and is not counted amo
 snapshots ``max_count`` keeps: the next restorable one takes its place. Kept, it carries
 ``broken_not_counted`` after its reasons (not a protection: the dry run's note).
 
+A snapshot its layout says the changelog can no longer continue (``unrestorable``: sort
+key -> why, from ``LayoutStrategy.unrestorable``; a Kafka Streams snapshot below the
+changelog's log start or older than its ``delete.retention.ms``) is counted exactly as a
+broken one is not, and carries ``unrestorable_not_counted`` when kept; every plan entry of
+one says why (``unrestorable``). Both only ever grow for a snapshot (a log start and an
+age only advance), so the commit re-checks with the plan's set (``ExpireSnapshots``).
+
 Whatever its status, a snapshot that a pointer object names as GC read it (``named``:
 ``latest.json`` or ``generation.json``, ``services/gc_pointers.py``) is kept
 (``named_by_latest_json``, ``named_by_generation_json``): a reader may be following that
@@ -37,8 +44,8 @@ held. An EXPIRING snapshot is already committed to deletion: the plan finishes i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
@@ -65,6 +72,9 @@ class KeepReason(StrEnum):
     #: Not a protection: listed after the reasons that keep a snapshot found broken, which
     #: fills no newest slot and is not counted by max_count.
     BROKEN_NOT_COUNTED = "broken_not_counted"
+    #: Not a protection either: a snapshot its layout says cannot be restored from (the
+    #: changelog can no longer continue it), kept for its own reasons and not counted.
+    UNRESTORABLE_NOT_COUNTED = "unrestorable_not_counted"
 
 
 #: The reasons GC promises to honour whatever else happens (invariant 3).
@@ -124,14 +134,19 @@ class RetentionPlan:
     doomed: tuple[Doomed, ...]
     witnesses: tuple[str, ...]  # sort keys of the newest min_count REGISTERED
     trim: TrimPoint | None  # None: nothing retained, or a job without a base is running
+    #: Sort key -> why its layout says it cannot be restored from (not counted).
+    unrestorable: Mapping[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
+        why = self.unrestorable
         return {
             "kept": [
-                {**_describe(k.record), "reasons": [r.value for r in k.reasons]} for k in self.kept
+                {**_describe(k.record, why), "reasons": [r.value for r in k.reasons]}
+                for k in self.kept
             ],
             "deleted": [
-                {**_describe(d.record), "causes": [c.value for c in d.causes]} for d in self.doomed
+                {**_describe(d.record, why), "causes": [c.value for c in d.causes]}
+                for d in self.doomed
             ],
             "trim_lsn": None if self.trim is None else self.trim.lsn,
         }
@@ -146,12 +161,15 @@ def plan(
     grace: timedelta = DEFAULT_GRACE,
     generations: ProtectedGenerations | None = None,
     named: Named | None = None,
+    unrestorable: Mapping[str, str] | None = None,
 ) -> RetentionPlan:
     """Decide every snapshot of one lineage: kept with all its reasons, or deleted.
 
     ``generations``: the stream snapshots whose members are kept (None: every member);
-    ``named``: the snapshots the pointer objects name (kept, whatever else holds)."""
+    ``named``: the snapshots the pointer objects name (kept, whatever else holds);
+    ``unrestorable``: the ones its layout says cannot be restored from (not counted)."""
     named = named or {}
+    unrestorable = unrestorable or {}
     newest_first = _newest_first(snapshots)
     kept: list[Kept] = []
     doomed: list[Doomed] = []
@@ -180,15 +198,20 @@ def plan(
                 now,
                 registered_newer=registered_newer,
                 generations=generations,
+                unrestorable=unrestorable,
             )
             reasons += pointed
-            counted = counts_as_restorable(record)
+            counted = counts_as_restorable(record, unrestorable)
             registered_newer += counted
             causes = () if reasons else cap_causes(record, policy, now, retained_newer)
             if reasons or (policy.has_caps and not causes):
                 reasons = reasons or (KeepReason.WITHIN_CAPS,)
                 if not counted:
-                    reasons += (KeepReason.BROKEN_NOT_COUNTED,)
+                    reasons += (
+                        KeepReason.BROKEN_NOT_COUNTED
+                        if record.broken
+                        else KeepReason.UNRESTORABLE_NOT_COUNTED,
+                    )
                 kept.append(Kept(record, reasons))
                 retained_newer += counted
             else:
@@ -196,10 +219,12 @@ def plan(
     witnesses = tuple(
         r.sort_key
         for r in newest_first
-        if r.status is SnapshotStatus.REGISTERED and counts_as_restorable(r)
+        if r.status is SnapshotStatus.REGISTERED and counts_as_restorable(r, unrestorable)
     )[: policy.min_count]
     retained = [k.record for k in kept if k.record.status is SnapshotStatus.REGISTERED]
-    return RetentionPlan(tuple(kept), tuple(doomed), witnesses, trim_point(retained, head))
+    return RetentionPlan(
+        tuple(kept), tuple(doomed), witnesses, trim_point(retained, head), dict(unrestorable)
+    )
 
 
 def protections(
@@ -210,14 +235,15 @@ def protections(
     *,
     registered_newer: int,
     generations: ProtectedGenerations | None = None,
+    unrestorable: Collection[str] = (),
 ) -> tuple[KeepReason, ...]:
     """Every protection a REGISTERED snapshot has; ``registered_newer`` (the restorable
-    REGISTERED snapshots newer than it) ranks it, and one found broken has no rank;
-    ``generations`` says which stream snapshots' members are kept (None: all)."""
+    REGISTERED snapshots newer than it) ranks it, and one found broken or ``unrestorable``
+    has no rank; ``generations`` says which stream snapshots' members are kept (None: all)."""
     reasons: list[KeepReason] = []
     if _is_latest(record, head):
         reasons.append(KeepReason.LATEST)
-    if registered_newer < policy.min_count and counts_as_restorable(record):
+    if registered_newer < policy.min_count and counts_as_restorable(record, unrestorable):
         reasons.append(KeepReason.NEWEST)
     if now - record.registered_at <= policy.min_age:
         reasons.append(KeepReason.TOO_YOUNG)
@@ -232,10 +258,11 @@ def protections(
     return tuple(reasons)
 
 
-def counts_as_restorable(record: SnapshotRecord) -> bool:
+def counts_as_restorable(record: SnapshotRecord, unrestorable: Collection[str] = ()) -> bool:
     """Whether a REGISTERED snapshot counts toward ``min_count`` and ``max_count``: not
-    found broken (heal's check found it cannot be restored from)."""
-    return not record.broken
+    found broken (heal's check found it cannot be restored from), and not among the sort
+    keys its layout says cannot be restored from (``unrestorable``)."""
+    return not record.broken and record.sort_key not in unrestorable
 
 
 def rejected_protections(
@@ -298,7 +325,7 @@ def _is_latest(record: SnapshotRecord, head: Head) -> bool:
     return record.sort_key == snapshot_sort_key(head.latest_lsn, head.latest_snapshot_id)
 
 
-def _describe(record: SnapshotRecord) -> dict[str, object]:
+def _describe(record: SnapshotRecord, unrestorable: Mapping[str, str]) -> dict[str, object]:
     described: dict[str, object] = {
         "snapshot_id": record.snapshot_id,
         "lsn": record.lsn,
@@ -307,4 +334,7 @@ def _describe(record: SnapshotRecord) -> dict[str, object]:
     }
     if record.broken:
         described["broken"] = list(record.broken)
+    why = unrestorable.get(record.sort_key)
+    if why is not None and not record.broken:
+        described["unrestorable"] = why
     return described

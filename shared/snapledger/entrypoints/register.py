@@ -26,8 +26,8 @@ from snapledger.entrypoints.registration_queue import (
 )
 from snapledger.entrypoints.s3_events import Arrival, InvalidRecord, ObjectArrival, key_in_store
 from snapledger.entrypoints.stream_metrics import emit_for_stream
-from snapledger.layout import MANIFEST_NAME, SNAPSHOTS
 from snapledger.layouts.lineage import LayoutCatalog
+from snapledger.layouts.strategy import Refused
 from snapledger.ports import QueuedManifest, RegistrationQueue
 from snapledger.services.registration import (
     Outcome,
@@ -270,17 +270,14 @@ def _answer(
 def _manifest_key(
     arrival: ObjectArrival, store_uri: str, layouts: LayoutCatalog
 ) -> tuple[str, str | None]:
-    """The manifest key relative to the store root (or a Restate ``metadata.json``'s),
-    or why the object is not one."""
+    """The manifest key relative to the store root (any layout's, as ``layouts`` places
+    it), or why the object is not one."""
     if not arrival.created:
         return arrival.key, "not an ObjectCreated event"
     key = key_in_store(store_uri, arrival.bucket, arrival.key)
     if key is None:
         return arrival.key, f"outside the object store root {store_uri}"
-    if layouts.locate_restate(key) is not None:
-        return key, None
-    if layouts.under_restate(key) is not None:
-        return key, "not a Restate snapshot's metadata.json (an SST, or latest.json)"
-    if not (key.startswith(f"{SNAPSHOTS}/") and key.endswith(f"/{MANIFEST_NAME}")):
-        return key, f"not a snapshot manifest ({SNAPSHOTS}/.../{MANIFEST_NAME})"
-    return key, None
+    placed = layouts.place(key)
+    if isinstance(placed, Refused) and not placed.manifest:
+        return key, placed.reason
+    return key, None  # a manifest refused by its key is recorded so by registration

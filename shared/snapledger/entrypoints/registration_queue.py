@@ -19,9 +19,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from snapledger.entrypoints.payloads import AwsEvent
-from snapledger.errors import InvalidKeyError
-from snapledger.layout import parse_manifest_key
 from snapledger.layouts.lineage import NATIVE_ONLY, LayoutCatalog
+from snapledger.layouts.strategy import Refused
 
 SQS_EVENT = "SQS event"
 #: SQS allows up to 128 characters in a message group id.
@@ -29,17 +28,12 @@ MAX_GROUP_ID = 128
 
 
 def lineage_group(key: str, layouts: LayoutCatalog = NATIVE_ONLY) -> str | None:
-    """The message group of a manifest key (or a Restate ``metadata.json`` key under a
-    prefix of ``layouts``): its lineage, or None if it names none."""
-    arrival = layouts.locate_restate(key)
-    if arrival is not None:
-        group = f"{arrival.stream}/{arrival.location.partition}"
-    else:
-        try:
-            location = parse_manifest_key(key)
-        except InvalidKeyError:
-            return None
-        group = f"{location.stream}/{location.partition}"
+    """The message group of a manifest key (any layout's, as ``layouts`` places it): its
+    lineage, or None if it names none."""
+    placed = layouts.place(key)
+    if isinstance(placed, Refused):
+        return None
+    group = f"{placed.location.stream}/{placed.location.partition}"
     if len(group) > MAX_GROUP_ID:  # still one group per lineage, by its digest
         return hashlib.sha256(group.encode()).hexdigest()
     return group

@@ -31,13 +31,13 @@ from snapledger.models.base import one_of_error
 from snapledger.models.ledger import LineageId
 from snapledger.services.gc import paged_heads
 from snapledger.services.gc_deps import Budget
+from snapledger.services.gc_pointers import PointerUnreadableError
 from snapledger.services.restate_heal import (
     HealOutcome,
     RestoreResult,
     heal_partition,
     restore_from_chosen,
 )
-from snapledger.services.restate_pointer import PointerUnreadableError
 
 if TYPE_CHECKING:
     from snapledger.runtime import Runtime

@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from snapledger.layout import CHANGELOG, MANIFEST_NAME, SNAPSHOTS
+from snapledger.layout import CHANGELOG, SNAPSHOTS
 from snapledger.layouts.lineage import NATIVE_ONLY, LayoutCatalog
+from snapledger.layouts.strategy import Refused
 from snapledger.local.aws_events import LOCAL_BUCKET, emr_job_state_change, s3_object_created
 from snapledger.ports import ObjectInfo, ObjectStore
 
@@ -67,11 +68,10 @@ def call_handler(
 
 
 def route_for(key: str, layouts: LayoutCatalog = NATIVE_ONLY) -> str | None:
-    """Which function an arrival at ``key`` goes to, as the bucket notifications say (a
-    Restate snapshot's ``metadata.json`` under a prefix of ``layouts`` too)."""
-    if key.startswith(f"{SNAPSHOTS}/") and key.endswith(f"/{MANIFEST_NAME}"):
-        return "register"
-    if layouts.locate_restate(key) is not None:
+    """Which function an arrival at ``key`` goes to, as the bucket notifications say (any
+    layout's manifest, as ``layouts`` places it, e.g. a Restate ``metadata.json``)."""
+    placed = layouts.place(key)
+    if not isinstance(placed, Refused) or placed.manifest:
         return "register"
     if key.startswith(f"{CHANGELOG}/") and key.endswith(".parquet"):
         return "track_changelog"
@@ -142,10 +142,10 @@ class Router:
         """Deliver every routed file that is new or changed since it was delivered, once
         complete: unchanged since the previous scan, or at once when ``settled`` (the
         caller knows every write under the root has finished). ``prefixes``: where to
-        look (by default changelog/, snapshots/ and each Restate prefix)."""
+        look (by default changelog/, snapshots/ and each layout's own root)."""
         if prefixes is None:
-            restate = tuple(layout.prefix + "/" for layout in self.layouts.restate_layouts)
-            prefixes = (f"{CHANGELOG}/", f"{SNAPSHOTS}/", *restate)
+            roots = tuple(layout.stream_root for layout in self.layouts.rooted)
+            prefixes = (f"{CHANGELOG}/", f"{SNAPSHOTS}/", *roots)
         answers = []
         seen: set[str] = set()
         for prefix in prefixes:

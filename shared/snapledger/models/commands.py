@@ -196,6 +196,11 @@ class ExpireSnapshots(Frozen):
     generations: ProtectedGenerations | None = Field(
         default=None, description="Stream snapshots whose members are kept (None: all)"
     )
+    unrestorable: tuple[str, ...] = Field(
+        default=(),
+        description="Sort keys the plan's layout found unrestorable (never restorable again: "
+        "a log start and an age only advance): not counted toward min_count",
+    )
 
     @property
     def command_id(self) -> str:

@@ -20,6 +20,7 @@ from snapledger.limits import (
     MAX_OFFSETS,
     MAX_OFFSETS_BYTES,
     MAX_PARTITION,
+    MAX_RETENTION_MS,
 )
 from snapledger.models.base import Frozen
 
@@ -28,6 +29,7 @@ __all__ = [
     "MAX_MANIFEST_BYTES",
     "MAX_MANIFEST_FILES",
     "MAX_OFFSETS",
+    "ManifestChangelog",
     "ManifestFile",
     "ManifestProducer",
     "ManifestSource",
@@ -101,6 +103,38 @@ class ManifestSource(Frozen):
     job_id: Annotated[str | None, Field(default=None, max_length=128)] = None
 
 
+class ManifestChangelog(Frozen):
+    """The changelog topic-partition the snapshot was read from, as the producer read it
+    before consuming (a Kafka Streams changelog: docs/kafka-streams.md)."""
+
+    log_start_offset: Annotated[
+        int, Field(ge=0, le=MAX_LSN, strict=True, description="The log-start offset it read.")
+    ]
+    end_offset: Annotated[
+        int, Field(ge=0, le=MAX_LSN, strict=True, description="The end offset it read.")
+    ]
+    delete_retention_ms: Annotated[
+        int | None,
+        Field(
+            default=None,
+            ge=0,
+            le=MAX_RETENTION_MS,
+            strict=True,
+            description="The topic's delete.retention.ms: how long compaction keeps a "
+            "tombstone; a snapshot older than that is not counted as restorable.",
+        ),
+    ] = None
+
+    @model_validator(mode="after")
+    def _start_not_past_end(self) -> "ManifestChangelog":
+        if self.log_start_offset > self.end_offset:
+            raise ValueError(
+                f"log_start_offset {self.log_start_offset} is past end_offset "
+                f"{self.end_offset}: give the offsets as the topic reported them"
+            )
+        return self
+
+
 class ManifestV1(Frozen):
     """Manifest format version 1."""
 
@@ -121,7 +155,10 @@ class ManifestV1(Frozen):
         ),
     ]
     created_at: datetime | None = Field(
-        default=None, description="Producer's clock; informational only, never used for retention."
+        default=None,
+        description="Producer's clock. Informational, except with changelog: then it is when "
+        "the producer read the changelog's end offset, and retention counts the snapshot as "
+        "restorable only while it is younger than the topic's delete.retention.ms.",
     )
     producer: ManifestProducer
     source: ManifestSource
@@ -158,6 +195,13 @@ class ManifestV1(Frozen):
             "generation when its LSN is at or above the partition's minimum.",
         ),
     ] = None
+
+    changelog: ManifestChangelog | None = Field(
+        default=None,
+        description="Optional: the changelog topic-partition the snapshot was read from, as "
+        "read before consuming (its log-start and end offsets, its delete.retention.ms); "
+        "with created_at, it says until when the changelog can continue the snapshot.",
+    )
 
     @model_validator(mode="after")
     def _totals_bounded(self) -> "ManifestV1":

@@ -19,7 +19,27 @@ keeps its own (frozen, strict or lenient about unknown fields).
 # and pydantic would compile and evaluate each annotation string of each model at import
 # (cold start); the annotations name only what is defined above them.
 
+from datetime import datetime
+
 from pydantic import BaseModel, ConfigDict, Field
+
+
+class ChangelogHorizon(BaseModel):
+    """How far back the changelog a snapshot was built from could be read, as its producer
+    found it (a Kafka Streams changelog topic): what tells whether the changelog can still
+    continue the snapshot (``layouts/kafka_streams.py``)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
+
+    log_start_offset: int = Field(description="The topic-partition's log-start offset")
+    end_offset: int = Field(description="The topic-partition's end offset")
+    delete_retention_ms: int | None = Field(
+        default=None, description="The topic's delete.retention.ms (None: not reported)"
+    )
+    read_at: datetime | None = Field(
+        default=None,
+        description="When the producer read the end offset (the manifest's created_at)",
+    )
 
 
 class SnapshotFields(BaseModel):
@@ -37,6 +57,9 @@ class SnapshotFields(BaseModel):
     )
     generation: int | None = Field(
         default=None, description="The stream snapshot generation the manifest names"
+    )
+    changelog: ChangelogHorizon | None = Field(
+        default=None, description="The changelog's horizon as the producer read it, if reported"
     )
 
 

@@ -22,7 +22,7 @@ other's decision is re-made on the winner's state and changes nothing.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -86,13 +86,15 @@ def plan_lineage(
     *,
     named: Named | None = None,
     records: list[SnapshotRecord] | None = None,
+    unrestorable: Callable[[list[SnapshotRecord]], Mapping[str, str]] | None = None,
 ) -> tuple[RetentionPlan, list[SnapshotRecord]]:
     """Read the lineage's live snapshot records and plan them (no write).
 
     Live: REGISTERED, EXPIRING and REJECTED (``queries.live_snapshots``). The plan skips
     DELETED records anyway, and a prefix whose record is DELETED (or gone with its TTL) is
     the orphan sweep's, as one with no record is (docs/retention.md). ``records``: plan
-    these (already read) again; ``named``: what the pointer objects name (kept).
+    these (already read) again; ``named``: what the pointer objects name (kept);
+    ``unrestorable``: which of the records the layout says cannot be restored from, and why.
     """
     if records is None:
         records = queries.live_snapshots(deps.ledger, head.lineage)
@@ -105,6 +107,7 @@ def plan_lineage(
         grace=config.orphan_grace,
         generations=generations,
         named=named,
+        unrestorable=None if unrestorable is None else unrestorable(records),
     )
     return planned, records
 
@@ -240,6 +243,7 @@ def _expire(
         policy=policy,
         grace_hours=config.orphan_grace_hours,
         generations=generations,
+        unrestorable=tuple(sorted(report.plan.unrestorable)),
     )
     now = deps.clock.now()
     keys = command.snapshot_keys
@@ -279,7 +283,7 @@ def _why_spared(
     command: ExpireSnapshots,
     now: datetime,
 ) -> str:
-    newer = restorable_newer(state.snapshots, record.sort_key)
+    newer = restorable_newer(state.snapshots, record.sort_key, command.unrestorable)
     why = expiry_refusal(
         record,
         target,
@@ -289,6 +293,7 @@ def _why_spared(
         grace=timedelta(hours=command.grace_hours),
         registered_newer=newer,
         generations=command.generations,
+        unrestorable=command.unrestorable,
     )
     return why or "the ledger changed since the plan; the next run plans it again"
 

@@ -1,15 +1,20 @@
 """One lineage's GC pass, step by step (``gc.py`` runs it over every lineage):
 
-1. heal: a Restate partition's ``latest.json`` first, so that what it names after
-   healing counts (``restate_heal.py``);
+1. heal: what the layout does before planning (a producer's ``latest.json`` healed first,
+   so that what it names after healing counts);
 2. plan: what the policy keeps and dooms, planned again if a pointer object names a
    doomed snapshot; a lagging pointer is repaired (``gc_pointers.py``);
 3. expire: the doomed snapshots marked EXPIRING in the ledger (not in a dry run);
 4. list: the lineage's snapshot folders in the object store, past the ones the ledger
-   keeps; a Restate lineage's evictions are recorded;
+   keeps (every one, for a layout whose producer evicts its own); what the listing shows
+   the producer did is recorded (evictions);
 5. keep what a pointer names among the folders the orphan sweep would look at;
-6. queue the deletions (the expired snapshots' objects), to finish once they are sent;
+6. queue the deletions (the expired snapshots' objects), to finish once they are sent
+   (and what the layout does after deleting);
 7. sweep the orphans (folders no live record owns), then settle the lineage's jobs.
+
+Where layouts differ the pass asks the stream's strategy (``LayoutStrategy.gc_steps``,
+``gc_steps.py``); it never branches on a layout's name.
 
 An error of the lineage's own ends its pass alone: reported on it, never the run's.
 """
@@ -24,21 +29,17 @@ from snapledger.core.retention import RetentionPlan
 from snapledger.errors import InvalidKeyError, SnapledgerError
 from snapledger.gc_settings import GcConfig
 from snapledger.layouts.lineage import LineageLayout
-from snapledger.models.commands import DeletedPrefix
 from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus, snapshot_sort_key
-from snapledger.ports import ObjectInfo
-from snapledger.services import restate_evictions, restate_retained
-from snapledger.services.deletion_batch import DeletionBatch, Finish, LineageTicket
+from snapledger.services.deletion_batch import DeletionBatch, LineageTicket
 from snapledger.services.expiry import expire_plan, finisher, plan_lineage, queue_deletions
 from snapledger.services.gc_deps import Budget, GcDeps
-from snapledger.services.gc_pointers import GenerationPointers, LineagePointers
+from snapledger.services.gc_pointers import GenerationPointers, PointerUnreadableError
 from snapledger.services.gc_report import LineageReport, OrphanOutcome
+from snapledger.services.gc_steps import Listing, Pointers, StepsContext
 from snapledger.services.generations import GenerationGuards
 from snapledger.services.object_deletion import list_lineage
 from snapledger.services.orphans import sweep_lineage
 from snapledger.services.policies import PolicyCache, StoredPolicyError
-from snapledger.services.restate_heal import HealOutcome, heal_partition
-from snapledger.services.restate_pointer import PointerUnreadableError, RestatePointers
 from snapledger.services.stuck_jobs import settle_lineage_jobs
 
 _log = logging.getLogger(__name__)
@@ -46,8 +47,6 @@ _EMPTY_PLAN = RetentionPlan(kept=(), doomed=(), witnesses=(), trim=None)
 _DELETABLE = (SnapshotStatus.EXPIRING, SnapshotStatus.DELETED)
 #: The records of the prefixes the orphan sweep looks at: none, or DELETED.
 _DELETABLE_OR_NONE = (None, SnapshotStatus.DELETED)
-
-Listing = dict[str, list[ObjectInfo]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +105,9 @@ class _LineagePass:
         self.generations = collector.generations(head.stream)
         self.policy = collector.policies(head.stream)
         self.layout = self.deps.layouts.for_stream(head.stream)
-        self.restate_layout = self.deps.layouts.restate_for(head.stream)
+        self.steps = self.layout.gc_steps(
+            StepsContext(self.deps, head, report, collector.generation_pointers, self.dry_run)
+        )
         self.sort_key_of = _folder_sort_key(self.layout, head.partition)
         self.records: list[SnapshotRecord] = []
         self.statuses: dict[str, SnapshotStatus] = {}
@@ -121,8 +122,7 @@ class _LineagePass:
         listing = self.list_folders()
         if listing is None:
             return True
-        self.record_evictions(listing)
-        self.reconcile_retained(pointers)
+        self.steps.after_listing(listing, self.records, pointers)
         listing, kept = self.keep_named(listing, pointers)
         self.queue_deletions(listing, pointers)
         swept, stopped = self.sweep_orphans(listing)
@@ -131,27 +131,26 @@ class _LineagePass:
         return stopped
 
     def heal(self) -> None:
-        """A Restate partition's latest.json healed first: what it names then counts."""
-        if self.restate_layout is not None:
-            self.report.heal = heal_partition(
-                self.deps.ledger,
-                self.deps.store,
-                self.deps.clock,
-                self.restate_layout,
-                self.head.partition,
-                dry_run=self.dry_run,
-            )
+        """What the layout does before planning (a producer's pointer healed first: what
+        it names then counts)."""
+        self.steps.heal()
 
-    def plan(self) -> LineagePointers | RestatePointers:
+    def plan(self) -> Pointers:
         """The retention plan, planned again if a pointer names a doomed snapshot; the
         lineage's pointers (read only when something is doomed, and repaired then)."""
         collector, report, head = self.collector, self.report, self.head
         report.plan, self.records = plan_lineage(
-            self.deps, head, self.policy, collector.config, self.generations
+            self.deps,
+            head,
+            self.policy,
+            collector.config,
+            self.generations,
+            unrestorable=self.unrestorable,
         )
-        if self.dry_run and report.heal is not None and report.heal.broken:
+        recorded = self.steps.as_recorded(self.records)
+        if recorded is not self.records:
             # A dry run's heal records nothing: plan as the run would, on what it found.
-            self.records = _found_broken(self.records, report.heal)
+            self.records = recorded
             report.plan, _ = plan_lineage(
                 self.deps,
                 head,
@@ -159,17 +158,9 @@ class _LineagePass:
                 collector.config,
                 self.generations,
                 records=self.records,
+                unrestorable=self.unrestorable,
             )
-        pointers: LineagePointers | RestatePointers = (
-            LineagePointers(self.deps.store, head, collector.generation_pointers)
-            if self.restate_layout is None
-            else RestatePointers(
-                self.deps.store,
-                self.restate_layout,
-                head.partition,
-                known=report.heal.pointer if report.heal else None,
-            )
-        )
+        pointers = self.steps.pointers()
         if report.plan.doomed:  # something to delete: what do the pointers name?
             members = any(d.record.member_of is not None for d in report.plan.doomed)
             named = pointers.named(members=members)
@@ -182,11 +173,25 @@ class _LineagePass:
                     self.generations,
                     named=named,
                     records=self.records,
+                    unrestorable=self.unrestorable,
                 )
             pointers.repair(self.deps, dry_run=self.dry_run)
             report.pointer = pointers.check
         self.statuses = {r.sort_key: r.status for r in self.records}
         return pointers
+
+    def unrestorable(self, records: list[SnapshotRecord]) -> dict[str, str]:
+        """The REGISTERED snapshots the layout says cannot be restored from, and why
+        (``LayoutStrategy.unrestorable``): retention counts none of them."""
+        layout, now = self.layout, self.deps.clock.now()
+        facts = layout.facts(records)
+        found = {}
+        for record in records:
+            if record.status is SnapshotStatus.REGISTERED:
+                why = layout.unrestorable(record, facts, now)
+                if why is not None:
+                    found[record.sort_key] = why
+        return found
 
     def expire(self) -> bool:
         """The doomed snapshots marked EXPIRING (not in a dry run); whether it stopped."""
@@ -210,43 +215,21 @@ class _LineagePass:
         return False
 
     def list_folders(self) -> Listing | None:
-        """The lineage's snapshot folders, past the ones the ledger keeps this run (a
-        Restate lineage's all: its evictions are noticed, it is small); None if stopped."""
+        """The lineage's snapshot folders, past the ones the ledger keeps this run (all of
+        them where the producer evicts its own: they are noticed); None if stopped."""
         listing, stopped = list_lineage(
             self.deps.store,
             self.layout,
             self.head.partition,
-            skip=_owned_by_ledger(self.statuses, self.sort_key_of)
-            if self.restate_layout is None
-            else _none,
+            skip=_none
+            if self.steps.lists_every_folder
+            else _owned_by_ledger(self.statuses, self.sort_key_of),
             stop=self.collector.budget.exhausted,
         )
         return None if stopped else listing
 
-    def record_evictions(self, listing: Listing) -> None:
-        """The Restate snapshots Restate itself evicted: recorded (a dry run names them), and
-        reported evicted, not kept."""
-        if self.restate_layout is None:
-            return
-        gone = restate_evictions.evicted(self.records, listing)
-        self.report.evicted = [record.snapshot_id for record in gone]
-        if self.dry_run:
-            self.report.notes += [restate_evictions.dry_run_note(record) for record in gone]
-            return
-        self.report.notes += restate_evictions.record_evictions(
-            self.deps.ledger, self.deps.clock, self.head.lineage, gone, self.report.plan
-        )
-
-    def reconcile_retained(self, pointers: LineagePointers | RestatePointers) -> None:
-        """Restate's retained_snapshots rid of what snapledger deleted, when an earlier
-        run's drop did not finish (``restate_retained.py``; not in a dry run)."""
-        if isinstance(pointers, RestatePointers) and not self.dry_run:
-            restate_retained.reconcile(
-                self.deps.ledger, pointers, self.head.lineage, self.records, self.report
-            )
-
     def keep_named(
-        self, listing: Listing, pointers: LineagePointers | RestatePointers
+        self, listing: Listing, pointers: Pointers
     ) -> tuple[Listing, list[OrphanOutcome]]:
         """The listing less the prefixes the orphan sweep would look at (no live record)
         that a pointer names, and those, each ``kept``; the pointers are read only when
@@ -269,9 +252,7 @@ class _LineagePass:
         names = {outcome.prefix for outcome in kept}
         return {p: objects for p, objects in listing.items() if p not in names}, kept
 
-    def queue_deletions(
-        self, listing: Listing, pointers: LineagePointers | RestatePointers
-    ) -> None:
+    def queue_deletions(self, listing: Listing, pointers: Pointers) -> None:
         """The expired snapshots' objects queued on the run's batch, and what finishes the
         lineage once they are sent (not in a dry run)."""
         if self.dry_run:
@@ -285,8 +266,7 @@ class _LineagePass:
             policy=self.policy,
             run_id=self.collector.run_id,
         )
-        if isinstance(pointers, RestatePointers):
-            ticket.finish = _pruning(ticket.finish, pointers, self.report)
+        ticket.finish = self.steps.after_deleting(ticket.finish, pointers)
         queue_deletions(self.batch, ticket, self.report, self.expiring, listing)
 
     def sweep_orphans(self, listing: Listing) -> tuple[list[OrphanOutcome], bool]:
@@ -320,34 +300,6 @@ def _folder_sort_key(layout: LineageLayout, partition: int) -> Callable[[str], s
         return snapshot_sort_key(folder.lsn, folder.snapshot_id)
 
     return sort_key
-
-
-def _pruning(finish: Finish, pointers: RestatePointers, report: LineageReport) -> Finish:
-    """``finish``, then the snapshots it deleted dropped from Restate's latest.json
-    ``retained_snapshots`` by compare-and-swap (conditioned on the version this run read,
-    if any: a lost race reads again). A failure is the lineage's error; the entries it
-    leaves name deleted files, which heal and restore-from-chosen check and pass over, and
-    the next run drops (``restate_retained.reconcile``)."""
-
-    def finish_and_prune(remaining: list[DeletedPrefix], budget: Budget) -> bool:
-        stopped = finish(remaining, budget)
-        if report.deleted:
-            restate_retained.drop(pointers, report.deleted, report)
-        return stopped
-
-    return finish_and_prune
-
-
-def _found_broken(records: list[SnapshotRecord], heal: HealOutcome) -> list[SnapshotRecord]:
-    """``records`` with the snapshot heal found broken marked so, as a real run records it
-    (``SnapshotFoundBroken``) before it plans."""
-    problems = tuple(heal.problems)
-    return [
-        r.model_copy(update={"broken": problems})
-        if r.snapshot_id == heal.names and not r.broken
-        else r
-        for r in records
-    ]
 
 
 def _none(prefix: str) -> bool:

@@ -36,7 +36,12 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from snapledger.core.retention import KeepReason, Named
-from snapledger.errors import InvalidKeyError, ManifestTooLargeError, NotFoundError
+from snapledger.errors import (
+    InvalidKeyError,
+    ManifestTooLargeError,
+    NotFoundError,
+    SnapledgerError,
+)
 from snapledger.layout import generation_pointer_key, latest_pointer_key, parse_snapshot_prefix
 from snapledger.limits import MAX_POINTER_BYTES
 from snapledger.models.ledger import Head, LineageId, snapshot_sort_key
@@ -44,6 +49,11 @@ from snapledger.models.pointer import GenerationPointer, LatestPointer
 from snapledger.ports import ObjectStore
 from snapledger.services.gc_deps import GcDeps
 from snapledger.services.latest_pointer import PointerOutcome, publish_latest
+
+
+class PointerUnreadableError(SnapledgerError):
+    """A producer's pointer object (Restate's latest.json) is not one snapledger can read:
+    nothing is decided (the lineage's pass stops, and the run alarms)."""
 
 
 @dataclass

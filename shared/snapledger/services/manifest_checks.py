@@ -8,6 +8,7 @@ is ``manifest_missing`` (answered ``vanished`` by ``services/registration.py``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from snapledger.core.manifest_rules import (
@@ -31,10 +32,20 @@ from snapledger.services.latest_protection import hold_snapshot
 FILE_READERS = 16
 
 
+#: A layout's checks beyond the native ones: one problem per rule broken (none: it passes).
+ExtraChecks = Callable[[SnapshotLocation, ManifestV1, dict[str, int], ObjectStore], list[str]]
+
+
 def command_for(
-    location: SnapshotLocation, key: str, store: ObjectStore, holds: ObjectHolds | None = None
+    location: SnapshotLocation,
+    key: str,
+    store: ObjectStore,
+    holds: ObjectHolds | None = None,
+    *,
+    extra: ExtraChecks | None = None,
 ) -> tuple[RegisterSnapshot, ManifestV1 | None]:
-    """The registration command of the manifest at ``key``, and the manifest when valid."""
+    """The registration command of the manifest at ``key``, and the manifest when valid;
+    ``extra``: a layout's checks run after the native ones passed (REJECTED with them)."""
     common: ArrivedManifest = {
         "stream": location.stream,
         "partition": location.partition,
@@ -60,6 +71,9 @@ def command_for(
         sizes = {info.key: info.size for info in store.list(location.prefix)}
         check_files_present(location, parsed.manifest, sizes)
         check_file_contents(location, parsed.manifest, sizes, store)
+        problems = [] if extra is None else extra(location, parsed.manifest, sizes, store)
+        if problems:
+            raise ManifestRejectedError(join_problems(problems), epoch=parsed.manifest.epoch)
     except ManifestRejectedError as rejected:
         command = RegisterSnapshot(
             **common, manifest_digest=digest, rejection=rejected.reason, epoch_hint=rejected.epoch

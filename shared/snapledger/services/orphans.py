@@ -14,11 +14,12 @@ its reason; a REJECTED one's files are then collected as any rejected snapshot's
 Only a prefix with no manifest is an orphan.
 
 Lineages with no HEAD (``sweep_unledgered_streams``) are found by listing the folders of
-each stream: ``snapshots/`` for native streams and each configured Restate prefix (a
-Restate partition whose every upload failed has no HEAD either). There too a folder with a
-``metadata.json`` is handed to registration, Restate's ``latest.json`` (outside every
-snapshot folder) is never touched, and only folders whose newest object is older than the
-grace window go.
+each stream: ``snapshots/`` and the root of each configured layout that has one of its own
+(``LayoutCatalog.rooted``, ``LayoutStrategy.stream_root``: a Restate prefix, whose
+partition may have no HEAD when every upload failed). There too a folder with its layout's
+manifest (``metadata.json``) is handed to registration, a producer's ``latest.json``
+(outside every snapshot folder) is never touched, and only folders whose newest object is
+older than the grace window go.
 
 No record: before any delete the prefix is *claimed* in the ledger (``OrphanClaimed``,
 decided on a consistent read). If a registration got there first, the claim is refused
@@ -104,8 +105,8 @@ def sweep_unledgered_streams(
     dry_run: bool,
     budget: Budget,
 ) -> tuple[list[OrphanOutcome], bool, str | None]:
-    """Sweep the lineages that have snapshot prefixes (native or under a Restate prefix)
-    but no HEAD in the ledger.
+    """Sweep the lineages that have snapshot prefixes (under ``snapshots/`` or a layout's
+    own root) but no HEAD in the ledger.
 
     Walks streams in name order after ``after_stream``, a deletion batch per stream.
     Returns the outcomes, whether it finished, and the last stream it finished (where a
@@ -283,10 +284,10 @@ def _claim(
 
 def _streams(deps: GcDeps, stream: str | None) -> list[str]:
     """The streams to sweep, in name order: the folders under ``snapshots/`` and each
-    configured Restate prefix's stream (whether or not the ledger knows it)."""
+    stream whose layout has a root of its own (whether or not the ledger knows it)."""
     if stream is not None:
         return [stream]
-    names = {layout.stream for layout in deps.layouts.restate_layouts}
+    names = {layout.stream for layout in deps.layouts.rooted}
     for prefix in deps.store.list_dirs(f"{SNAPSHOTS}/"):
         name = prefix.removeprefix(f"{SNAPSHOTS}/").rstrip("/")
         try:
@@ -297,10 +298,9 @@ def _streams(deps: GcDeps, stream: str | None) -> list[str]:
 
 
 def _stream_folder(deps: GcDeps, stream: str) -> str:
-    """The folder holding the stream's partition folders: ``snapshots/{stream}/``, or its
-    Restate prefix's."""
-    restate = deps.layouts.restate_for(stream)
-    return f"{restate.prefix}/" if restate is not None else f"{SNAPSHOTS}/{stream}/"
+    """The folder holding the stream's partition folders (``snapshots/{stream}/``, or its
+    layout's own root)."""
+    return deps.layouts.for_stream(stream).stream_root
 
 
 def _partitions(deps: GcDeps, stream: str) -> list[int]:

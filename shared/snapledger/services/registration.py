@@ -12,21 +12,19 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 
 from snapledger.clock import Clock
-from snapledger.errors import InvalidKeyError
-from snapledger.layout import SnapshotLocation, parse_manifest_key
+from snapledger.layout import SnapshotLocation
 from snapledger.layouts.lineage import NATIVE_ONLY, LayoutCatalog
+from snapledger.layouts.strategy import Refused
 from snapledger.models.commands import RegisterSnapshot
 from snapledger.models.events import LatestAdvanced, SnapshotRegistered, SnapshotRejected
 from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
 from snapledger.models.manifest import ManifestV1
 from snapledger.models.pointer import LatestPointer
 from snapledger.ports import LedgerStore, ObjectHolds, ObjectStore, StreamLogStore
-from snapledger.services import restate_snapshots
 from snapledger.services.commands import CommandResult, RetryPolicy
 from snapledger.services.generations import MemberRegistration, register_member
 from snapledger.services.latest_pointer import publish_generation, publish_latest
 from snapledger.services.lineage_combiner import LineageCombiner
-from snapledger.services.manifest_checks import command_for
 
 #: The process's one writer per lineage (see ``lineage_combiner``).
 COMBINER = LineageCombiner()
@@ -132,41 +130,27 @@ def register_manifests(
     published (``services/latest_pointer.py``); if that fails, the lineage's keys fail
     too, so their redelivery (a duplicate) publishes it again. With ``holds`` (the latest
     protected in the bucket), every valid manifest's files are held before the commit
-    (``services/latest_protection.py``). A ``metadata.json`` under a Restate prefix of
-    ``layouts`` is a Restate snapshot (``services/restate_snapshots.py``): Restate owns its
-    lineage's ``latest.json``, so none is published for it.
+    (``services/latest_protection.py``). Each key is placed by ``layouts`` and checked by
+    its stream's strategy (``LayoutStrategy.register_command``: what registration checks);
+    ``latest.json`` is published only where the strategy says snapledger owns the pointer
+    (a producer, e.g. Restate, owns its own).
     """
     answers: list[RegistrationResult | RegistrationFailed | None] = [None] * len(keys)
     lineages: dict[tuple[str, int], list[tuple[int, SnapshotLocation, RegisterSnapshot]]] = {}
     manifests: dict[str, ManifestV1] = {}  # manifest key -> the manifest, when valid
     for index, key in enumerate(keys):
-        arrival = layouts.locate_restate(key)
-        if arrival is not None:
-            place = arrival.location
-            location = SnapshotLocation(
-                arrival.stream, place.partition, place.lsn, place.snapshot_id
-            )
+        placed = layouts.place(key)
+        if isinstance(placed, Refused):
             try:
-                command = restate_snapshots.register_command(arrival, store)
-            except Exception as failure:  # answered per key
-                answers[index] = RegistrationFailed(key, failure)
-                continue
-            lineages.setdefault((location.stream, location.partition), []).append(
-                (index, location, command)
-            )
-            continue
-        try:
-            location = parse_manifest_key(key)
-        except InvalidKeyError as exc:
-            try:
-                ledger.record_unplaceable_manifest(key, str(exc), clock.now())
+                ledger.record_unplaceable_manifest(key, placed.reason, clock.now())
             except Exception as failure:  # answered per key
                 answers[index] = RegistrationFailed(key, failure)
             else:
-                answers[index] = RegistrationResult(Outcome.REJECTED, key, reason=str(exc))
+                answers[index] = RegistrationResult(Outcome.REJECTED, key, reason=placed.reason)
             continue
+        location = placed.location
         try:
-            command, manifest = command_for(location, key, store, holds)
+            command, manifest = placed.strategy.register_command(placed, store, holds)
         except Exception as failure:  # answered per key
             answers[index] = RegistrationFailed(key, failure)
             continue

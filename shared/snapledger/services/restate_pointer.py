@@ -19,22 +19,18 @@ from enum import StrEnum
 
 from snapledger.core.manifest_rules import ManifestRejectedError
 from snapledger.core.retention import KeepReason, Named
-from snapledger.errors import ManifestTooLargeError, SnapledgerError, StaleVersionError
+from snapledger.errors import ManifestTooLargeError, StaleVersionError
 from snapledger.layouts import restate
-from snapledger.layouts.lineage import RestateLayout
+from snapledger.layouts.restate_strategy import RestateLayout
 from snapledger.limits import MAX_POINTER_BYTES
 from snapledger.models.ledger import snapshot_sort_key
 from snapledger.ports import ObjectStore
 from snapledger.services.gc_deps import GcDeps
-from snapledger.services.gc_pointers import PointerCheck
+from snapledger.services.gc_pointers import PointerCheck, PointerUnreadableError
 
 #: Compare-and-swap attempts before giving up (each lost one means Restate wrote between
 #: our read and our write: rare, as Restate writes once per snapshot).
 MAX_REWRITES = 5
-
-
-class PointerUnreadableError(SnapledgerError):
-    """Restate's latest.json is not a pointer snapledger can read: nothing is decided."""
 
 
 class Rewrite(StrEnum):

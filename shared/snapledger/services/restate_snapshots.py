@@ -88,7 +88,7 @@ def file_problems(
     expected = restate.expected_files(location, metadata)
     digest = files_digest(expected, listing)
     ssts = [key for key in expected if key.endswith(restate.SST_SUFFIX) and key in listed]
-    footers = {key: problem for key, problem in _footers(store, ssts).items() if problem}
+    footers = {key: problem for key, problem in sst_footers(store, ssts).items() if problem}
     problems = restate.file_problems(expected, listed, footers)
     if registered_digest and digest and digest != registered_digest:
         resized = any(listed.get(key) != size for key, size in expected.items())
@@ -115,7 +115,7 @@ def clip(text: str) -> str:
     return text if len(text) <= MAX_PROBLEM_CHARS else text[: MAX_PROBLEM_CHARS - 1] + "…"
 
 
-def _footers(store: ObjectStore, ssts: list[str]) -> dict[str, str | None]:
+def sst_footers(store: ObjectStore, ssts: list[str]) -> dict[str, str | None]:
     """Each SST's footer problem (None: it ends as RocksDB's tables do), ``FILE_READERS``
     read at once."""
 

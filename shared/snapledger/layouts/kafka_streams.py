@@ -1,0 +1,183 @@
+"""The Kafka Streams layout: a task's RocksDB store folder, snapshotted from its changelog.
+
+A stream of this layout is a Kafka Streams store's changelog topic (named
+``{application.id}-{store}-changelog``; configured in ``SNAPLEDGER_KAFKA_STREAMS_STREAMS``),
+each partition a lineage. Its snapshots use the native keys and pointer
+(``snapshots/{topic}/{partition}/{lsn:020d}-{ulid}/… _manifest.json``; snapledger owns
+``latest.json``); the LSN is the changelog offset of the last record applied.
+
+Registration runs the native checks (``services/manifest_checks.py``) and then these,
+REJECTED with every reason found: format ``opaque``; ``offsets`` exactly
+``{"{topic}-{partition}": lsn}``; every file under ``rocksdb/{store}/``; every ``*.sst``
+ends with RocksDB's block-based table magic (one ranged GET of its tail each, at most
+``FILE_READERS`` at once: the Restate layout's check); with ``changelog``, an LSN below its
+``end_offset`` and a ``created_at``.
+
+Retention counts a snapshot as restorable only while the changelog can continue it: not
+when ``lsn + 1`` is below the newest log-start offset any snapshot of the lineage reported
+(the records after it are gone), nor once ``now - created_at`` reaches the topic's
+``delete.retention.ms`` less ``retention_margin`` (compaction may since have dropped
+tombstones written after it: a boot from it would bring deleted keys back).
+GC's steps are the native ones. A consumer boots with ``snapledger.kafka_streams.seed``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from snapledger import layout as keys
+from snapledger.errors import InvalidKeyError, InvalidRequestError
+from snapledger.layouts import LayoutName, PointerOwner
+from snapledger.layouts.native import NativeKeys
+from snapledger.layouts.strategy import (
+    LineageFacts,
+    Placed,
+    broken_reason,
+)
+from snapledger.models.ledger import SnapshotRecord, SnapshotStatus
+
+if TYPE_CHECKING:
+    from snapledger.models.commands import RegisterSnapshot
+    from snapledger.models.manifest import ManifestV1
+    from snapledger.ports import ObjectHolds, ObjectStore
+    from snapledger.services.gc_steps import LineageSteps, StepsContext
+
+#: Kafka Streams names every store's changelog topic ``{application.id}-{store}-changelog``.
+CHANGELOG_SUFFIX = "-changelog"
+#: A task's store folder, as the snapshotter writes it: ``rocksdb/{store}/...``.
+_STORE_FILE = re.compile(r"rocksdb/[^/]+/.+")
+#: The margin kept before ``delete.retention.ms``: 10% of it, and at least 5 minutes (a
+#: boot must read the changelog's tail before compaction may drop its tombstones).
+RETENTION_MARGIN_FRACTION = 0.1
+MIN_RETENTION_MARGIN = timedelta(minutes=5)
+
+
+def retention_margin(delete_retention_ms: int) -> timedelta:
+    """How long before ``delete.retention.ms`` a snapshot stops counting as restorable."""
+    fraction = timedelta(milliseconds=delete_retention_ms * RETENTION_MARGIN_FRACTION)
+    return max(MIN_RETENTION_MARGIN, fraction)
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaStreamsLayout(NativeKeys):
+    """A Kafka Streams changelog topic's snapshots: native keys, RocksDB store folders."""
+
+    stream: str  # the changelog topic
+    name: LayoutName = "kafka-streams"
+    owner: PointerOwner = "snapledger"
+    manifest_name: str = keys.MANIFEST_NAME
+    boot: str = (
+        "snapledger.kafka_streams.seed: the latest usable snapshot of each task placed in "
+        "its empty state folder before KafkaStreams.start()"
+    )
+
+    def register_command(
+        self, placed: Placed, store: ObjectStore, holds: ObjectHolds | None
+    ) -> tuple[RegisterSnapshot, ManifestV1 | None]:
+        from snapledger.services.manifest_checks import command_for
+
+        return command_for(placed.location, placed.key, store, holds, extra=store_problems)
+
+    def gc_steps(self, context: StepsContext) -> LineageSteps:
+        from snapledger.services.gc_steps import NativeSteps
+
+        return NativeSteps(context)
+
+    def facts(self, records: Iterable[SnapshotRecord]) -> LineageFacts:
+        starts = [
+            r.changelog.log_start_offset
+            for r in records
+            if r.changelog is not None and r.status is not SnapshotStatus.REJECTED
+        ]
+        return LineageFacts(log_start_offset=max(starts, default=None))
+
+    def unrestorable(
+        self, record: SnapshotRecord, facts: LineageFacts, now: datetime
+    ) -> str | None:
+        broken = broken_reason(record)
+        if broken is not None:
+            return broken
+        start = facts.log_start_offset
+        if start is not None and record.lsn + 1 < start:
+            return (
+                f"below the changelog's log start: it continues from offset {record.lsn + 1}, "
+                f"and a snapshot of the lineage read log_start_offset {start}: the records "
+                "after it are gone from the topic"
+            )
+        horizon = record.changelog
+        if horizon is None or horizon.delete_retention_ms is None or horizon.read_at is None:
+            return None
+        ms = horizon.delete_retention_ms
+        margin = retention_margin(ms)
+        if now - horizon.read_at >= timedelta(milliseconds=ms) - margin:
+            return (
+                f"older than the topic's delete.retention.ms ({ms:,} ms) less {margin}: read "
+                f"at {horizon.read_at.isoformat()}, so compaction may have dropped tombstones "
+                "written after it, and a boot from it could bring deleted keys back"
+            )
+        return None
+
+
+def store_problems(
+    location: keys.SnapshotLocation,
+    manifest: ManifestV1,
+    sizes: dict[str, int],
+    store: ObjectStore,
+) -> list[str]:
+    """What a Kafka Streams snapshot's manifest and files must be beyond the native checks
+    (the module docstring); one problem per rule broken (each SST at fault named)."""
+    from snapledger.services.restate_snapshots import sst_footers
+
+    problems = []
+    if manifest.format != "opaque":
+        problems.append(
+            f"format is {manifest.format!r}: a Kafka Streams snapshot is a RocksDB store "
+            "folder, format 'opaque'"
+        )
+    expected = {f"{location.stream}-{location.partition}": location.lsn}
+    if manifest.offsets != expected:
+        problems.append(
+            f"offsets are {manifest.offsets}, not exactly {expected}: the changelog "
+            "topic-partition and the snapshot's LSN (the offset of the last record applied)"
+        )
+    outside = [f.path for f in manifest.files if not _STORE_FILE.fullmatch(f.path)]
+    if outside:
+        problems.append(
+            f"{len(outside)} file(s) outside rocksdb/{{store}}/, e.g. {outside[0]!r}: a "
+            "snapshot holds the task's store folders only"
+        )
+    ssts = [location.prefix + f.path for f in manifest.files if f.path.endswith(".sst")]
+    tails = {k: p for k, p in sst_footers(store, ssts).items() if p is not None}
+    problems += [f"{key.removeprefix(location.prefix)}: {p}" for key, p in tails.items()]
+    if manifest.changelog is not None:
+        if location.lsn >= manifest.changelog.end_offset:
+            problems.append(
+                f"lsn {location.lsn} is not below changelog.end_offset "
+                f"{manifest.changelog.end_offset}: the snapshot applied a record the "
+                "changelog did not hold when it was read"
+            )
+        if manifest.created_at is None:
+            problems.append(
+                "changelog is given without created_at: give when the end offset was read, "
+                "which delete.retention.ms is measured from"
+            )
+    return problems
+
+
+def kafka_streams_layout(stream: str) -> KafkaStreamsLayout:
+    """The layout of a configured changelog topic (``SNAPLEDGER_KAFKA_STREAMS_STREAMS``)."""
+    try:
+        keys.check_stream_name(stream)
+    except InvalidKeyError as exc:
+        raise InvalidRequestError(f"Kafka Streams stream {stream!r}: {exc}") from exc
+    if not stream.endswith(CHANGELOG_SUFFIX) or stream == CHANGELOG_SUFFIX.lstrip("-"):
+        raise InvalidRequestError(
+            f"Kafka Streams stream {stream!r} is not a changelog topic's name: Kafka Streams "
+            "names a store's changelog {application.id}-{store}-changelog (e.g. "
+            "totals-app-totals-changelog); give that topic's name"
+        )
+    return KafkaStreamsLayout(stream)

@@ -1,0 +1,271 @@
+"""The kafka-streams layout: what registration checks, and what retention counts.
+
+A Kafka Streams changelog topic's snapshots (issue 38): native keys and pointer; registered
+only as RocksDB store folders whose offsets name the topic-partition; counted by retention
+only while the changelog can continue them (DESIGN invariant 14).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from snapledger.adapters.object_store_file import FileObjectStore
+from snapledger.clock import ManualClock
+from snapledger.core.gc_rules import restorable_newer
+from snapledger.core.retention import plan
+from snapledger.errors import InvalidRequestError
+from snapledger.gc_settings import GcConfig
+from snapledger.layouts.kafka_streams import retention_margin
+from snapledger.layouts.lineage import LayoutCatalog
+from snapledger.layouts.restate_keys import SST_MAGIC_BYTES
+from snapledger.models.ledger import LineageId, SnapshotStatus
+from snapledger.models.manifest import ManifestV1
+from snapledger.models.policy import RetentionPolicy
+from snapledger.models.snapshot import ChangelogHorizon
+from snapledger.services.gc import run_gc
+from snapledger.services.registration import Outcome, register_manifest
+from snapledger.settings import ENV_KAFKA_STREAMS_STREAMS, LedgerSettings, settings_from_env
+from tests.gc.builders import T0, head_for, record
+from tests.gc.support import gc_deps, statuses
+from tests.support import manifest_document, moto_ledger, write_snapshot
+
+TOPIC = "totals-app-totals-changelog"
+LAYOUTS = LayoutCatalog(kafka_streams=[TOPIC])
+SST = b"rocksdb table data" + SST_MAGIC_BYTES
+DAY_MS = 86_400_000
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> FileObjectStore:
+    return FileObjectStore(tmp_path / "root")
+
+
+@pytest.fixture
+def ledger() -> Iterator[Any]:
+    with moto_ledger() as moto:
+        yield moto
+
+
+def ks_snapshot(store: FileObjectStore, lsn: int = 41, **overrides: Any) -> str:
+    files = overrides.pop(
+        "files", {"rocksdb/totals/000012.sst": SST, "rocksdb/totals/CURRENT": b"MANIFEST-5\n"}
+    )
+    fields: dict[str, Any] = {
+        "format": "opaque",
+        "offsets": {f"{TOPIC}-2": lsn},
+        "created_at": "2026-01-09T12:00:00Z",
+        "changelog": {"log_start_offset": 0, "end_offset": lsn + 1, "delete_retention_ms": DAY_MS},
+    }
+    fields.update(overrides)
+    return write_snapshot(store, TOPIC, 2, lsn, files=files, **fields)
+
+
+def register(key: str, ledger: Any, store: FileObjectStore, layouts: LayoutCatalog = LAYOUTS):
+    return register_manifest(key, ledger=ledger, store=store, clock=ManualClock(), layouts=layouts)
+
+
+def test_a_kafka_streams_snapshot_is_registered_with_its_changelog_horizon(ledger, store):
+    # Given a RocksDB store folder snapshotted at changelog offset 41
+    key = ks_snapshot(store)
+    # When it is registered
+    result = register(key, ledger, store)
+    # Then it is the latest, snapledger published latest.json, and the record keeps the
+    # changelog's horizon with when it was read
+    assert result.outcome is Outcome.BECAME_LATEST, result.reason
+    assert store.get(f"snapshots/{TOPIC}/2/latest.json")
+    record = ledger.find_snapshot(LineageId(stream=TOPIC, partition=2), result.snapshot_id)
+    assert record.changelog == ChangelogHorizon(
+        log_start_offset=0,
+        end_offset=42,
+        delete_retention_ms=DAY_MS,
+        read_at=T0 - timedelta(hours=12),
+    )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "reason"),
+    [
+        ({"format": "kv-parquet"}, "opaque"),  # the native check refuses it first
+        ({"offsets": {f"{TOPIC}-2": 40}}, "not exactly"),
+        ({"offsets": {f"{TOPIC}-2": 41, "orders-2": 7}}, "not exactly"),
+        ({"offsets": None}, "not exactly"),
+        ({"files": {"rocksdb/totals/1.sst": SST, "notes.txt": b"x"}}, "outside rocksdb/{store}/"),
+        ({"files": {"rocksdb/totals/1.sst": b"x" * 64}}, "block-based table magic"),
+        ({"files": {"rocksdb/totals/1.sst": b"abc"}}, "truncated"),
+        (
+            {"changelog": {"log_start_offset": 0, "end_offset": 41}},
+            "not below changelog.end_offset",
+        ),
+        ({"created_at": None}, "without created_at"),
+    ],
+)
+def test_registration_rejects_what_is_no_kafka_streams_store_folder(
+    ledger, store, overrides, reason
+):
+    # Given a snapshot of the topic that breaks one of the layout's rules
+    key = ks_snapshot(store, **overrides)
+    # When it is registered
+    result = register(key, ledger, store)
+    # Then it is REJECTED with the reason
+    assert result.outcome is Outcome.REJECTED
+    assert reason in (result.reason or "")
+
+
+def test_a_native_stream_is_not_held_to_the_kafka_streams_rules(ledger, store):
+    # Given the same opaque store folder under a stream the catalog does not name
+    key = write_snapshot(
+        store, "orders", 2, 41, files={"state/1.sst": b"not an sst"}, format="opaque"
+    )
+    # Then it is registered as any native snapshot
+    assert register(key, ledger, store).outcome is Outcome.BECAME_LATEST
+
+
+def ks_record(lsn: int, *, start: int = 0, read_hours_ago: float = 1.0, age_days: float = 10):
+    base = record(lsn, age=timedelta(days=age_days))
+    horizon = ChangelogHorizon(
+        log_start_offset=start,
+        end_offset=lsn + 1,
+        delete_retention_ms=7 * DAY_MS,
+        read_at=T0 - timedelta(hours=read_hours_ago),
+    )
+    return base.model_copy(update={"changelog": horizon, "stream": TOPIC})
+
+
+def unrestorable(records) -> dict[str, str]:
+    strategy = LAYOUTS.for_stream(TOPIC)
+    facts = strategy.facts(records)
+    found = {}
+    for r in records:
+        why = strategy.unrestorable(r, facts, T0)
+        if why is not None:
+            found[r.sort_key] = why
+    return found
+
+
+def test_a_snapshot_below_the_newest_log_start_is_not_counted():
+    # Given three snapshots; the newest read a log start of 25: 10 + 1 < 25, 30 + 1 >= 25
+    records = [ks_record(10), ks_record(30), ks_record(50, start=25)]
+    # When the strategy judges them
+    why = unrestorable(records)
+    # Then only the one the changelog cannot continue is unrestorable, and says why
+    assert list(why) == [records[0].sort_key]
+    assert "below the changelog's log start" in why[records[0].sort_key]
+    assert "log_start_offset 25" in why[records[0].sort_key]
+
+
+def test_a_snapshot_older_than_delete_retention_less_the_margin_is_not_counted():
+    # Given delete.retention.ms of 7 days: the margin is 10% (16.8 h), so 151.2 h
+    assert retention_margin(7 * DAY_MS) == timedelta(hours=16.8)
+    assert retention_margin(60_000) == timedelta(minutes=5)  # at least five minutes
+    edge = 7 * 24 - 16.8
+    records = [ks_record(10, read_hours_ago=edge), ks_record(20, read_hours_ago=edge - 0.01)]
+    # Then the one read at the window's edge is unrestorable; the one just younger is not
+    why = unrestorable(records)
+    assert list(why) == [records[0].sort_key]
+    assert "delete.retention.ms (604,800,000 ms)" in why[records[0].sort_key]
+
+
+def test_retention_does_not_count_what_the_changelog_cannot_continue():
+    # Given min_count 2, and the newest snapshot's log start past the two below it
+    records = [ks_record(10), ks_record(20), ks_record(30), ks_record(50, start=31)]
+    policy = RetentionPolicy(min_count=2, min_age_hours=1)
+    why = unrestorable(records)
+    # When planned with what the strategy says
+    result = plan(records, head_for(*records), policy, T0, unrestorable=why)
+    # Then 50 and 30 fill the two slots; 20 and 10 fill none and go, saying why
+    kept = {k.record.lsn: [r.value for r in k.reasons] for k in result.kept}
+    assert kept == {50: ["latest", "newest"], 30: ["newest"]}
+    assert [d.record.lsn for d in result.doomed] == [20, 10]
+    assert result.witnesses == (records[3].sort_key, records[2].sort_key)
+    deleted = result.to_dict()["deleted"]
+    assert all("below the changelog's log start" in d["unrestorable"] for d in deleted)
+    # And with only the latest restorable, a young unrestorable one is kept for its age but
+    # fills no slot: the next restorable one keeps its own
+    young = [ks_record(10, age_days=0.01), ks_record(40), ks_record(50, start=20)]
+    result = plan(young, head_for(*young), policy, T0, unrestorable=unrestorable(young))
+    kept = {k.record.lsn: [r.value for r in k.reasons] for k in result.kept}
+    assert kept == {
+        50: ["latest", "newest"],
+        40: ["newest"],
+        10: ["too_young", "unrestorable_not_counted"],
+    }
+    # And the commit's re-check counts alike
+    snapshots = {r.sort_key: r for r in records}
+    assert restorable_newer(snapshots, records[0].sort_key) == 3
+    assert restorable_newer(snapshots, records[0].sort_key, tuple(why)) == 2
+
+
+def test_the_changelog_horizon_is_checked_and_bounded_in_the_manifest():
+    base = manifest_document(TOPIC, 2, 41, "01J00000000000000000000000", {"a": b"x"})
+    ok = {"log_start_offset": 3, "end_offset": 42, "delete_retention_ms": 0}
+    assert ManifestV1.model_validate({**base, "changelog": ok}).changelog is not None
+    assert ManifestV1.model_validate(base).changelog is None  # optional: older manifests
+    for bad, says in (
+        ({**ok, "log_start_offset": 43}, "past end_offset"),
+        ({**ok, "delete_retention_ms": 3_153_600_000_001}, "less than or equal"),
+        ({**ok, "end_offset": -1}, "greater than or equal"),
+    ):
+        with pytest.raises(ValidationError, match=says):
+            ManifestV1.model_validate({**base, "changelog": bad})
+
+
+def test_kafka_streams_streams_are_configured_and_checked():
+    environ = {"SNAPLEDGER_TABLE": "ledger", "SNAPLEDGER_ROOT": "s3://b"}
+    environ[ENV_KAFKA_STREAMS_STREAMS] = json.dumps([TOPIC])
+    settings = settings_from_env(LedgerSettings, environ)
+    catalog = LayoutCatalog(settings.restate_prefixes, settings.kafka_streams_streams)
+    strategy = catalog.for_stream(TOPIC)
+    assert (strategy.name, strategy.owner, strategy.root(2)) == (
+        "kafka-streams",
+        "snapledger",
+        f"snapshots/{TOPIC}/2/",
+    )
+    assert "snapledger.kafka_streams.seed" in strategy.boot
+    with pytest.raises(InvalidRequestError, match="not a changelog topic's name"):
+        LayoutCatalog(kafka_streams=["orders"])
+    with pytest.raises(InvalidRequestError, match="Kafka Streams stream 'a/b'"):
+        LayoutCatalog(kafka_streams=["a/b"])
+    with pytest.raises(InvalidRequestError, match="both a Restate stream and a Kafka Streams"):
+        LayoutCatalog({"restate/prod-1": TOPIC}, [TOPIC])
+    assert LAYOUTS.for_stream("orders").name == "native"
+    assert SnapshotStatus.REGISTERED  # the records above are REGISTERED ones
+
+
+def test_gc_deletes_what_the_changelog_cannot_continue_and_keeps_min_count_restorable(
+    ledger, store, clock
+):
+    # Given four snapshots of a changelog, registered two days ago; the newest read a log
+    # start of 31, past the records 10 and 20 need (30 + 1 = 31 is still there)
+    for lsn, start in ((10, 0), (20, 0), (30, 0), (50, 31)):
+        changelog = {"log_start_offset": start, "end_offset": lsn + 1}
+        key = ks_snapshot(store, lsn, offsets={f"{TOPIC}-2": lsn}, changelog=changelog)
+        assert register(key, ledger, store).outcome in (Outcome.BECAME_LATEST, Outcome.RECORDED)
+    clock.advance(timedelta(days=2))
+    deps = replace(gc_deps(ledger, store, clock), layouts=LAYOUTS)
+    # When GC runs with min_count 3 (the default policy)
+    dry = run_gc(deps, dry_run=True, config=GcConfig()).to_dict()
+    report = run_gc(deps, config=GcConfig())
+    # Then the two the changelog cannot continue fill no slot and are deleted (the commit's
+    # re-check counts as the plan did), the two restorable ones are kept
+    assert statuses(ledger, TOPIC, 2) == {
+        10: "DELETED",
+        20: "DELETED",
+        30: "REGISTERED",
+        50: "REGISTERED",
+    }
+    assert report.counts()["snapshots_deleted"] == 2
+    # And the dry run said why
+    [lineage] = dry["lineages"]
+    deleted = lineage["deleted"]
+    assert [d["lsn"] for d in deleted] == [20, 10]
+    assert all("below the changelog's log start" in d["unrestorable"] for d in deleted)
+    # While the same snapshots under a native stream's catalog keep three
+    assert LayoutCatalog().for_stream(TOPIC).name == "native"
