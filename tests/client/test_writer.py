@@ -284,6 +284,32 @@ def test_a_list_of_files_is_written_under_their_names(file_backend: Backend, tmp
     assert [(f.path, f.size) for f in written.files] == [("one", 1), ("two", 2)]
 
 
+def test_an_opaque_snapshot_carries_the_changelog_horizon_it_was_read_at(
+    file_backend: Backend, tmp_path
+):
+    (tmp_path / "one").write_bytes(b"1")
+    horizon = {"log_start_offset": 3, "end_offset": 42, "delete_retention_ms": 86_400_000}
+    read_at = datetime(2026, 11, 28, 6, 0, tzinfo=UTC)
+    written = _writer(file_backend).write_files(
+        41, 0, tmp_path / "one", created_at=read_at, changelog=horizon
+    )
+    stored = file_backend.store().get(written.manifest_key)
+    manifest = ManifestV1.model_validate_json(stored)
+    assert manifest.changelog is not None
+    assert manifest.changelog.model_dump() == horizon
+    assert manifest.created_at == read_at
+
+
+def test_a_changelog_horizon_out_of_bounds_is_refused_before_any_upload(
+    file_backend: Backend, tmp_path
+):
+    (tmp_path / "one").write_bytes(b"1")
+    horizon = {"log_start_offset": 50, "end_offset": 42, "delete_retention_ms": 1}
+    with pytest.raises(ValueError, match="changelog"):
+        _writer(file_backend).write_files(41, 0, tmp_path / "one", changelog=horizon)
+    assert file_backend.store().list("") == []
+
+
 @pytest.mark.parametrize(
     ("layout", "error", "match"),
     [

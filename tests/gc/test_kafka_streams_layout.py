@@ -56,7 +56,7 @@ def ledger() -> Iterator[Any]:
 
 def ks_snapshot(store: FileObjectStore, lsn: int = 41, **overrides: Any) -> str:
     files = overrides.pop(
-        "files", {"rocksdb/totals/000012.sst": SST, "rocksdb/totals/CURRENT": b"MANIFEST-5\n"}
+        "files", {"000012.sst": SST, "CURRENT": b"MANIFEST-5\n"}
     )
     fields: dict[str, Any] = {
         "format": "opaque",
@@ -97,9 +97,9 @@ def test_a_kafka_streams_snapshot_is_registered_with_its_changelog_horizon(ledge
         ({"offsets": {f"{TOPIC}-2": 40}}, "not exactly"),
         ({"offsets": {f"{TOPIC}-2": 41, "orders-2": 7}}, "not exactly"),
         ({"offsets": None}, "not exactly"),
-        ({"files": {"rocksdb/totals/1.sst": SST, "notes.txt": b"x"}}, "outside rocksdb/{store}/"),
-        ({"files": {"rocksdb/totals/1.sst": b"x" * 64}}, "block-based table magic"),
-        ({"files": {"rocksdb/totals/1.sst": b"abc"}}, "truncated"),
+        ({"files": {"1.sst": SST, "rocksdb/totals/2.sst": SST}}, "in a sub-folder"),
+        ({"files": {"1.sst": b"x" * 64}}, "block-based table magic"),
+        ({"files": {"1.sst": b"abc"}}, "truncated"),
         (
             {"changelog": {"log_start_offset": 0, "end_offset": 41}},
             "not below changelog.end_offset",

@@ -19,9 +19,11 @@ import pytest
 from snapledger.kafka_streams import catch_up as catch_up_module
 from snapledger.kafka_streams.seed import StoreSeeder
 from snapledger.kafka_streams.snapshotter import StoreSnapshotter
+from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.local import kafka_topics
 from snapledger.local.kafka_app import STORE, KafkaStreamsApp, changelog_topic
 from snapledger.local.kafka_broker import KafkaBroker
+from snapledger.runtime import replaced, runtime, use_runtime
 from tests.kafka.conftest import Registry
 from tests.kafka.orders import orders as _orders
 from tests.kafka.orders import totals as _totals
@@ -47,7 +49,11 @@ class Story:
         self.app_id, self.orders, output = f"snap-{n}", f"snap-orders-{n}", f"snap-out-{n}"
         kafka_topics.create_topics(self.servers, [self.orders, output], partitions=PARTITIONS)
         self.changelog = changelog_topic(self.app_id)
+        # The registry knows the store's changelog as a Kafka Streams stream: registration
+        # runs the kafka-streams strategy's checks (layouts/kafka_streams.py) on every snapshot.
+        use_runtime(replaced(runtime(), layouts=LayoutCatalog(kafka_streams=[self.changelog])))
         self.tmp = tmp_path
+        self.registry = registry
         self.root_dir = registry.directory
         self.instance = lambda state: app_factory(
             self.app_id, tmp_path / state, input_topic=self.orders, output_topic=output
@@ -113,6 +119,18 @@ def test_a_seeded_instance_restores_only_the_changelog_after_the_snapshots(story
         (f"0_{p}", "seeded", lsns[p]) for p in range(PARTITIONS)
     ]
     assert restored_b == tail == len(second)
+    # ...each snapshot registered through the kafka-streams checks, with the changelog's
+    # horizon as the snapshotter read it (what retention counts it restorable by)
+    for partition, lsn in lsns.items():
+        latest = story.registry.client.latest(story.changelog, partition)["head"]
+        assert latest["latest_lsn"] == lsn
+        record = story.registry.client.snapshot(
+            story.changelog, partition, latest["latest_snapshot_id"]
+        )["snapshot"]
+        horizon = record["changelog"]
+        assert horizon["end_offset"] == lsn + 1
+        assert horizon["log_start_offset"] == 0
+        assert horizon["delete_retention_ms"] > 0
     assert restored_c == len(first) + len(second)
     assert served_b == served_c == _totals(first, second)
 

@@ -174,6 +174,7 @@ class SnapshotWriter:
         offsets: Mapping[str, int] | None = None,
         created_at: datetime | None = None,
         generation: int | None = None,
+        changelog: Mapping[str, int] | None = None,
     ) -> WrittenSnapshot:
         """Write local files as an ``opaque`` snapshot (e.g. a RocksDB checkpoint).
 
@@ -181,10 +182,20 @@ class SnapshotWriter:
         (symlinked directories are not followed). A file, or a list of files: each under
         its own name. The registry retains and collects an opaque snapshot like any other,
         but the jobs refuse it as a base and ``OpenedSnapshot.to_arrow`` refuses to read it.
+        ``changelog``: the manifest's ``changelog`` (``log_start_offset``, ``end_offset``,
+        ``delete_retention_ms`` of the changelog the files were read from, as read before
+        consuming, ``created_at`` being when): how long retention counts the snapshot as
+        restorable (a Kafka Streams store's: docs/kafka-streams.md).
         """
         sources = _opaque_sources(paths_or_dir)
         draft = self._start(
-            lsn, epoch, "opaque", offsets=offsets, created_at=created_at, generation=generation
+            lsn,
+            epoch,
+            "opaque",
+            offsets=offsets,
+            created_at=created_at,
+            generation=generation,
+            changelog=changelog,
         )
         files = [
             self._upload(draft.prefix, relative, path, rows=None) for relative, path in sources
@@ -202,6 +213,7 @@ class SnapshotWriter:
         offsets: Mapping[str, int] | None,
         created_at: datetime | None,
         generation: int | None,
+        changelog: Mapping[str, int] | None = None,
     ) -> _Draft:
         """A new snapshot id and the manifest's fields, validated before any upload."""
         _checked_int("lsn", lsn, MAX_LSN)
@@ -225,6 +237,8 @@ class SnapshotWriter:
             "offsets": dict(offsets) if offsets is not None else None,
             "generation": generation,
         }
+        if changelog is not None:
+            fields["changelog"] = dict(changelog)
         _validated({**fields, "files": []})
         prefix = snapshot_prefix(self._stream, self._partition, lsn, snapshot_id)
         return _Draft(prefix=prefix, fields=fields)

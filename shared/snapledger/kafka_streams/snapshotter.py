@@ -124,7 +124,13 @@ class StoreSnapshotter:
             self.bootstrap_servers,
         )
         return [
-            self._write(p, self._store_dir(scratch, p), bases[p], results[TaskId(0, p)])
+            self._write(
+                p,
+                self._store_dir(scratch, p),
+                bases[p],
+                results[TaskId(0, p)],
+                changelog.delete_retention_ms,
+            )
             for p in partitions
         ]
 
@@ -134,6 +140,7 @@ class StoreSnapshotter:
         store_dir: Path,
         base: tuple[str | None, int | None, str],
         result: CatchUpResult,
+        delete_retention_ms: int,
     ) -> PartitionSnapshot:
         base_id, base_lsn, note = base
         if result.applied == 0 or result.offset is None:
@@ -149,6 +156,11 @@ class StoreSnapshotter:
             store_dir,
             offsets={f"{self.stream}-{partition}": result.offset},
             created_at=result.end_read_at,
+            changelog={
+                "log_start_offset": result.log_start_offset,
+                "end_offset": result.end_offset,
+                "delete_retention_ms": delete_retention_ms,
+            },
         )
         if self.on_written is not None:
             self.on_written(written)

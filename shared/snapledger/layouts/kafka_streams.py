@@ -8,7 +8,7 @@ each partition a lineage. Its snapshots use the native keys and pointer
 
 Registration runs the native checks (``services/manifest_checks.py``) and then these,
 REJECTED with every reason found: format ``opaque``; ``offsets`` exactly
-``{"{topic}-{partition}": lsn}``; every file under ``rocksdb/{store}/``; every ``*.sst``
+``{"{topic}-{partition}": lsn}``; every file a flat name (a store's RocksDB folder); every ``*.sst``
 ends with RocksDB's block-based table magic (one ranged GET of its tail each, at most
 ``FILE_READERS`` at once: the Restate layout's check); with ``changelog``, an LSN below its
 ``end_offset`` and a ``created_at``.
@@ -48,8 +48,9 @@ if TYPE_CHECKING:
 
 #: Kafka Streams names every store's changelog topic ``{application.id}-{store}-changelog``.
 CHANGELOG_SUFFIX = "-changelog"
-#: A task's store folder, as the snapshotter writes it: ``rocksdb/{store}/...``.
-_STORE_FILE = re.compile(r"rocksdb/[^/]+/.+")
+#: A store's RocksDB folder (``{task}/rocksdb/{store}/``), as the snapshotter writes it and
+#: the seed places it: flat file names (RocksDB keeps no sub-folders there).
+_STORE_FILE = re.compile(r"[^/]+")
 #: The margin kept before ``delete.retention.ms``: 10% of it, and at least 5 minutes (a
 #: boot must read the changelog's tail before compaction may drop its tombstones).
 RETENTION_MARGIN_FRACTION = 0.1
@@ -147,8 +148,8 @@ def store_problems(
     outside = [f.path for f in manifest.files if not _STORE_FILE.fullmatch(f.path)]
     if outside:
         problems.append(
-            f"{len(outside)} file(s) outside rocksdb/{{store}}/, e.g. {outside[0]!r}: a "
-            "snapshot holds the task's store folders only"
+            f"{len(outside)} file(s) in a sub-folder, e.g. {outside[0]!r}: a snapshot holds "
+            "the files of one store's RocksDB folder, which has none"
         )
     ssts = [location.prefix + f.path for f in manifest.files if f.path.endswith(".sst")]
     tails = {k: p for k, p in sst_footers(store, ssts).items() if p is not None}
