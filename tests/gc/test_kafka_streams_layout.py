@@ -55,9 +55,7 @@ def ledger() -> Iterator[Any]:
 
 
 def ks_snapshot(store: FileObjectStore, lsn: int = 41, **overrides: Any) -> str:
-    files = overrides.pop(
-        "files", {"000012.sst": SST, "CURRENT": b"MANIFEST-5\n"}
-    )
+    files = overrides.pop("files", {"000012.sst": SST, "CURRENT": b"MANIFEST-5\n"})
     fields: dict[str, Any] = {
         "format": "opaque",
         "offsets": {f"{TOPIC}-2": lsn},
