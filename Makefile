@@ -46,10 +46,12 @@ $(SEEDER_JAR): kafka/seeder/pom.xml $(shell find kafka/seeder/src/main -type f 2
 test: setup
 	$(UV) run --frozen pytest $(PYTEST_ARGS)
 
-# The import layers ([tool.layers] in pyproject.toml) first: the fastest, standard library only.
+# The import layers ([tool.layers] in pyproject.toml) and the module and class sizes
+# ([tool.sizes]) first: the fastest, standard library only.
 # Only the synced environment: linting downloads no DynamoDB Local, Restate, Kafka or Java build.
 lint: .venv/.synced
 	$(UV) run --frozen python tools/check_layers.py
+	$(UV) run --frozen python tools/check_sizes.py
 	$(UV) run --frozen ruff check .
 	$(UV) run --frozen ruff format --check .
 	$(UV) run --frozen mypy shared/snapledger functions

@@ -9,7 +9,6 @@ from aws_cdk import Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_eventschemas as eventschemas
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -19,10 +18,10 @@ from constructs import Construct
 
 from infra import names
 from infra.constants import EVENT_SOURCE, LAUNCH_DETAIL_TYPES, SERVICE_NAME
+from infra.constructs.event_schemas import build_schema_registry
 from infra.constructs.function_parts import log_group_and_role
 from infra.nag import acknowledge, iam5
 from snapledger.models.bus_events import LedgerEventUndecodable, event_type_name
-from snapledger.models.event_schema import event_schema_documents
 
 PIPE_BATCH_SIZE = 10
 PIPE_MAX_RETRIES = 10
@@ -31,8 +30,6 @@ TARGET_MAX_EVENT_AGE = Duration.hours(6)
 # The enrichment only translates a batch of at most PIPE_BATCH_SIZE small records.
 ENRICHMENT_MEMORY_MB = 256
 ENRICHMENT_TIMEOUT = Duration.seconds(30)
-# EventBridge's schema type for JSON Schema documents (the other is "OpenApi3").
-SCHEMA_TYPE = "JSONSchemaDraft4"
 # Every source of snapledger's own domain events (the ledger's: snapledger.ledger).
 SNAPLEDGER_SOURCES = f"{EVENT_SOURCE}.*"
 BUS_SOURCE_DENY_SID = "OnlySnapledgerPublishesItsSources"
@@ -84,7 +81,7 @@ class LedgerEventBus(Construct):
         self.pipe_name = f"{Stack.of(self).stack_name}-ledger-events"
         self.pipe_role = self._build_pipe_role(table)
         self._only_the_pipe_publishes_ledger_events()
-        self.schema_registry, self.schemas = self._build_schema_registry()
+        self.schema_registry, self.schemas = build_schema_registry(self, self.pipe_name)
         self.undecodable_rule = self._build_undecodable_rule()
         self.enrichment: lambda_.Function | None = None
         self.pipe: pipes.CfnPipe | None = None
@@ -189,29 +186,6 @@ class LedgerEventBus(Construct):
                 },
             )
         )
-
-    def _build_schema_registry(
-        self,
-    ) -> tuple[eventschemas.CfnRegistry, list[eventschemas.CfnSchema]]:
-        registry = eventschemas.CfnRegistry(
-            self,
-            "Schemas",
-            registry_name=self.pipe_name,
-            description="JSON Schemas of the snapledger ledger events on the bus (docs/events/)",
-        )
-        schemas = [
-            eventschemas.CfnSchema(
-                self,
-                f"{event_type}Schema",
-                registry_name=registry.attr_registry_name,
-                schema_name=f"{names.LEDGER_EVENT_SOURCE}@{event_type}",
-                type=SCHEMA_TYPE,
-                content=document,
-                description=f"snapledger {event_type}: docs/events/{event_type}.schema.json",
-            )
-            for event_type, document in event_schema_documents().items()
-        ]
-        return registry, schemas
 
     def _build_undecodable_rule(self) -> events.Rule:
         # Into the Pipe's failure queue, whose depth alarm then fires: an operator looks.

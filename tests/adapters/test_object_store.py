@@ -29,8 +29,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
+from snapledger.adapters.object_keys import TEMP_PREFIX
 from snapledger.adapters.object_store import ACCEPTED_FORMS, open_object_store
-from snapledger.adapters.object_store_file import TEMP_PREFIX, FileObjectStore
+from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.adapters.object_store_s3 import S3ObjectStore
 from snapledger.errors import (
     AccessDeniedError,

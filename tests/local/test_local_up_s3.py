@@ -19,7 +19,7 @@ from snapledger.cli import main as cli
 from snapledger.layouts.restate_keys import RECOMMENDED_NUM_RETAINED
 from snapledger.local.clients import local_s3_client
 from snapledger.local.dynamodb_local import free_port
-from snapledger.local.restate_cluster import snapshots_toml
+from snapledger.local.restate_config import snapshots_toml
 from snapledger.local.runtime import LocalRuntime
 from snapledger.local.up import restate_snippet
 from tests.cli.test_local_up import wait_for

@@ -1,19 +1,20 @@
 """The Restate cluster the tests run: ``snapledger.local.restate_cluster`` (shared with
-``make demo-restate``), under the names the tests use."""
+``make demo-restate``) and what it talks to the server through, under the names the tests
+use."""
 
 from __future__ import annotations
 
-from snapledger.local.restate_cluster import (
+from snapledger.local.restate_bucket import S3Object
+from snapledger.local.restate_cluster import RestateCluster
+from snapledger.local.restate_config import (
     BUCKET,
     CLUSTER_NAME,
     NODE_NAME,
     PREFIX,
     RESTATE_VERSION,
-    CreatedSnapshot,
-    RestateCluster,
     RestateHarnessError,
-    S3Object,
 )
+from snapledger.local.restatectl import CreatedSnapshot
 
 RestateHarness = RestateCluster
 

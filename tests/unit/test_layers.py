@@ -4,34 +4,24 @@ in an otherwise unchanged copy of the sources, so the guard cannot quietly stop 
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
 import sys
 import tomllib
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from infra import names
 from infra.packaging import stage_function_code
+from tests.repo_tools import load_tool
 
 REPO = Path(__file__).resolve().parents[2]
 CHECKER = REPO / "tools" / "check_layers.py"
 
 
-def _load_checker() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_layers", CHECKER)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-layers = _load_checker()
+layers = load_tool("check_layers")
 
 
 @pytest.fixture(scope="module")

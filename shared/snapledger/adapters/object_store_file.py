@@ -3,8 +3,9 @@
 It keeps S3's observable behaviour where callers depend on it: listings in full-key
 lexicographic order, ``start_after`` exclusive, whole-object writes that are never seen
 half-written, create-if-absent, and batch deletes where absent keys count as deleted.
-Key rules (:func:`check_key`) are shared with the S3 adapter, so a key that works
-locally works in AWS and the other way round. Writes are atomic but not fsynced: the
+Key rules (:func:`~snapledger.adapters.object_keys.check_key`) are shared with the S3
+adapter, so a key that works locally works in AWS and the other way round; how the folder
+tree is walked, written and pruned is file_tree.py. Writes are atomic but not fsynced: the
 local runtime trades durability across a power cut for speed.
 """
 
@@ -15,15 +16,14 @@ import fcntl
 import hashlib
 import itertools
 import os
-import uuid
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from stat import S_ISREG
 
+from snapledger.adapters.file_tree import info, prune, shadowed, sorted_entries, walk, write_temp
+from snapledger.adapters.object_keys import check_key, check_prefix
 from snapledger.core.checksums import Hasher
 from snapledger.errors import (
-    InvalidKeyError,
     InvalidRequestError,
     ManifestTooLargeError,
     NotFoundError,
@@ -32,53 +32,7 @@ from snapledger.errors import (
 )
 from snapledger.ports import MAX_KEYS_PER_REQUEST, DeleteResult, ObjectInfo, chunked
 
-#: Name prefix of in-progress writes; listings skip them and keys may not use it.
-TEMP_PREFIX = ".tmp-"
-#: How often a write retries when a concurrent delete removes its (empty) directory.
-_WRITE_ATTEMPTS = 5
 _DIGEST_CHUNK = 8 * 1024 * 1024
-
-
-def check_key(key: str) -> str:
-    """Return ``key`` if it is a safe relative object key, else raise InvalidKeyError.
-
-    A key is '/'-separated, relative, without empty, '.' or '..' segments, backslashes
-    or NUL bytes, and no segment may start with the temp-file prefix. On the file store
-    anything else could escape the root or be hidden from listings; S3 applies the same
-    rules so that both stores accept exactly the same keys.
-    """
-    if not key or key.startswith("/") or "\\" in key or "\x00" in key:
-        raise InvalidKeyError(
-            f"object key {key!r} is not valid: use a non-empty relative key with '/' "
-            "separators and no backslashes or NUL bytes"
-        )
-    for segment in key.split("/"):
-        if segment in ("", ".", "..") or segment.startswith(TEMP_PREFIX):
-            raise InvalidKeyError(
-                f"object key {key!r} is not valid: segments may not be empty, '.' or '..', "
-                f"nor start with {TEMP_PREFIX!r}"
-            )
-    return key
-
-
-def check_prefix(prefix: str) -> str:
-    """Return ``prefix`` if it is a valid listing prefix, else raise InvalidKeyError.
-
-    A prefix is a complete directory part (``a/b/``, checked like a key) followed by an
-    optional partial last segment, which is only ever compared, never joined to a path.
-    """
-    directory, slash, partial = prefix.rpartition("/")
-    try:
-        if slash:
-            check_key(directory)
-        if "\\" in partial or "\x00" in partial:
-            raise InvalidKeyError("backslash or NUL byte")
-    except InvalidKeyError as exc:
-        raise InvalidKeyError(
-            f"listing prefix {prefix!r} is not valid: use '' or a relative prefix with '/' "
-            "separators, no empty, '.' or '..' segments, no backslashes or NUL bytes"
-        ) from exc
-    return prefix
 
 
 class FileObjectStore:
@@ -103,7 +57,7 @@ class FileObjectStore:
         check_prefix(prefix)
         directory, _, _ = prefix.rpartition("/")
         base = directory + "/" if directory else ""
-        yield from self._walk(self._root / directory, base, prefix, start_after or "")
+        yield from walk(self._root / directory, base, prefix, start_after or "")
 
     def list_page(
         self, prefix: str, *, start_after: str | None = None, limit: int = MAX_KEYS_PER_REQUEST
@@ -117,7 +71,7 @@ class FileObjectStore:
         check_prefix(prefix)
         directory, _, partial = prefix.rpartition("/")
         base = directory + "/" if directory else ""
-        for name, is_dir in _sorted_entries(self._root / directory):
+        for name, is_dir in sorted_entries(self._root / directory):
             sub_prefix = f"{base}{name}/"
             # S3 reports a common prefix only if an object lies below it; an empty
             # directory (a crash between delete and rmdir) is not one.
@@ -149,7 +103,7 @@ class FileObjectStore:
             return None
         if not S_ISREG(stat.st_mode):
             return None
-        return _info(key, stat)
+        return info(key, stat)
 
     def get_tail(self, key: str, length: int) -> bytes:
         """The file's last ``length`` bytes."""
@@ -181,11 +135,11 @@ class FileObjectStore:
     def put(self, key: str, data: bytes) -> None:
         """Write (overwrite) an object atomically: readers see the old or the new bytes."""
         path = self._path(key)
-        temp = self._write_temp(key, path, data)
+        temp = write_temp(key, path, data)
         try:
             os.replace(temp, path)
         except IsADirectoryError as exc:
-            raise _shadowed(key) from exc
+            raise shadowed(key) from exc
         finally:
             temp.unlink(missing_ok=True)
 
@@ -197,12 +151,12 @@ class FileObjectStore:
         object is complete the moment it becomes visible.
         """
         path = self._path(key)
-        temp = self._write_temp(key, path, data)
+        temp = write_temp(key, path, data)
         try:
             os.link(temp, path)
         except FileExistsError as exc:
             if path.is_dir():
-                raise _shadowed(key) from exc
+                raise shadowed(key) from exc
             raise ObjectExistsError(f"object {key!r} already exists in {self.uri}") from exc
         finally:
             temp.unlink(missing_ok=True)
@@ -239,7 +193,7 @@ class FileObjectStore:
         finds the first's version: StaleVersionError, as S3 answers 412.
         """
         path = self._path(key)
-        temp = self._write_temp(key, path, data)
+        temp = write_temp(key, path, data)
         try:
             folder = os.open(path.parent, os.O_RDONLY)
             try:
@@ -277,7 +231,7 @@ class FileObjectStore:
                     continue
                 deleted.append(key)
                 parents.add(path.parent)
-            self._prune(parents)
+            prune(self._root, parents)
         return DeleteResult(deleted=tuple(deleted), failed=tuple(failed))
 
     # -- helpers ---------------------------------------------------------------------
@@ -285,103 +239,12 @@ class FileObjectStore:
     def _path(self, key: str) -> Path:
         return self._root / check_key(key)
 
-    def _walk(self, directory: Path, base: str, prefix: str, after: str) -> Iterator[ObjectInfo]:
-        """Objects below ``directory`` (whose keys start with ``base``) in key order.
-
-        Entries are sorted by ``name + '/'`` for directories and ``name`` for files: that
-        is exactly the order of the full keys below them ('a-b' < 'a/x' < 'a0'), and it
-        lets whole subtrees before ``after`` or outside ``prefix`` be skipped unread.
-        """
-        for name, is_dir in _sorted_entries(directory):
-            key = f"{base}{name}/" if is_dir else f"{base}{name}"
-            if not (key.startswith(prefix) or (is_dir and prefix.startswith(key))):
-                continue
-            if is_dir:
-                # Every key in the subtree starts with ``key``; skip it if all are <= after.
-                if key < after and not after.startswith(key):
-                    continue
-                yield from self._walk(directory / name, key, prefix, after)
-            elif key > after:
-                try:
-                    stat = (directory / name).stat()
-                except FileNotFoundError:
-                    continue  # deleted since the directory was read
-                yield _info(key, stat)
-
-    def _write_temp(self, key: str, path: Path, data: bytes) -> Path:
-        """Write ``data`` to a fresh temp file next to ``path`` and return the temp path.
-
-        Next to it, so the final rename or link stays on one file system; and the temp
-        file keeps its folder non-empty, so a concurrent delete_many cannot prune the
-        folder between this write and that rename.
-        """
-        attempt = 0
-        while True:
-            attempt += 1
-            temp = path.parent / f"{TEMP_PREFIX}{uuid.uuid4().hex}"
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                # Exclusive create: a temp name is never shared with another writer.
-                with temp.open("xb") as handle:
-                    handle.write(data)
-                return temp
-            except FileNotFoundError:
-                # A concurrent delete_many pruned the directory we just made: make it again.
-                if attempt >= _WRITE_ATTEMPTS:
-                    raise
-            except (FileExistsError, NotADirectoryError) as exc:
-                # mkdir met a file where a directory must be: 'a' exists and 'a/b' is wanted.
-                raise _shadowed(key) from exc
-
-    def _prune(self, directories: set[Path]) -> None:
-        """Remove now-empty directories, deepest first, up to (not including) the root."""
-        for deepest in sorted(directories, key=lambda path: len(path.parts), reverse=True):
-            directory = deepest
-            # Stops at the root, which is not among its own parents.
-            while self._root in directory.parents:
-                try:
-                    directory.rmdir()
-                except FileNotFoundError:
-                    pass  # a concurrent prune got here first; the parents may still be empty
-                except OSError:
-                    break  # not empty, so neither are its ancestors
-                directory = directory.parent
-
 
 def _check_limit(limit: int) -> None:
     if not 1 <= limit <= MAX_KEYS_PER_REQUEST:
         raise InvalidRequestError(
             f"listing limit {limit} is out of range: use 1 to {MAX_KEYS_PER_REQUEST}"
         )
-
-
-def _sorted_entries(directory: Path) -> list[tuple[str, bool]]:
-    """(name, is_dir) of the folders and regular files in ``directory``, in key order.
-
-    Temp files are left out, and so are symlinks (not followed: a link must not lead a
-    listing out of the root) and anything else that is not a plain file or folder.
-    """
-    entries: list[tuple[str, bool]] = []
-    try:
-        with os.scandir(directory) as scan:
-            for entry in scan:
-                if entry.name.startswith(TEMP_PREFIX):
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    entries.append((entry.name, True))
-                elif entry.is_file(follow_symlinks=False):
-                    entries.append((entry.name, False))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    return sorted(entries, key=lambda entry: entry[0] + "/" if entry[1] else entry[0])
-
-
-def _info(key: str, stat: os.stat_result) -> ObjectInfo:
-    return ObjectInfo(
-        key=key,
-        size=stat.st_size,
-        last_modified=datetime.fromtimestamp(stat.st_mtime, tz=UTC),
-    )
 
 
 def _content_tag(data: bytes) -> str:
@@ -392,11 +255,4 @@ def _too_large(key: str, size: int, max_bytes: int) -> ManifestTooLargeError:
     return ManifestTooLargeError(
         f"object {key!r} is {size} bytes, over the {max_bytes}-byte limit: "
         "write a smaller object (split it) or raise the limit"
-    )
-
-
-def _shadowed(key: str) -> InvalidKeyError:
-    return InvalidKeyError(
-        f"object key {key!r} clashes with another key on the file store: one key cannot be "
-        "both an object and a prefix of others (e.g. 'a' and 'a/b'); rename one of them"
     )

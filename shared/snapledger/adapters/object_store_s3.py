@@ -11,8 +11,6 @@ from __future__ import annotations
 import base64
 import builtins
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -20,16 +18,16 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from snapledger.adapters.access_denied import ACCESS_DENIED_CODES
-from snapledger.adapters.object_store_file import check_key, check_prefix
+from snapledger.adapters.object_keys import check_key, check_prefix
+from snapledger.adapters.s3_legal_holds import S3LegalHolds
+from snapledger.adapters.s3_location import EXISTS, NOT_FOUND, S3Location, error_code
 from snapledger.errors import (
     AccessDeniedError,
     InvalidRequestError,
     ManifestTooLargeError,
     NotFoundError,
     ObjectExistsError,
-    SnapledgerError,
     StaleVersionError,
-    StoreUnavailableError,
 )
 from snapledger.ports import MAX_KEYS_PER_REQUEST, DeleteResult, ObjectInfo, chunked
 
@@ -44,32 +42,18 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.type_defs import ListObjectsV2OutputTypeDef, ObjectTypeDef
 
-_NOT_FOUND = frozenset({"NoSuchKey", "404", "NotFound"})
-# 412 is the answer to IfNoneMatch='*' on an existing key; 409 means another conditional
-# write to the same key is in flight, which one of the two creators loses either way.
-_EXISTS = frozenset({"PreconditionFailed", "412", "ConditionalRequestConflict", "409"})
-#: PutObjectLegalHold requests in flight at once when releasing a prefix's versions.
-HOLD_RELEASERS = 16
-#: S3's answer to a legal hold on a bucket created without Object Lock.
-_NO_OBJECT_LOCK = "InvalidRequest"
-_THROTTLED = frozenset(
-    {"SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "ServiceUnavailable"}
-)
-
 
 class S3ObjectStore:
     """An ObjectStore over one S3 bucket and key prefix; keys are relative to the prefix."""
 
     def __init__(self, bucket: str, prefix: str = "", client: S3Client | None = None) -> None:
-        self._bucket = bucket
-        # Normalized to '' or 'a/b/', so a relative key is always prefix + key.
-        stripped = prefix.strip("/")
-        self._prefix = f"{check_key(stripped)}/" if stripped else ""
+        self._at = S3Location(bucket, prefix)
         self._client: S3Client = client if client is not None else boto3.client("s3")
+        self._holds = S3LegalHolds(self._client, self._at)
 
     @property
     def uri(self) -> str:
-        return f"s3://{self._bucket}/{self._prefix}".rstrip("/")
+        return self._at.uri
 
     # -- reads -----------------------------------------------------------------------
 
@@ -99,16 +83,16 @@ class S3ObjectStore:
         """The immediate sub-prefixes of ``prefix`` (S3 common prefixes for '/')."""
         check_prefix(prefix)
         request: dict[str, Any] = {
-            "Bucket": self._bucket,
-            "Prefix": self._prefix + prefix,
+            "Bucket": self._at.bucket,
+            "Prefix": self._at.prefix + prefix,
             "Delimiter": "/",
             "MaxKeys": MAX_KEYS_PER_REQUEST,
         }
         while True:
-            with self._translated("list", prefix):
+            with self._at.translated("list", prefix):
                 response = self._client.list_objects_v2(**request)
             for common in response.get("CommonPrefixes", []):
-                yield common["Prefix"].removeprefix(self._prefix)
+                yield self._at.relative(common["Prefix"])
             token = response.get("NextContinuationToken")
             if not response.get("IsTruncated") or token is None:
                 return
@@ -117,8 +101,8 @@ class S3ObjectStore:
     def get(self, key: str, *, max_bytes: int | None = None) -> bytes:
         """One GetObject; with ``max_bytes``, its ContentLength is checked before the body
         is read, so an oversized object is never downloaded."""
-        with self._translated("get", key):
-            response = self._client.get_object(Bucket=self._bucket, Key=self._full(key))
+        with self._at.translated("get", key):
+            response = self._client.get_object(Bucket=self._at.bucket, Key=self._at.full(key))
             body = response["Body"]
             size = response["ContentLength"]
             if max_bytes is not None and size > max_bytes:
@@ -133,17 +117,17 @@ class S3ObjectStore:
         """One ranged GetObject of the last ``length`` bytes (a suffix range)."""
         if length <= 0:
             return b""
-        with self._translated("get", key):
+        with self._at.translated("get", key):
             response = self._client.get_object(
-                Bucket=self._bucket, Key=self._full(key), Range=f"bytes=-{length}"
+                Bucket=self._at.bucket, Key=self._at.full(key), Range=f"bytes=-{length}"
             )
             return response["Body"].read()
 
     def head(self, key: str) -> ObjectInfo | None:
         """One HeadObject: the object's info, or None if absent."""
         try:
-            with self._translated("head", key):
-                response = self._client.head_object(Bucket=self._bucket, Key=self._full(key))
+            with self._at.translated("head", key):
+                response = self._client.head_object(Bucket=self._at.bucket, Key=self._at.full(key))
         except NotFoundError:
             return None
         return ObjectInfo(
@@ -160,9 +144,9 @@ class S3ObjectStore:
         field = _CHECKSUM_FIELDS.get(algorithm)
         if field is None:
             return None  # md5: S3 keeps none we can read as such (an ETag is not one)
-        with self._translated("head", key):
+        with self._at.translated("head", key):
             response = self._client.head_object(
-                Bucket=self._bucket, Key=self._full(key), ChecksumMode="ENABLED"
+                Bucket=self._at.bucket, Key=self._at.full(key), ChecksumMode="ENABLED"
             )
         value = str(response.get(field) or "")
         if not value or "-" in value or response.get("ChecksumType") == "COMPOSITE":
@@ -173,29 +157,29 @@ class S3ObjectStore:
 
     def put(self, key: str, data: bytes) -> None:
         """One PutObject (S3 writes are atomic: readers see the old or the new bytes)."""
-        with self._translated("put", key):
-            self._client.put_object(Bucket=self._bucket, Key=self._full(key), Body=data)
+        with self._at.translated("put", key):
+            self._client.put_object(Bucket=self._at.bucket, Key=self._at.full(key), Body=data)
 
     def create(self, key: str, data: bytes) -> None:
         """One conditional PutObject (``IfNoneMatch='*'``); ObjectExistsError if present."""
-        full = self._full(key)
+        full = self._at.full(key)
         try:
-            self._client.put_object(Bucket=self._bucket, Key=full, Body=data, IfNoneMatch="*")
+            self._client.put_object(Bucket=self._at.bucket, Key=full, Body=data, IfNoneMatch="*")
         except ClientError as exc:
-            if _code(exc) in _EXISTS:
+            if error_code(exc) in EXISTS:
                 raise ObjectExistsError(
                     f"object {key!r} already exists in {self.uri}: it was not overwritten"
                 ) from exc
-            raise self._error(exc, "create", key) from exc
+            raise self._at.error(exc, "create", key) from exc
         except BotoCoreError as exc:
-            raise self._error(exc, "create", key) from exc
+            raise self._at.error(exc, "create", key) from exc
 
     def get_versioned(self, key: str, *, max_bytes: int | None = None) -> tuple[bytes, str] | None:
         """One GetObject: the bytes (at most ``max_bytes + 1`` of them when bounded: the
         rest is not read) and the ETag; None if absent."""
         try:
-            with self._translated("get", key):
-                response = self._client.get_object(Bucket=self._bucket, Key=self._full(key))
+            with self._at.translated("get", key):
+                response = self._client.get_object(Bucket=self._at.bucket, Key=self._at.full(key))
                 body = response["Body"]
                 try:
                     data = body.read() if max_bytes is None else body.read(max_bytes + 1)
@@ -208,17 +192,17 @@ class S3ObjectStore:
     def replace(self, key: str, data: bytes, *, if_match: str) -> None:
         """One conditional PutObject (``IfMatch``): StaleVersionError if the object changed
         (412), is gone (404), or another conditional write to it is in flight (409)."""
-        full = self._full(key)
+        full = self._at.full(key)
         try:
-            self._client.put_object(Bucket=self._bucket, Key=full, Body=data, IfMatch=if_match)
+            self._client.put_object(Bucket=self._at.bucket, Key=full, Body=data, IfMatch=if_match)
         except ClientError as exc:
-            if _code(exc) in _EXISTS | _NOT_FOUND:
+            if error_code(exc) in EXISTS | NOT_FOUND:
                 raise StaleVersionError(
                     f"object {key!r} in {self.uri} is no longer version {if_match}: read it again"
                 ) from exc
-            raise self._error(exc, "replace", key) from exc
+            raise self._at.error(exc, "replace", key) from exc
         except BotoCoreError as exc:
-            raise self._error(exc, "replace", key) from exc
+            raise self._at.error(exc, "replace", key) from exc
 
     def delete_many(self, keys: Sequence[str]) -> DeleteResult:
         """One quiet DeleteObjects per 1,000 keys; per-key errors go to ``failed``.
@@ -230,21 +214,22 @@ class S3ObjectStore:
         deleted: list[str] = []
         failed: list[tuple[str, str]] = []
         for batch in chunked(unique, MAX_KEYS_PER_REQUEST):
-            with self._translated("delete", f"{len(batch)} keys"):
+            with self._at.translated("delete", f"{len(batch)} keys"):
                 response = self._client.delete_objects(
-                    Bucket=self._bucket,
-                    Delete={"Objects": [{"Key": self._full(k)} for k in batch], "Quiet": True},
+                    Bucket=self._at.bucket,
+                    Delete={"Objects": [{"Key": self._at.full(k)} for k in batch], "Quiet": True},
                 )
             errors: dict[str, str] = {}
             for error in response.get("Errors", []):
-                if error.get("Code") in _NOT_FOUND:
+                if error.get("Code") in NOT_FOUND:
                     continue  # absent counts as deleted
-                key = error.get("Key", "").removeprefix(self._prefix)
+                key = self._at.relative(error.get("Key", ""))
                 if error.get("Code") in ACCESS_DENIED_CODES:
                     # (a 200 with per-key errors: the client's AccessDenied hook never sees it)
                     errors[key] = str(
                         AccessDeniedError(
-                            "s3:DeleteObject", f"arn:aws:s3:::{self._bucket}/{error.get('Key', '')}"
+                            "s3:DeleteObject",
+                            f"arn:aws:s3:::{self._at.bucket}/{error.get('Key', '')}",
                         )
                     )
                     continue
@@ -256,134 +241,39 @@ class S3ObjectStore:
     # -- legal holds (ObjectHolds: the bucket must have Object Lock enabled) -----------
 
     def hold(self, key: str) -> None:
-        """One PutObjectLegalHold (ON) on the object's current version."""
-        self._legal_hold(key, None, "ON")
+        """One PutObjectLegalHold (ON) on the object's current version (s3_legal_holds.py)."""
+        self._holds.hold(key)
 
     def release_holds(self, prefix: str) -> int:
-        """ListObjectVersions under ``prefix`` (one request per 1,000 versions), then one
-        PutObjectLegalHold (OFF) per object version, current or not (delete markers carry
-        no hold), ``HOLD_RELEASERS`` at a time: releasing an unheld version is harmless."""
-        versions = list(self._versions(prefix))
-        if len(versions) <= 1:
-            for key, version_id in versions:
-                self._legal_hold(key, version_id, "OFF")
-        else:
-            with ThreadPoolExecutor(max_workers=min(HOLD_RELEASERS, len(versions))) as pool:
-                list(pool.map(lambda kv: self._legal_hold(kv[0], kv[1], "OFF"), versions))
-        return len(versions)
-
-    def _versions(self, prefix: str) -> Iterator[tuple[str, str]]:
-        check_prefix(prefix)
-        request: dict[str, Any] = {
-            "Bucket": self._bucket,
-            "Prefix": self._prefix + prefix,
-            "MaxKeys": MAX_KEYS_PER_REQUEST,
-        }
-        while True:
-            with self._translated("list versions", prefix):
-                response = self._client.list_object_versions(**request)
-            for version in response.get("Versions", []):
-                yield version["Key"].removeprefix(self._prefix), version["VersionId"]
-            if not response.get("IsTruncated"):
-                return
-            request["KeyMarker"] = response.get("NextKeyMarker")
-            request["VersionIdMarker"] = response.get("NextVersionIdMarker")
-
-    def _legal_hold(self, key: str, version_id: str | None, status: str) -> None:
-        request: dict[str, Any] = {
-            "Bucket": self._bucket,
-            "Key": self._full(key),
-            "LegalHold": {"Status": status},
-        }
-        if version_id is not None:
-            request["VersionId"] = version_id
-        action = "hold" if status == "ON" else "release the hold of"
-        try:
-            self._client.put_object_legal_hold(**request)
-        except ClientError as exc:
-            if _code(exc) == _NO_OBJECT_LOCK:
-                raise InvalidRequestError(
-                    f"{action} {key!r} in {self.uri}: the bucket has no Object Lock "
-                    f"({exc.response.get('Error', {}).get('Message', '')}): protectLatest "
-                    "needs a bucket created with Object Lock (docs/deploy.md, 'The latest "
-                    "protected in the bucket'); or turn the setting off"
-                ) from exc
-            raise self._error(exc, action, key) from exc
-        except BotoCoreError as exc:
-            raise self._error(exc, action, key) from exc
+        """Every version's hold under ``prefix`` released (s3_legal_holds.py)."""
+        return self._holds.release_holds(prefix)
 
     # -- helpers ---------------------------------------------------------------------
-
-    def _full(self, key: str) -> str:
-        return self._prefix + check_key(key)
 
     def _list_request(
         self, prefix: str, start_after: str | None, limit: int, token: str | None
     ) -> ListObjectsV2OutputTypeDef:
         check_prefix(prefix)
         request: dict[str, Any] = {
-            "Bucket": self._bucket,
-            "Prefix": self._prefix + prefix,
+            "Bucket": self._at.bucket,
+            "Prefix": self._at.prefix + prefix,
             "MaxKeys": limit,
         }
         # StartAfter is only honoured on the first page; the token carries on from there.
         if token is not None:
             request["ContinuationToken"] = token
         elif start_after is not None:
-            request["StartAfter"] = self._prefix + start_after
-        with self._translated("list", prefix):
+            request["StartAfter"] = self._at.prefix + start_after
+        with self._at.translated("list", prefix):
             return self._client.list_objects_v2(**request)
 
     def _info(self, item: ObjectTypeDef) -> ObjectInfo:
         return ObjectInfo(
-            key=item["Key"].removeprefix(self._prefix),
+            key=self._at.relative(item["Key"]),
             size=item["Size"],
             last_modified=_utc(item["LastModified"]),
             etag=item.get("ETag"),
         )
-
-    @contextmanager
-    def _translated(self, action: str, key: str) -> Iterator[None]:
-        """Turn botocore errors raised inside the block into snapledger errors."""
-        try:
-            yield
-        except (ClientError, BotoCoreError) as exc:
-            raise self._error(exc, action, key) from exc
-
-    def _error(self, exc: ClientError | BotoCoreError, action: str, key: str) -> SnapledgerError:
-        where = f"{action} {key!r} in {self.uri}"
-        if not isinstance(exc, ClientError):
-            return StoreUnavailableError(
-                f"{where} failed before S3 answered ({exc}): check the network, endpoint and "
-                "credentials, then try again"
-            )
-        code, status = _code(exc), _status(exc)
-        if code in _NOT_FOUND:
-            return NotFoundError(f"{where}: no such object")
-        if code == "NoSuchBucket":
-            return StoreUnavailableError(
-                f"{where}: bucket {self._bucket!r} does not exist: check the store URI"
-            )
-        if code in ("AccessDenied", "403"):
-            return StoreUnavailableError(
-                f"{where}: access denied: grant the caller s3:GetObject, s3:PutObject, "
-                "s3:DeleteObject and s3:ListBucket on the bucket and prefix (without "
-                "ListBucket S3 answers 403, not 404, for a missing key)"
-            )
-        if code in _THROTTLED or status >= 500:
-            return StoreUnavailableError(
-                f"{where}: S3 is throttling or failing ({code}, HTTP {status}) after retries: "
-                "try again later, or raise the client's retry budget"
-            )
-        return InvalidRequestError(f"{where}: S3 rejected the request ({code}, HTTP {status})")
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
-
-
-def _status(exc: ClientError) -> int:
-    return int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
 
 
 def _utc(moment: datetime) -> datetime:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
-from snapledger.adapters.object_store_file import TEMP_PREFIX
+from snapledger.adapters.object_keys import TEMP_PREFIX
 from snapledger.core.checksums import Checksum, Hasher
 from snapledger.ports import ObjectStore
 

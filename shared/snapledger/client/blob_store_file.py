@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from snapledger.adapters.object_store_file import FileObjectStore, check_key
+from snapledger.adapters.object_keys import check_key
+from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.client.blob_store import (
     CHUNK_BYTES,
     FileSource,

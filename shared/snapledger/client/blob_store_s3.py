@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from snapledger.adapters.object_store_file import check_key
+from snapledger.adapters.object_keys import check_key
 from snapledger.adapters.object_store_s3 import S3ObjectStore
 from snapledger.client.blob_store import (
     CHUNK_BYTES,

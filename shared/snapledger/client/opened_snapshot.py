@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from snapledger.adapters.object_store_file import TEMP_PREFIX
+from snapledger.adapters.object_keys import TEMP_PREFIX
 from snapledger.client._arrow import pa, pq
 from snapledger.client.descriptors import RestoreDescriptorV1
 from snapledger.client.errors import FileProblem, SnapshotCorruptError, SnapshotFormatError

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from snapledger.adapters.object_store_file import check_key
+from snapledger.adapters.object_keys import check_key
 from snapledger.client.descriptors import RESTORE_DESCRIPTOR_NAME, RestoreDescriptorV1
 from snapledger.client.errors import PointerRefusedError, SnapshotCorruptError
 from snapledger.client.opened_snapshot import DEFAULT_READERS, OpenedSnapshot

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from snapledger.adapters.object_store_file import check_key
+from snapledger.adapters.object_keys import check_key
 from snapledger.client._arrow import pa, pq
 from snapledger.client.state_table import StateData, to_state_table
 from snapledger.client.storage import (

@@ -37,7 +37,8 @@ from snapledger.layouts.lineage import RestateLayout
 from snapledger.local.aws_events import LOCAL_BUCKET
 from snapledger.local.demo import Report
 from snapledger.local.handlers import HANDLERS, invoke
-from snapledger.local.restate_cluster import RESTATE_VERSION, RestateCluster, RestateHarnessError
+from snapledger.local.restate_cluster import RestateCluster
+from snapledger.local.restate_config import RESTATE_VERSION, RestateHarnessError
 from snapledger.local.router import Router
 from snapledger.local.runtime import LocalRuntime
 from snapledger.models.ledger import LineageId, SnapshotStatus

@@ -35,7 +35,7 @@ from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.local.aws_events import LOCAL_BUCKET
 from snapledger.local.dynamodb_local import NotACheckoutError, free_port
 from snapledger.local.handlers import HANDLERS
-from snapledger.local.restate_cluster import snapshots_toml
+from snapledger.local.restate_config import snapshots_toml
 from snapledger.local.router import Router
 from snapledger.local.runtime import RUNTIME_FILE, LocalRuntime, local_home, running_endpoint
 
