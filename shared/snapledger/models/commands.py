@@ -10,7 +10,7 @@ from snapledger.limits import MAX_PROBLEM_CHARS, MAX_RECORDED_PROBLEMS
 from snapledger.models.base import Frozen
 from snapledger.models.generations import ProtectedGenerations
 from snapledger.models.policy import RetentionPolicy
-from snapledger.models.snapshot import ProducerFields, SnapshotFields
+from snapledger.models.snapshot import GenerationMember, ProducerFields, SnapshotFields
 
 
 class ManifestSummary(ProducerFields, SnapshotFields, Frozen):
@@ -369,7 +369,7 @@ class RequestStreamSnapshot(Frozen):
         return f"stream-snapshot:{self.request_id}"
 
 
-class CountGenerationMember(Frozen):
+class CountGenerationMember(GenerationMember, Frozen):
     """A member partition's snapshot, registered in the same transaction, counts for
     ``generation`` if the rules allow (``core/generations.py``); carries the registration's
     command id, so a redelivered manifest is recognised on both logs."""
@@ -377,11 +377,6 @@ class CountGenerationMember(Frozen):
     kind: Literal["CountGenerationMember"] = "CountGenerationMember"
     stream: str
     generation: int
-    partition: int
-    snapshot_id: str
-    lsn: int
-    epoch: int
-    offsets: dict[str, int] | None = None
     registration_command_id: str
 
     @property

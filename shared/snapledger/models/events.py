@@ -24,12 +24,17 @@ the version before (``models/upcasting.py``): every event stored earlier still r
 from datetime import datetime
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter
 
 from snapledger.limits import MAX_PROBLEM_CHARS, MAX_RECORDED_PROBLEMS
 from snapledger.models.base import DEFERRED, Frozen
 from snapledger.models.policy import RetentionPolicy
-from snapledger.models.snapshot import GenerationMembership, ProducerFields, SnapshotFields
+from snapledger.models.snapshot import (
+    GenerationMember,
+    GenerationMembership,
+    ProducerFields,
+    SnapshotFields,
+)
 
 
 class EventBase(Frozen):
@@ -341,26 +346,33 @@ class StreamSnapshotRequested(StreamEventBase):
     )
 
 
-class StreamSnapshotMemberCounted(StreamEventBase):
+class _GenerationEvent(StreamEventBase):
+    """A stream event about one generation: its type, then its number, then its own fields
+    (a member's, for ``StreamSnapshotMemberCounted``), in the order they are published."""
+
+    type: str  # each event narrows it to its own Literal; declared here to keep its place
+    generation: int = Field(ge=1)
+
+
+def _member_as_json(name: str) -> str:
+    """``StreamSnapshotMemberCounted``'s JSON names the member's partition ``member``."""
+    return "member" if name == "partition" else name
+
+
+# The member's fields are declared once (models/snapshot.py); this event lists them after
+# the generation and names the partition ``member`` on the wire (stored and on the bus).
+class StreamSnapshotMemberCounted(GenerationMember, _GenerationEvent):
     """A member partition's snapshot counted for ``generation`` (recorded in the same
     transaction as its registration on the partition's own log)."""
 
+    model_config = ConfigDict(alias_generator=_member_as_json, serialize_by_alias=True)
+
     type: Literal["StreamSnapshotMemberCounted"] = "StreamSnapshotMemberCounted"
-    generation: int = Field(ge=1)
-    member: int = Field(description="The member partition whose snapshot counted")
-    snapshot_id: str
-    lsn: int
-    epoch: int
-    offsets: dict[str, int] | None = None
     missing: tuple[int, ...] = Field(description="The member partitions still to count")
 
 
-class StreamMember(Frozen):
-    partition: int = Field(description="The member partition (before version 2: ``member``)")
-    snapshot_id: str
-    lsn: int
-    epoch: int
-    offsets: dict[str, int] | None = None
+class StreamMember(GenerationMember, Frozen):
+    pass  # a member as StreamSnapshotCompleted lists it: its fields are models/snapshot.py's
 
 
 class StreamSnapshotCompleted(StreamEventBase):
