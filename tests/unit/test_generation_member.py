@@ -4,15 +4,11 @@ one name for the partition; StreamSnapshotMemberCounted's JSON keeps ``member``.
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
 from datetime import UTC, datetime
 
 import pytest
 from pydantic import BaseModel
 
-import snapledger.models
 from snapledger.core.stream import StreamState, decide_stream, evolve_stream_all
 from snapledger.models.commands import CountGenerationMember, RequestStreamSnapshot
 from snapledger.models.events import (
@@ -24,6 +20,7 @@ from snapledger.models.events import (
 from snapledger.models.generations import CountedMember
 from snapledger.models.pointer import GenerationPointerMember
 from snapledger.models.snapshot import GenerationMember, SnapshotFields
+from tests.unit.model_scan import declared_models
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 MEMBER_FIELDS = set(GenerationMember.model_fields)
@@ -34,16 +31,6 @@ COMPOSED = (
     CountedMember,
     GenerationPointerMember,
 )
-
-
-def _models() -> list[type[BaseModel]]:
-    found: list[type[BaseModel]] = []
-    for info in pkgutil.iter_modules(snapledger.models.__path__):
-        module = importlib.import_module(f"snapledger.models.{info.name}")
-        for _, value in inspect.getmembers(module, inspect.isclass):
-            if issubclass(value, BaseModel) and value.__module__ == module.__name__:
-                found.append(value)
-    return found
 
 
 @pytest.mark.parametrize("model", COMPOSED, ids=lambda m: m.__name__)
@@ -62,7 +49,7 @@ def test_no_other_model_declares_a_members_fields_again() -> None:
     # member, composed of the one model
     members = [
         model
-        for model in _models()
+        for model in declared_models()
         if {"snapshot_id", "lsn", "epoch", "offsets"} <= set(model.model_fields)
         and not issubclass(model, SnapshotFields)
         and "files" not in model.model_fields

@@ -29,7 +29,6 @@ from snapledger.models.commands import (
 from snapledger.models.events import (
     PartitionLsn,
     StreamEvent,
-    StreamMember,
     StreamSnapshotCompleted,
     StreamSnapshotFailed,
     StreamSnapshotMemberCounted,
@@ -41,6 +40,7 @@ from snapledger.models.generations import (
     FailureCause,
     GenerationStatus,
     StreamGeneration,
+    StreamMember,
 )
 from snapledger.models.ledger import StreamHead
 from snapledger.models.snapshot import GenerationMember

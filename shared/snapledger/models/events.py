@@ -24,12 +24,14 @@ the version before (``models/upcasting.py``): every event stored earlier still r
 from datetime import datetime
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
 
 from snapledger.limits import MAX_PROBLEM_CHARS, MAX_RECORDED_PROBLEMS
 from snapledger.models.base import DEFERRED, Frozen
+from snapledger.models.generations import StreamMember
 from snapledger.models.policy import RetentionPolicy
 from snapledger.models.snapshot import (
+    MEMBER_AS_JSON,
     GenerationMember,
     GenerationMembership,
     ProducerFields,
@@ -289,6 +291,7 @@ class StreamEventBase(Frozen):
     at: datetime = Field(description="Registry time (server clock)")
     stream: str
     command_id: str = Field(description="The command that produced it (for idempotency)")
+    type: str  # the discriminator, as EventBase's: here, before a base's own fields
 
 
 class PolicySet(StreamEventBase):
@@ -347,32 +350,17 @@ class StreamSnapshotRequested(StreamEventBase):
 
 
 class _GenerationEvent(StreamEventBase):
-    """A stream event about one generation: its type, then its number, then its own fields
-    (a member's, for ``StreamSnapshotMemberCounted``), in the order they are published."""
-
-    type: str  # each event narrows it to its own Literal; declared here to keep its place
-    generation: int = Field(ge=1)
+    generation: int = Field(ge=1)  # before the member's fields (models/snapshot.py)
 
 
-def _member_as_json(name: str) -> str:
-    """``StreamSnapshotMemberCounted``'s JSON names the member's partition ``member``."""
-    return "member" if name == "partition" else name
-
-
-# The member's fields are declared once (models/snapshot.py); this event lists them after
-# the generation and names the partition ``member`` on the wire (stored and on the bus).
 class StreamSnapshotMemberCounted(GenerationMember, _GenerationEvent):
     """A member partition's snapshot counted for ``generation`` (recorded in the same
     transaction as its registration on the partition's own log)."""
 
-    model_config = ConfigDict(alias_generator=_member_as_json, serialize_by_alias=True)
+    model_config = MEMBER_AS_JSON
 
     type: Literal["StreamSnapshotMemberCounted"] = "StreamSnapshotMemberCounted"
     missing: tuple[int, ...] = Field(description="The member partitions still to count")
-
-
-class StreamMember(GenerationMember, Frozen):
-    pass  # a member as StreamSnapshotCompleted lists it: its fields are models/snapshot.py's
 
 
 class StreamSnapshotCompleted(StreamEventBase):

@@ -35,6 +35,10 @@ class FailureCause(StrEnum):
     SUPERSEDED = "superseded"
 
 
+class StreamMember(GenerationMember, Frozen):
+    pass  # a member as StreamSnapshotCompleted lists it: its fields are models/snapshot.py's
+
+
 class CountedMember(GenerationMember, Stored):
     """A member of the ``GEN#`` record: the snapshot that counted for a partition, and when."""
 

@@ -84,3 +84,12 @@ class GenerationMember(BaseModel):
     lsn: int
     epoch: int
     offsets: dict[str, int] | None = Field(default=None, description="The manifest's offsets.")
+
+
+def _member_as_json(name: str) -> str:
+    return "member" if name == "partition" else name
+
+
+#: The config of ``StreamSnapshotMemberCounted``: its JSON (stored, on the bus) names the
+#: member's partition ``member``, as a stream event's JSON has no ``partition``.
+MEMBER_AS_JSON = ConfigDict(alias_generator=_member_as_json, serialize_by_alias=True)
