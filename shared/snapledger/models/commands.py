@@ -6,9 +6,11 @@ from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import Field
 
+from snapledger.job_kinds import JobKind
 from snapledger.limits import MAX_PROBLEM_CHARS, MAX_RECORDED_PROBLEMS
 from snapledger.models.base import Frozen
 from snapledger.models.generations import ProtectedGenerations
+from snapledger.models.jobs import ReportedState
 from snapledger.models.policy import RetentionPolicy
 from snapledger.models.snapshot import GenerationMember, ProducerFields, SnapshotFields
 
@@ -119,7 +121,7 @@ class RequestJob(Frozen):
     stream: str
     partition: int
     job_id: str
-    job_kind: str
+    job_kind: JobKind
     base_snapshot_id: str | None = None
     base_lsn: int | None = None
     target_lsn: int
@@ -136,7 +138,7 @@ class RecordJobState(Frozen):
     stream: str
     partition: int
     job_id: str
-    state: str
+    state: ReportedState
     run_id: str | None = None
     reason: str | None = None
 

@@ -29,6 +29,7 @@ from pydantic import Field, TypeAdapter
 from snapledger.limits import MAX_PROBLEM_CHARS, MAX_RECORDED_PROBLEMS
 from snapledger.models.base import DEFERRED, Frozen
 from snapledger.models.generations import StreamMember
+from snapledger.models.jobs import RecordedKind, ReportedState
 from snapledger.models.policy import RetentionPolicy
 from snapledger.models.snapshot import (
     MEMBER_AS_JSON,
@@ -111,7 +112,7 @@ class JobRequested(EventBase):
 
     type: Literal["JobRequested"] = "JobRequested"
     job_id: str
-    job_kind: str
+    job_kind: RecordedKind
     base_snapshot_id: str | None = None
     base_lsn: int | None = None
     target_lsn: int
@@ -122,7 +123,7 @@ class JobStateChanged(EventBase):
 
     type: Literal["JobStateChanged"] = "JobStateChanged"
     job_id: str
-    state: str
+    state: ReportedState
     run_id: str | None = None
 
 
@@ -136,7 +137,7 @@ class JobFailed(EventBase):
 
     type: Literal["JobFailed"] = "JobFailed"
     job_id: str
-    state: str
+    state: ReportedState
     reason: str
 
 
