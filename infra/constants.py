@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from snapledger import emr_release
+from snapledger import emr_release, stack_names
 from snapledger.models.requests import DETAIL_TYPE_ACTIONS, SNAPSHOT_STREAM_DETAIL_TYPE
 
-SERVICE_NAME = "snapledger"
-STACK_NAME = "Snapledger"
-METRICS_NAMESPACE = "Snapledger"
+# The names the stack shares with the client and the functions: declared once, there.
+SERVICE_NAME = stack_names.SERVICE_NAME
+STACK_NAME = stack_names.STACK_NAME
+METRICS_NAMESPACE = stack_names.METRICS_NAMESPACE
 
 # The EMR Serverless release the app deploys, its Spark and the jobs' interpreter: defined
 # beside the launcher that ships them (function code cannot import infra), named here too.
@@ -28,4 +29,4 @@ OUTPUT_TABLE = "LedgerTableName"
 OUTPUT_BUCKET = "SnapshotBucketName"
 OUTPUT_EVENT_BUS = "EventBusName"
 OUTPUT_EMR_APPLICATION = "EmrApplicationId"
-OUTPUT_FUNCTION_PREFIX = "Function"
+OUTPUT_FUNCTION_PREFIX = stack_names.OUTPUT_FUNCTION_PREFIX

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from infra.constants import OUTPUT_FUNCTION_PREFIX
+from snapledger import stack_names
 from snapledger.adapters import dynamodb_codec
 from snapledger.layout import (
     CHANGELOG,
@@ -110,14 +111,12 @@ GC_SCHEDULE_HOURS = 6
 GC_SHARD_WORKERS = 4
 
 # --- Metrics -----------------------------------------------------------------------------
-# Emitted by gc (Powertools Metrics, EMF) with the default ``service`` dimension.
-STUCK_JOBS_METRIC = "StuckJobs"
-# Streams a GC run could not collect (one stream's failure never stops the others), and
-# lineages whose latest.json lags the ledger and could not be repaired (issue 27).
-GC_STREAMS_FAILED_METRIC = "Gc_streams_failed"
-GC_POINTERS_UNREPAIRED_METRIC = "Gc_pointers_unrepaired"
-# Restate latests a GC run found broken (healed or not: a partition failed to restore).
-GC_RESTATE_LATESTS_BROKEN_METRIC = "Gc_restate_latests_broken"
+# Emitted by gc (Powertools Metrics, EMF) with the default ``service`` dimension: named
+# once, with the functions that emit them (snapledger/stack_names.py).
+STUCK_JOBS_METRIC = stack_names.STUCK_JOBS_METRIC
+GC_STREAMS_FAILED_METRIC = stack_names.GC_STREAMS_FAILED_METRIC
+GC_POINTERS_UNREPAIRED_METRIC = stack_names.GC_POINTERS_UNREPAIRED_METRIC
+GC_RESTATE_LATESTS_BROKEN_METRIC = stack_names.GC_RESTATE_LATESTS_BROKEN_METRIC
 SERVICE_DIMENSION = "service"
 
 # --- Context keys (``cdk deploy -c key=value``) -------------------------------------------

@@ -139,9 +139,10 @@ class FakeRunner:
         return None
 
     def status(self, run_id: str) -> Any:
+        from snapledger.models.jobs import JobState
         from snapledger.ports import JobRunStatus
 
-        return JobRunStatus(state="RUNNING")
+        return JobRunStatus(state=JobState.RUNNING)
 
     def find_run(self, job_id: str, *, created_after: Any) -> Any:
         """The run ``start`` made for ``job_id`` (in the state ``status`` says), else None."""

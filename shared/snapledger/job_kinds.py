@@ -61,7 +61,7 @@ class JobKindSpec:
 
 #: The rows, in the order the kinds are listed to a user (choices, error messages, the
 #: manifest's source kinds).
-JOB_KINDS: dict[str, JobKindSpec] = {
+JOB_KINDS: dict[JobKind, JobKindSpec] = {
     spec.name: spec
     for spec in (
         JobKindSpec(
@@ -104,6 +104,6 @@ DETAIL_TYPE_KINDS: dict[str, JobKind] = {JOB_KINDS[k].detail_type: k for k in Jo
 def job_kind(name: str) -> JobKindSpec:
     """The row of ``name``; ValueError naming the kinds there are."""
     try:
-        return JOB_KINDS[name]
-    except KeyError:
+        return JOB_KINDS[JobKind(name)]
+    except ValueError:
         raise ValueError(f"job kind {name!r} is not one of {', '.join(JOB_KINDS)}") from None

@@ -125,9 +125,10 @@ class NoJobRunner:
         # Nothing to ask: callers keep what the event said (no reason is better than a
         # reason that describes this function's configuration instead of the job).
         # Imported here: the jobs family's classes are created only when a function uses it.
+        from snapledger.models.jobs import reported_state
         from snapledger.ports.jobs import JobRunStatus
 
-        return JobRunStatus(state="UNKNOWN", reason=None)
+        return JobRunStatus(state=reported_state("UNKNOWN"), reason=None)
 
     def find_run(self, job_id: str, *, created_after: datetime) -> FoundJobRun | None:
         # Nothing to ask, so nothing may be concluded (a job is never failed as "never

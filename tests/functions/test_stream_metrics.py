@@ -16,6 +16,7 @@ import pytest
 from snapledger.entrypoints import stream_metrics as sm
 from snapledger.gc_settings import GcConfig
 from snapledger.layout import segment_key
+from snapledger.models.jobs import reported_state
 from snapledger.models.ledger import LineageId
 from snapledger.ports import JobRunStatus
 from snapledger.runtime import use_runtime
@@ -48,7 +49,7 @@ class ScriptedRunner(FakeRunner):
         self.state = state
 
     def status(self, run_id: str) -> JobRunStatus:
-        return JobRunStatus(state=self.state, reason="Executor lost")
+        return JobRunStatus(state=reported_state(self.state), reason="Executor lost")
 
 
 def emr_event(run_id: str, state: str) -> dict:

@@ -10,7 +10,7 @@ import pytest
 from snapledger.adapters.emr_serverless import EmrServerlessRunner
 from snapledger.errors import StoreUnavailableError
 from snapledger.gc_settings import GcConfig
-from snapledger.models.jobs import JobState
+from snapledger.models.jobs import JobState, reported_state
 from snapledger.models.ledger import LineageId
 from snapledger.models.requests import LaunchRequest
 from snapledger.ports import JobRunStatus
@@ -32,7 +32,7 @@ class ScriptedRunner(FakeRunner):
 
     def status(self, run_id: str) -> JobRunStatus:
         self.asked.append(run_id)
-        return JobRunStatus(state=self.state, reason=self.reason)
+        return JobRunStatus(state=reported_state(self.state), reason=self.reason)
 
 
 class DyingRunner(FakeRunner):

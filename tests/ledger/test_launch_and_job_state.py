@@ -245,7 +245,7 @@ def test_a_late_success_after_a_recorded_failure_flips_neither_the_job_nor_its_l
         deps.jobs,
         job,
         clock,
-        lambda current, now: advance_job(current, "FAILED", now, reason=dead),
+        lambda current, now: advance_job(current, JobState.FAILED, now, reason=dead),
     )
     assert job.job_id in ledger.get_head(ORDERS_3).active_jobs
     # When the run's SUCCESS arrives late

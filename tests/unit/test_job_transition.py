@@ -12,7 +12,14 @@ from snapledger.core.lineage import LineageState, decide, evolve_all
 from snapledger.errors import InvalidRequestError
 from snapledger.job_kinds import JOB_KINDS, JobKind
 from snapledger.models.commands import RecordJobState, RequestJob
-from snapledger.models.jobs import JobRecord, JobResources, JobState, JobTransition, WorkerSize
+from snapledger.models.jobs import (
+    JobRecord,
+    JobResources,
+    JobState,
+    JobTransition,
+    WorkerSize,
+    reported_state,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=1)
@@ -34,7 +41,7 @@ def requested() -> JobRecord:
 
 
 def test_a_state_of_a_higher_rank_moves_the_job_and_is_recorded() -> None:
-    job = advance_job(requested(), "SUBMITTED", T1, run_id="run-1", resources=RESOURCES)
+    job = advance_job(requested(), JobState.SUBMITTED, T1, run_id="run-1", resources=RESOURCES)
     assert job is not None
     assert (job.state, job.run_id, job.resources, job.version) == (
         JobState.SUBMITTED,
@@ -47,34 +54,34 @@ def test_a_state_of_a_higher_rank_moves_the_job_and_is_recorded() -> None:
 
 
 def test_a_stale_repeated_or_terminal_report_changes_nothing() -> None:
-    running = advance_job(requested(), "RUNNING", T1, run_id="run-1")
+    running = advance_job(requested(), JobState.RUNNING, T1, run_id="run-1")
     assert running is not None
-    assert advance_job(running, "SUBMITTED", T1, run_id="run-1") is None  # lower rank
-    assert advance_job(running, "RUNNING", T1) is None  # repeated
-    failed = advance_job(running, "FAILED", T1, reason="boom")
+    assert advance_job(running, JobState.SUBMITTED, T1, run_id="run-1") is None  # lower rank
+    assert advance_job(running, JobState.RUNNING, T1) is None  # repeated
+    failed = advance_job(running, JobState.FAILED, T1, reason="boom")
     assert failed is not None and failed.failure_reason == "boom" and failed.terminal
-    assert advance_job(failed, "SUCCESS", T1) is None  # terminal
+    assert advance_job(failed, JobState.SUCCESS, T1) is None  # terminal
 
 
 def test_a_state_this_version_does_not_know_is_recorded_not_acted_on() -> None:
-    job = advance_job(requested(), "WARMING_UP", T1)
+    job = advance_job(requested(), reported_state("WARMING_UP"), T1)
     assert job is not None
     assert job.state is JobState.REQUESTED and job.transitions[-1].state == "WARMING_UP"
-    assert advance_job(job, "WARMING_UP", T1) is None
+    assert advance_job(job, reported_state("WARMING_UP"), T1) is None
 
 
 def test_a_stale_state_still_fills_in_the_run_and_its_size() -> None:
     # The runner's RUNNING arrived before the launch recorded SUBMITTED with the size.
-    running = advance_job(requested(), "RUNNING", T1, run_id="run-1")
+    running = advance_job(requested(), JobState.RUNNING, T1, run_id="run-1")
     assert running is not None
-    late = advance_job(running, "SUBMITTED", T1, run_id="run-1", resources=RESOURCES)
+    late = advance_job(running, JobState.SUBMITTED, T1, run_id="run-1", resources=RESOURCES)
     assert late is not None
     assert (late.state, late.resources, late.transitions) == (
         JobState.RUNNING,
         RESOURCES,
         running.transitions,
     )
-    assert advance_job(late, "SUBMITTED", T1, run_id="run-1", resources=RESOURCES) is None
+    assert advance_job(late, JobState.SUBMITTED, T1, run_id="run-1", resources=RESOURCES) is None
 
 
 def request(job_id: str, kind: str) -> RequestJob:

@@ -14,7 +14,7 @@ from snapledger.core.job_sizing import Capacity, JobSize, size_job
 from snapledger.emr_release import JOB_PYTHON
 from snapledger.errors import AccessDeniedError, JobStartError, StoreUnavailableError
 from snapledger.job_arguments import job_arguments
-from snapledger.models.jobs import TERMINAL_STATES, parse_state
+from snapledger.models.jobs import TERMINAL_STATES, reported_state
 from snapledger.ports import FoundJobRun, JobRunSpec, JobRunStatus
 
 if TYPE_CHECKING:
@@ -108,7 +108,9 @@ class EmrServerlessRunner:
             raise _translate(exc, f"read job run {run_id}") from exc
         except AccessDeniedError as exc:
             raise JobStartError(f"EMR Serverless could not read job run {run_id}: {exc}") from exc
-        return JobRunStatus(state=run["state"], reason=run.get("stateDetails") or None)
+        return JobRunStatus(
+            state=reported_state(run["state"]), reason=run.get("stateDetails") or None
+        )
 
     def find_run(self, job_id: str, *, created_after: datetime) -> FoundJobRun | None:
         """``ListJobRuns`` of this application created since ``created_after``, matched by
@@ -149,7 +151,7 @@ class EmrServerlessRunner:
 
 
 def _going(state: str) -> bool:
-    return parse_state(state) not in TERMINAL_STATES
+    return reported_state(state) not in TERMINAL_STATES
 
 
 def _chosen(runs: list[dict[str, Any]]) -> FoundJobRun | None:
@@ -163,7 +165,9 @@ def _chosen(runs: list[dict[str, Any]]) -> FoundJobRun | None:
 
     run = max(runs, key=rank)
     return FoundJobRun(
-        run_id=str(run["id"]), state=str(run["state"]), reason=run.get("stateDetails") or None
+        run_id=str(run["id"]),
+        state=reported_state(str(run["state"])),
+        reason=run.get("stateDetails") or None,
     )
 
 

@@ -18,8 +18,9 @@ import click
 from snapledger.cli.params import NON_NEGATIVE, STREAM_NAME
 from snapledger.cli.render import as_json, make_console, render
 from snapledger.client.control import Answer, RequestRefusedError, Snapledger
-from snapledger.client.transport import STACK_NAME, AwsTransport, Transport
+from snapledger.client.transport import AwsTransport, Transport
 from snapledger.errors import SnapledgerError
+from snapledger.stack_names import STACK_NAME
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: Exit statuses, as README states them.

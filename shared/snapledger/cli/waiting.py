@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.status import Status
 
 from snapledger.client.control import Answer, JobWaitTimeoutError, Snapledger
-from snapledger.job_kinds import JOB_KINDS
+from snapledger.job_kinds import JOB_KIND_NAMES, JOB_KINDS, JobKind
 from snapledger.layout import SNAPSHOTS, restore_prefix
 from snapledger.models.jobs import TERMINAL_STATES
 
@@ -41,7 +41,8 @@ def output_locations(job: dict[str, Any]) -> list[str]:
     """Where a job writes, relative to the store's root: a restore's folder per partition,
     a bootstrap's or compaction's new snapshot under its lineage."""
     partitions = [p["partition"] for p in job.get("partitions") or []]
-    spec = JOB_KINDS.get(str(job.get("job_kind", job.get("kind"))))
+    kind = str(job.get("job_kind", job.get("kind")))
+    spec = JOB_KINDS[JobKind(kind)] if kind in JOB_KIND_NAMES else None
     if spec is not None and not spec.writes_snapshot:
         return [restore_prefix(job["job_id"], p) for p in partitions]
     return [f"{SNAPSHOTS}/{job['stream']}/{p}/" for p in partitions]

@@ -22,10 +22,11 @@ from typing import Any
 from snapledger.client.payloads import Answer, drop_none
 from snapledger.client.restate_actions import RestateActions
 from snapledger.client.retention_actions import POLICY_FIELD_NAMES, RetentionActions
-from snapledger.client.transport import STACK_NAME, AwsTransport, Transport
+from snapledger.client.transport import AwsTransport, Transport
 from snapledger.errors import SnapledgerError
 from snapledger.ids import new_ulid
 from snapledger.models.jobs import TERMINAL_STATES
+from snapledger.stack_names import STACK_NAME
 
 __all__ = [
     "POLICY_FIELD_NAMES",

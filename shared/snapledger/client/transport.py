@@ -18,18 +18,19 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from snapledger.errors import SnapledgerError
+from snapledger.stack_names import OUTPUT_FUNCTION_PREFIX, STACK_NAME
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
 
-STACK_NAME = "Snapledger"
 #: Where the region comes from when none is given, in order (boto3 reads only the second).
 REGION_VARIABLES = ("AWS_REGION", "AWS_DEFAULT_REGION")
 NO_REGION = (
     "no AWS region: pass --region (region= in Snapledger.for_stack), export AWS_REGION "
     "or AWS_DEFAULT_REGION, or set region in your AWS profile"
 )
-FUNCTION_OUTPUT_PREFIX = "Function"
+#: Named once with the stack (snapledger/stack_names.py); re-exported for the CLI.
+FUNCTION_OUTPUT_PREFIX = OUTPUT_FUNCTION_PREFIX
 
 
 class TransportError(SnapledgerError):

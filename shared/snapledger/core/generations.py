@@ -29,7 +29,6 @@ from snapledger.models.commands import (
 from snapledger.models.events import (
     PartitionLsn,
     StreamEvent,
-    StreamMember,
     StreamSnapshotCompleted,
     StreamSnapshotFailed,
     StreamSnapshotMemberCounted,
@@ -37,12 +36,14 @@ from snapledger.models.events import (
 )
 from snapledger.models.generations import (
     COMPLETED_GENERATIONS_KEPT,
+    CountedMember,
     FailureCause,
-    GenerationMember,
     GenerationStatus,
     StreamGeneration,
+    StreamMember,
 )
 from snapledger.models.ledger import StreamHead
+from snapledger.models.snapshot import GenerationMember
 
 GenerationCommand = RequestStreamSnapshot | CountGenerationMember | FailOverdueGeneration
 
@@ -173,7 +174,7 @@ def _count(
     counted = StreamSnapshotMemberCounted(
         **ev.next(),
         generation=command.generation,
-        member=command.partition,
+        partition=command.partition,
         snapshot_id=command.snapshot_id,
         lsn=command.lsn,
         epoch=command.epoch,
@@ -219,17 +220,10 @@ def evolve_generation(
             )
         case StreamSnapshotMemberCounted():
             generation = changed[event.generation]
-            member = GenerationMember(
-                partition=event.member,
-                snapshot_id=event.snapshot_id,
-                lsn=event.lsn,
-                epoch=event.epoch,
-                offsets=event.offsets,
-                counted_at=event.at,
-            )
+            member = CountedMember.model_validate({**_member_fields(event), "counted_at": event.at})
             changed[event.generation] = generation.model_copy(
                 update={
-                    "members": {**generation.members, event.member: member},
+                    "members": {**generation.members, event.partition: member},
                     "version": event.seq,
                 }
             )
@@ -283,10 +277,13 @@ def _ended(head: StreamHead, ended: int) -> dict[str, object]:
     return {"open_generation": None, "open_deadline": None}
 
 
-def _as_member(member: GenerationMember | StreamSnapshotMemberCounted) -> StreamMember:
-    fields = member.model_dump(include={"snapshot_id", "lsn", "epoch", "offsets"})
-    number = member.partition if isinstance(member, GenerationMember) else member.member
-    return StreamMember(partition=number, **fields)
+def _member_fields(member: GenerationMember) -> dict[str, object]:
+    """The member's own fields (models/snapshot.py), whichever model carries them."""
+    return {name: getattr(member, name) for name in GenerationMember.model_fields}
+
+
+def _as_member(member: GenerationMember) -> StreamMember:
+    return StreamMember.model_validate(_member_fields(member))
 
 
 def _late(generation: StreamGeneration) -> str:

@@ -10,7 +10,7 @@ from typing import assert_never
 from snapledger.core.job_sizing import JobSize, Worker
 from snapledger.core.state import LineageState, Sequencer
 from snapledger.errors import InvalidRequestError
-from snapledger.job_kinds import JOB_KINDS
+from snapledger.job_kinds import JOB_KINDS, JobKind
 from snapledger.models.commands import RecordJobState, RequestJob
 from snapledger.models.events import (
     JobFailed,
@@ -22,14 +22,13 @@ from snapledger.models.events import (
     SnapshotUnpinned,
 )
 from snapledger.models.jobs import (
-    STATE_RANK,
     TERMINAL_STATES,
     JobRecord,
     JobResources,
     JobState,
     JobTransition,
     WorkerSize,
-    parse_state,
+    is_known,
 )
 from snapledger.models.ledger import (
     FINISHED_JOBS_KEPT,
@@ -44,7 +43,7 @@ from snapledger.models.ledger import (
 
 def advance_job(
     job: JobRecord,
-    state: str,
+    state: JobState,
     now: datetime,
     *,
     run_id: str | None = None,
@@ -61,10 +60,8 @@ def advance_job(
     """
     if job.terminal:
         return None
-    new_state = parse_state(state)
     seen = any(t.state == state for t in job.transitions)
-    stale = new_state is not None and STATE_RANK[new_state] <= STATE_RANK[job.state]
-    moves = not seen and not stale
+    moves = not seen and not state.is_stale_for(job.state)
     update: dict[str, object] = {}
     if job.run_id is None and run_id is not None:
         update["run_id"] = run_id
@@ -75,21 +72,20 @@ def advance_job(
             *job.transitions,
             JobTransition(state=state, at=now, reason=reason),
         )
-        if new_state is not None:
-            update["state"] = new_state
-            if reason and new_state in (JobState.FAILED, JobState.CANCELLED):
+        if is_known(state):
+            update["state"] = state
+            if reason and state in (JobState.FAILED, JobState.CANCELLED):
                 update["failure_reason"] = reason
     elif not update:
         return None
     return job.model_copy(update={**update, "updated_at": now, "version": job.version + 1})
 
 
-def check_exclusive(head: Head, kind: str) -> None:
+def check_exclusive(head: Head, kind: JobKind) -> None:
     """Raise InvalidRequestError if ``kind`` runs one per lineage and HEAD names one
     running (``compaction_job_id``: set while such a job runs)."""
     running = head.compaction_job_id
-    spec = JOB_KINDS.get(kind)
-    if running is not None and spec is not None and spec.one_per_lineage:
+    if running is not None and JOB_KINDS[kind].one_per_lineage:
         query = json.dumps({"action": "job", "job_id": running})
         raise InvalidRequestError(
             f"{head.lineage} already runs job {running}; a {kind} runs alone on its "
@@ -133,9 +129,8 @@ def decide_job_state(state: LineageState, cmd: RecordJobState, now: datetime) ->
     active = state.head.active_jobs.get(cmd.job_id)
     if active is None or cmd.state == active.state:
         return []  # not a job of this lineage, already ended, or a repeat: a late delivery
-    new_state = parse_state(cmd.state)
-    known = parse_state(active.state)
-    if new_state is not None and known is not None and STATE_RANK[new_state] <= STATE_RANK[known]:
+    new_state = cmd.state
+    if new_state.is_stale_for(active.state):
         return []  # stale or repeated: the job is already at or past this state
     ev = Sequencer(state, cmd.command_id, now)
     events: list[LedgerEvent] = [
@@ -179,14 +174,14 @@ def evolve_job(
         case JobRequested():
             job = ActiveJob(
                 kind=event.job_kind,
-                state=JobState.REQUESTED.value,
+                state=JobState.REQUESTED,
                 base_snapshot_id=event.base_snapshot_id,
                 base_lsn=event.base_lsn,
                 target_lsn=event.target_lsn,
             )
             update: dict[str, object] = {"active_jobs": {**head.active_jobs, event.job_id: job}}
-            spec = JOB_KINDS.get(event.job_kind)
-            if spec is not None and spec.one_per_lineage:
+            # A kind this release lacks (recorded by another) never ran alone here.
+            if is_known(event.job_kind) and JOB_KINDS[event.job_kind].one_per_lineage:
                 update["compaction_job_id"] = event.job_id
             head = head.model_copy(update=update)
         case JobStateChanged():

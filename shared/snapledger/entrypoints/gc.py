@@ -63,20 +63,22 @@ from snapledger.services.gc import run_gc, run_gc_shard
 from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_fanout import GcShard
 from snapledger.services.gc_report import GcReport
+from snapledger.stack_names import (
+    GC_POINTERS_UNREPAIRED_METRIC,
+    GC_RESTATE_LATESTS_BROKEN_METRIC,
+    GC_STREAMS_FAILED_METRIC,
+    STUCK_JOBS_METRIC,
+)
 
 if TYPE_CHECKING:
     from snapledger.runtime import Runtime
 
 SUBJECT = "gc request"
 INVALID_METRIC = "Gc_invalid"
-STUCK_JOBS_METRIC = "StuckJobs"
-#: Published by every run: streams whose lineages failed unexpectedly (each one's failure
-#: is in the report and the logs), and lineages whose lagging latest.json GC could not
-#: repair (what it names is kept). Either also fails the scheduled invocation.
-STREAMS_FAILED_METRIC = "Gc_streams_failed"
-POINTERS_UNREPAIRED_METRIC = "Gc_pointers_unrepaired"
-#: Restate latests found broken by a run's heal check (healed or not): alarmed at >= 1.
-LATESTS_BROKEN_METRIC = "Gc_restate_latests_broken"
+#: Published by every run (named once, with the stack's alarms: snapledger/stack_names.py).
+STREAMS_FAILED_METRIC = GC_STREAMS_FAILED_METRIC
+POINTERS_UNREPAIRED_METRIC = GC_POINTERS_UNREPAIRED_METRIC
+LATESTS_BROKEN_METRIC = GC_RESTATE_LATESTS_BROKEN_METRIC
 SQS_SOURCE = "aws:sqs"
 
 _log = logging.getLogger(__name__)

@@ -36,6 +36,7 @@ from typing import Any
 from snapledger.errors import JobStartError
 from snapledger.local.runtime import RUNTIME_FILE, LocalRuntime, running_runtime
 from snapledger.local.spark_runner import LocalSparkRunner, run_id_of
+from snapledger.models.jobs import JobState
 from snapledger.ports import FoundJobRun, JobRunSpec, JobRunStatus
 
 #: The jobs' logs, in the home folder.
@@ -90,16 +91,16 @@ class JobProcesses:
         if process is None:
             gone = ended_unreported(self.home, run_id)
             if gone is not None:
-                return JobRunStatus(state="FAILED", reason=gone)
+                return JobRunStatus(state=JobState.FAILED, reason=gone)
             running = alive_file(self.home, run_id).exists()
-            return JobRunStatus(state="RUNNING") if running else UNKNOWN_RUN
+            return JobRunStatus(state=JobState.RUNNING) if running else UNKNOWN_RUN
         code = process.poll()
         if code is None:
-            return JobRunStatus(state="RUNNING")
+            return JobRunStatus(state=JobState.RUNNING)
         if code == 0:
-            return JobRunStatus(state="SUCCESS")
+            return JobRunStatus(state=JobState.SUCCESS)
         log = job_log(self.home, run_id)
-        return JobRunStatus(state="FAILED", reason=process_ended(process.pid, code, log))
+        return JobRunStatus(state=JobState.FAILED, reason=process_ended(process.pid, code, log))
 
     def ended_unreported(self, run_id: str) -> str | None:
         """Why the job's process is known to have ended (its exit status when this command
@@ -141,7 +142,7 @@ class JobProcesses:
         return running
 
 
-UNKNOWN_RUN = JobRunStatus(state="FAILED", reason="unknown run")
+UNKNOWN_RUN = JobRunStatus(state=JobState.FAILED, reason="unknown run")
 
 
 def alive_file(home: Path, run_id: str) -> Path:
@@ -322,7 +323,7 @@ def run(home: Path, endpoint: str, job_id: str) -> int:
             return 2
         spec = JobRunSpec(
             job_id=job.job_id,
-            kind=job.job_kind.value,
+            kind=job.job_kind,
             stream=job.stream,
             root=runtime.store.uri,
             partitions=list(job.partitions),

@@ -54,6 +54,7 @@ from snapledger.local.clients import ensure_bucket, local_dynamodb_client, local
 from snapledger.local.dynamodb_local import REPO_ROOT, DynamoDBLocal, free_port, require_checkout
 from snapledger.ports import JobRunner, ObjectStore
 from snapledger.runtime import Runtime, reset_runtime, use_runtime
+from snapledger.stack_names import METRICS_NAMESPACE
 
 DEFAULT_HOME = REPO_ROOT / ".local" / "state"
 RUNTIME_FILE = "runtime.json"
@@ -61,7 +62,7 @@ RUNTIME_FILE = "runtime.json"
 #: no EMF metrics on stdout, and only warnings logged (each can be overridden).
 POWERTOOLS_LOCAL_ENV = {
     "POWERTOOLS_SERVICE_NAME": "snapledger",
-    "POWERTOOLS_METRICS_NAMESPACE": "Snapledger",
+    "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
     "POWERTOOLS_TRACE_DISABLED": "true",
     "POWERTOOLS_METRICS_DISABLED": "true",
     "POWERTOOLS_LOG_LEVEL": "WARNING",

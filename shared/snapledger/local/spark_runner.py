@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from snapledger.errors import JobStartError
 from snapledger.job_arguments import job_arguments
 from snapledger.job_kinds import job_kind
+from snapledger.models.jobs import JobState
 from snapledger.ports import FoundJobRun, JobRunSpec, JobRunStatus
 
 if TYPE_CHECKING:
@@ -131,13 +132,13 @@ class LocalSparkRunner:
                 return run_id  # like a client token: the same job starts once
             if self._router is None:
                 raise JobStartError("the local runner has no router bound: call bind(router)")
-            self._runs[run_id] = JobRunStatus(state="SUBMITTED")
+            self._runs[run_id] = JobRunStatus(state=JobState.SUBMITTED)
             self._futures.append(self._executor.submit(self._run, spec, run_id))
         return run_id
 
     def status(self, run_id: str) -> JobRunStatus:
         with self._lock:
-            return self._runs.get(run_id, JobRunStatus(state="FAILED", reason="unknown run"))
+            return self._runs.get(run_id, JobRunStatus(state=JobState.FAILED, reason="unknown run"))
 
     def find_run(self, job_id: str, *, created_after: datetime) -> FoundJobRun | None:
         """The run this process started for ``job_id`` (runs live as long as the process:
@@ -165,7 +166,7 @@ class LocalSparkRunner:
             self._spark.stop()
         self._spark = None
 
-    def _report(self, spec: JobRunSpec, run_id: str, state: str, reason: str = "") -> None:
+    def _report(self, spec: JobRunSpec, run_id: str, state: JobState, reason: str = "") -> None:
         with self._lock:
             previous = self._runs[run_id].state
             self._runs[run_id] = JobRunStatus(state=state, reason=reason or None)
@@ -181,21 +182,21 @@ class LocalSparkRunner:
 
         assert self._router is not None
         try:
-            self._report(spec, run_id, "RUNNING")
+            self._report(spec, run_id, JobState.RUNNING)
             result = run_job(self.spark(), parse_job_args(job_arguments(spec)))
         except JobError as exc:
-            self._report(spec, run_id, "FAILED", f"Job failed: {exc}")
+            self._report(spec, run_id, JobState.FAILED, f"Job failed: {exc}")
             return
         except Exception as exc:  # any other failure is the job's too, with its cause
             _log.exception("local job %s failed", spec.job_id)
-            self._report(spec, run_id, "FAILED", f"Job failed: {type(exc).__name__}: {exc}")
+            self._report(spec, run_id, JobState.FAILED, f"Job failed: {type(exc).__name__}: {exc}")
             return
         for partition in result.partitions:
             if job_kind(spec.kind).writes_snapshot:  # its manifest: S3 would notify register
                 info = self._router.store.head(partition.descriptor_key)
                 if info is not None:
                     self._router.object_created(info)
-        self._report(spec, run_id, "SUCCESS")
+        self._report(spec, run_id, JobState.SUCCESS)
 
 
 def run_id_of(job_id: str) -> str:

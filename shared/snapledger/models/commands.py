@@ -6,11 +6,13 @@ from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import Field
 
+from snapledger.job_kinds import JobKind
 from snapledger.limits import MAX_PROBLEM_CHARS, MAX_RECORDED_PROBLEMS
 from snapledger.models.base import Frozen
 from snapledger.models.generations import ProtectedGenerations
+from snapledger.models.jobs import ReportedState
 from snapledger.models.policy import RetentionPolicy
-from snapledger.models.snapshot import ProducerFields, SnapshotFields
+from snapledger.models.snapshot import GenerationMember, ProducerFields, SnapshotFields
 
 
 class ManifestSummary(ProducerFields, SnapshotFields, Frozen):
@@ -119,7 +121,7 @@ class RequestJob(Frozen):
     stream: str
     partition: int
     job_id: str
-    job_kind: str
+    job_kind: JobKind
     base_snapshot_id: str | None = None
     base_lsn: int | None = None
     target_lsn: int
@@ -136,7 +138,7 @@ class RecordJobState(Frozen):
     stream: str
     partition: int
     job_id: str
-    state: str
+    state: ReportedState
     run_id: str | None = None
     reason: str | None = None
 
@@ -374,7 +376,7 @@ class RequestStreamSnapshot(Frozen):
         return f"stream-snapshot:{self.request_id}"
 
 
-class CountGenerationMember(Frozen):
+class CountGenerationMember(GenerationMember, Frozen):
     """A member partition's snapshot, registered in the same transaction, counts for
     ``generation`` if the rules allow (``core/generations.py``); carries the registration's
     command id, so a redelivered manifest is recognised on both logs."""
@@ -382,11 +384,6 @@ class CountGenerationMember(Frozen):
     kind: Literal["CountGenerationMember"] = "CountGenerationMember"
     stream: str
     generation: int
-    partition: int
-    snapshot_id: str
-    lsn: int
-    epoch: int
-    offsets: dict[str, int] | None = None
     registration_command_id: str
 
     @property

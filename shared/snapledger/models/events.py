@@ -28,8 +28,16 @@ from pydantic import Field, TypeAdapter
 
 from snapledger.limits import MAX_PROBLEM_CHARS, MAX_RECORDED_PROBLEMS
 from snapledger.models.base import DEFERRED, Frozen
+from snapledger.models.generations import StreamMember
+from snapledger.models.jobs import RecordedKind, ReportedState
 from snapledger.models.policy import RetentionPolicy
-from snapledger.models.snapshot import GenerationMembership, ProducerFields, SnapshotFields
+from snapledger.models.snapshot import (
+    MEMBER_AS_JSON,
+    GenerationMember,
+    GenerationMembership,
+    ProducerFields,
+    SnapshotFields,
+)
 
 
 class EventBase(Frozen):
@@ -104,7 +112,7 @@ class JobRequested(EventBase):
 
     type: Literal["JobRequested"] = "JobRequested"
     job_id: str
-    job_kind: str
+    job_kind: RecordedKind
     base_snapshot_id: str | None = None
     base_lsn: int | None = None
     target_lsn: int
@@ -115,7 +123,7 @@ class JobStateChanged(EventBase):
 
     type: Literal["JobStateChanged"] = "JobStateChanged"
     job_id: str
-    state: str
+    state: ReportedState
     run_id: str | None = None
 
 
@@ -129,7 +137,7 @@ class JobFailed(EventBase):
 
     type: Literal["JobFailed"] = "JobFailed"
     job_id: str
-    state: str
+    state: ReportedState
     reason: str
 
 
@@ -284,6 +292,7 @@ class StreamEventBase(Frozen):
     at: datetime = Field(description="Registry time (server clock)")
     stream: str
     command_id: str = Field(description="The command that produced it (for idempotency)")
+    type: str  # the discriminator, as EventBase's: here, before a base's own fields
 
 
 class PolicySet(StreamEventBase):
@@ -341,26 +350,18 @@ class StreamSnapshotRequested(StreamEventBase):
     )
 
 
-class StreamSnapshotMemberCounted(StreamEventBase):
+class _GenerationEvent(StreamEventBase):
+    generation: int = Field(ge=1)  # before the member's fields (models/snapshot.py)
+
+
+class StreamSnapshotMemberCounted(GenerationMember, _GenerationEvent):
     """A member partition's snapshot counted for ``generation`` (recorded in the same
     transaction as its registration on the partition's own log)."""
 
+    model_config = MEMBER_AS_JSON
+
     type: Literal["StreamSnapshotMemberCounted"] = "StreamSnapshotMemberCounted"
-    generation: int = Field(ge=1)
-    member: int = Field(description="The member partition whose snapshot counted")
-    snapshot_id: str
-    lsn: int
-    epoch: int
-    offsets: dict[str, int] | None = None
     missing: tuple[int, ...] = Field(description="The member partitions still to count")
-
-
-class StreamMember(Frozen):
-    partition: int = Field(description="The member partition (before version 2: ``member``)")
-    snapshot_id: str
-    lsn: int
-    epoch: int
-    offsets: dict[str, int] | None = None
 
 
 class StreamSnapshotCompleted(StreamEventBase):

@@ -17,6 +17,7 @@ from enum import StrEnum
 from pydantic import Field
 
 from snapledger.models.base import Frozen, Stored
+from snapledger.models.snapshot import GenerationMember
 
 #: How many completed generations the stream's HEAD remembers (newest first): the most
 #: ``min_generations`` a retention policy may ask GC to protect.
@@ -34,14 +35,13 @@ class FailureCause(StrEnum):
     SUPERSEDED = "superseded"
 
 
-class GenerationMember(Stored):
-    """The snapshot that counted for a partition."""
+class StreamMember(GenerationMember, Frozen):
+    pass  # a member as StreamSnapshotCompleted lists it: its fields are models/snapshot.py's
 
-    partition: int
-    snapshot_id: str
-    lsn: int
-    epoch: int
-    offsets: dict[str, int] | None = None
+
+class CountedMember(GenerationMember, Stored):
+    """A member of the ``GEN#`` record: the snapshot that counted for a partition, and when."""
+
     counted_at: datetime
 
 
@@ -59,7 +59,7 @@ class StreamGeneration(Stored):
     requested_at: datetime
     requested_by: str = ""
     command_id: str = Field(default="", description="The request that opened it")
-    members: dict[int, GenerationMember] = Field(default_factory=dict)
+    members: dict[int, CountedMember] = Field(default_factory=dict)
     completed_at: datetime | None = None
     failed_at: datetime | None = None
     failure_cause: FailureCause | None = None
@@ -79,7 +79,7 @@ class StreamGeneration(Stored):
     def overdue(self, now: datetime) -> bool:
         return self.is_open and now > self.deadline
 
-    def member_list(self) -> list[GenerationMember]:
+    def member_list(self) -> list[CountedMember]:
         return [self.members[p] for p in sorted(self.members)]
 
 

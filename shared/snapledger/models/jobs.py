@@ -1,12 +1,24 @@
-"""Jobs: bootstrap, restore and compaction runs, and the states EMR Serverless reports."""
+"""Jobs: bootstrap, restore and compaction runs, and the states EMR Serverless reports.
 
+A job's kind (``JobKind``, job_kinds.py) and state (``JobState``) are typed in every model
+that names them. A command that asks for a job names a kind this release has
+(``JobKind``: any other is refused); what a runner reports, and what the ledger recorded,
+may name one it does not (``ReportedState``, ``RecordedKind``): a newer EMR Serverless
+state, or a kind an earlier or later release wrote. That value is kept as it is, an
+*unknown* member (``known`` False) that is recorded and read back verbatim, never acted on.
+"""
+
+from collections.abc import Callable
 from datetime import datetime
 from enum import StrEnum
+from typing import Annotated, TypeVar
 
-from pydantic import Field
+from pydantic import Field, PlainSerializer, PlainValidator
 
 from snapledger.job_kinds import JobKind  # declared with its row there
 from snapledger.models.base import Frozen
+
+E = TypeVar("E", bound=StrEnum)
 
 
 class JobState(StrEnum):
@@ -22,6 +34,18 @@ class JobState(StrEnum):
     SUCCESS = "SUCCESS"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
+
+    @property
+    def rank(self) -> int | None:
+        """How far along a job in this state is (``STATE_RANK``); None for a state this
+        version does not know, which is recorded and never compared."""
+        return STATE_RANK.get(self)
+
+    def is_stale_for(self, current: "JobState") -> bool:
+        """A report of this state is stale for a job in ``current`` (a late or reordered
+        delivery): both known, and this one of a rank at or below it."""
+        rank, current_rank = self.rank, current.rank
+        return rank is not None and current_rank is not None and rank <= current_rank
 
 
 TERMINAL_STATES = frozenset({JobState.SUCCESS, JobState.FAILED, JobState.CANCELLED})
@@ -42,12 +66,49 @@ STATE_RANK = {
 }
 
 
-def parse_state(raw: str) -> JobState | None:
-    """The state, or None for a state this version does not know (recorded, not acted on)."""
-    try:
-        return JobState(raw.upper())
-    except ValueError:
-        return None
+def as_reported(kind: type[E], value: str, normal: Callable[[str], str] = str) -> E:
+    """The member of ``kind`` that ``value`` names (compared after ``normal``), or an
+    *unknown* member holding ``value`` itself, so it is kept and written back unchanged."""
+    for member in kind:
+        if member.value == normal(value):
+            return member
+    unknown = str.__new__(kind, value)
+    unknown._name_ = "UNKNOWN"
+    unknown._value_ = value
+    return unknown
+
+
+def is_known(member: StrEnum) -> bool:
+    """False for the unknown member ``as_reported`` made of a value this version lacks."""
+    return member.value in type(member)._value2member_map_
+
+
+def reported_state(raw: str) -> JobState:
+    """A state as a runner reports it: its member (EMR Serverless spells them in capitals;
+    any case is read), or an unknown one, recorded and never acted on."""
+    return as_reported(JobState, raw, str.upper)
+
+
+def _lenient(kind: type[E], parse: Callable[[str], E]) -> PlainValidator:
+    def validate(value: object) -> E:
+        if isinstance(value, kind):
+            return value
+        if isinstance(value, str):
+            return parse(value)
+        raise ValueError(f"a {kind.__name__} is a string, not {type(value).__name__}")
+
+    # Published as a string, not as the enum: a value this version lacks is valid.
+    return PlainValidator(validate, json_schema_input_type=str)
+
+
+#: Written as the value it holds, known or not (the enum's own serializer knows only members).
+_AS_VALUE = PlainSerializer(lambda member: member.value, return_type=str)
+#: A state a runner reported, or the ledger recorded: a ``JobState``, unknown ones kept.
+ReportedState = Annotated[JobState, _lenient(JobState, reported_state), _AS_VALUE]
+#: A kind the ledger recorded (an event, HEAD's active job): a ``JobKind``, unknown kept.
+RecordedKind = Annotated[
+    JobKind, _lenient(JobKind, lambda raw: as_reported(JobKind, raw)), _AS_VALUE
+]
 
 
 class PartitionPlan(Frozen):
@@ -62,7 +123,7 @@ class PartitionPlan(Frozen):
 
 
 class JobTransition(Frozen):
-    state: str
+    state: ReportedState
     at: datetime
     reason: str | None = None
 

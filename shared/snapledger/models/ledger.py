@@ -7,6 +7,7 @@ from pydantic import Field
 
 from snapledger.layout import LSN_WIDTH
 from snapledger.models.base import Frozen, Stored
+from snapledger.models.jobs import RecordedKind, ReportedState
 from snapledger.models.snapshot import GenerationMembership, ProducerFields, SnapshotFields
 
 
@@ -96,8 +97,8 @@ class SnapshotRecord(ProducerFields, GenerationMembership, SnapshotFields, Snaps
 class ActiveJob(Frozen):
     """A job working on the lineage, as HEAD remembers it until it ends."""
 
-    kind: str
-    state: str
+    kind: RecordedKind
+    state: ReportedState
     base_snapshot_id: str | None = None
     base_lsn: int | None = None
     target_lsn: int

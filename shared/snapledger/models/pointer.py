@@ -35,11 +35,12 @@ from snapledger.layout import (
     SnapshotLocation,
     snapshot_prefix,
 )
-from snapledger.limits import MAX_POINTER_BYTES
+from snapledger.limits import MAX_PARTITION, MAX_POINTER_BYTES
 from snapledger.models.base import Stored
 from snapledger.models.generations import StreamGeneration
 from snapledger.models.ledger import SnapshotRecord, snapshot_sort_key
 from snapledger.models.manifest import MAX_OFFSETS, ManifestFile, ManifestV1, SnapshotFormat
+from snapledger.models.snapshot import GenerationMember
 
 
 class LatestPointer(Stored):
@@ -123,14 +124,16 @@ def pointer_json_schema() -> dict[str, object]:
     return schema
 
 
-class GenerationPointerMember(Stored):
-    partition: Annotated[int, Field(ge=0, le=999_999_999)]
+# A member as generation.json names it: the member (models/snapshot.py) with its snapshot's
+# keys. A consumer reads this object from the bucket, not from the ledger, so the member's
+# numbers and id are narrowed here to their bounds (docs/limits.md).
+class GenerationPointerMember(GenerationMember, Stored):
+    partition: Annotated[int, Field(ge=0, le=MAX_PARTITION)]
     snapshot_id: Annotated[str, Field(pattern=f"^{ULID_PATTERN}$")]
     lsn: Annotated[int, Field(ge=0, le=MAX_LSN)]
     epoch: Annotated[int, Field(ge=0)]
     prefix: str = Field(description="The member snapshot's folder, relative to the root.")
     manifest_key: str = Field(description="Its _manifest.json (the files, their checksums).")
-    offsets: dict[str, int] | None = Field(default=None, description="The manifest's offsets.")
 
 
 class GenerationPointer(Stored):

@@ -21,9 +21,10 @@ declaration, and every surface is derived from it: the console's ``policy_set`` 
 (``request_fields``, entrypoints/retention_actions.py), ``GcConfig``'s ``default_*`` settings
 (``default_fields``, gc_settings.py), the client's ``set_policy`` keywords
 (client/retention_actions.py) and the CLI's ``policy set`` options (cli/policy_options.py),
-which asks first when a change lowers retention (cli/confirm.py). A new rule is a field
-here (and its check in ``policy_problems`` if it has a cross-field or worded bound), plus
-the code that applies it.
+which asks first when a change lowers retention (cli/confirm.py), and ``policy_problems``,
+which refuses a value past its ``Bounds`` with the reason they word. A new rule is a field
+here (and a check in ``policy_problems`` only for a rule across fields), plus the code that
+applies it.
 """
 
 import math
@@ -67,13 +68,23 @@ class Bounds:
     - ``cap``: it keeps at most this much (none: no cap), so adding or lowering it does;
     - ``switch``: it deletes something when on, so turning it on does.
 
-    ``help`` is the CLI option's help."""
+    ``help`` is the CLI option's help. ``policy_problems`` refuses a policy past these same
+    bounds, naming the field, with ``why_low`` / ``why_high`` saying what to do instead; it
+    holds ``gt`` inclusive (a policy stored with it, through ``set_policy`` or the CLI, still
+    reads), only the console's payload refuses it exclusive."""
 
     lowers: Literal["floor", "cap", "switch"]
     help: str
     ge: float | None = None
     gt: float | None = None
     le: float | None = None
+    why_low: str = ""
+    why_high: str = ""
+
+    @property
+    def low(self) -> float | None:
+        """The lowest value a policy holds (``ge``, else ``gt`` inclusive; None: no floor)."""
+        return self.ge if self.ge is not None else self.gt
 
 
 class RetentionPolicy(Frozen):
@@ -81,7 +92,14 @@ class RetentionPolicy(Frozen):
 
     min_count: Annotated[
         int,
-        Bounds("floor", "Keep at least this many newest snapshots.", ge=1, le=MAX_MIN_COUNT),
+        Bounds(
+            "floor",
+            "Keep at least this many newest snapshots.",
+            ge=1,
+            le=MAX_MIN_COUNT,
+            why_low="the newest snapshot is always kept",
+            why_high="keep more with max_count, a longer min_age_hours, or holds",
+        ),
     ] = Field(default=3, strict=True, description="The newest N REGISTERED are always kept")
     min_age_hours: Annotated[
         float, Bounds("floor", "Keep every snapshot younger than this.", ge=0, le=MAX_HOURS)
@@ -109,6 +127,7 @@ class RetentionPolicy(Frozen):
             "Keep the members of the newest N completed stream snapshots.",
             ge=0,
             le=MAX_MIN_GENERATIONS,
+            why_high="the stream's HEAD remembers that many completed generations",
         ),
     ] = Field(
         default=1,
@@ -231,32 +250,9 @@ def default_fields(prefix: str = "default_") -> dict[str, Any]:
 
 
 def policy_problems(policy: RetentionPolicy) -> list[str]:
-    """Every reason ``policy`` is refused, each saying what to do instead."""
-    problems: list[str] = []
-    if policy.min_count < 1:
-        problems.append(
-            f"min_count must be at least 1 (got {policy.min_count}): the newest snapshot is "
-            "always kept"
-        )
-    if not 0 <= policy.min_generations <= MAX_MIN_GENERATIONS:
-        problems.append(
-            f"min_generations must be 0 to {MAX_MIN_GENERATIONS} (got {policy.min_generations}):"
-            " the stream's HEAD remembers that many completed generations"
-        )
-    if policy.min_count > MAX_MIN_COUNT:
-        problems.append(
-            f"min_count may be at most {MAX_MIN_COUNT} (got {policy.min_count}): keep more "
-            "with max_count, a longer min_age_hours, or holds"
-        )
-    for name in HOUR_FIELDS:
-        value = getattr(policy, name)
-        if value is not None and (not math.isfinite(value) or not 0 <= value <= MAX_HOURS):
-            problems.append(
-                f"{name} must be a finite number of hours >= 0 and at most {MAX_HOURS:g} "
-                f"(100 years; got {value:g})"
-            )
-    if policy.max_count is not None and policy.max_count > MAX_COUNT:
-        problems.append(f"max_count may be at most {MAX_COUNT} (got {policy.max_count})")
+    """Every reason ``policy`` is refused, each saying what to do instead: a field past its
+    declared ``Bounds`` (read from ``POLICY_FIELDS``), then the rules across fields."""
+    problems = [p for f in POLICY_FIELDS if (p := _bound_problem(f, getattr(policy, f.name)))]
     if policy.max_count is not None and policy.max_count < policy.min_count:
         problems.append(
             f"max_count ({policy.max_count}) is below min_count ({policy.min_count}): the "
@@ -273,6 +269,32 @@ def policy_problems(policy: RetentionPolicy) -> list[str]:
             "raise max_age_hours or lower min_age_hours"
         )
     return problems
+
+
+def _bound_problem(field: PolicyField, value: object) -> str | None:
+    """Why ``value`` is past ``field``'s declared bounds (None: it is within them)."""
+    b, name = field.bounds, field.name
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    if field.kind is float:
+        low = 0 if b.low is None else b.low
+        if math.isfinite(value) and low <= value and (b.le is None or value <= b.le):
+            return None
+        most = "" if b.le is None else f" and at most {_shown(b.le)}"
+        return f"{name} must be a finite number of hours >= {_shown(low)}{most} (got {value:g})"
+    if b.low is not None and value < b.low:
+        return f"{name} must be at least {_shown(b.low)} (got {value})" + _why(b.why_low)
+    if b.le is not None and value > b.le:
+        return f"{name} may be at most {_shown(b.le)} (got {value})" + _why(b.why_high)
+    return None
+
+
+def _shown(bound: float) -> str:
+    return str(bound) if isinstance(bound, int) else f"{bound:g}"
+
+
+def _why(text: str) -> str:
+    return f": {text}" if text else ""
 
 
 def parse_policy(values: dict[str, object]) -> RetentionPolicy:

@@ -2,6 +2,9 @@
 
 Three groups: what the manifest says the snapshot holds (``SnapshotFields``), the stream
 generation it counted for (``GenerationMembership``), and who wrote it (``ProducerFields``).
+A fourth, ``GenerationMember``, is a stream generation's member as every model that names
+one carries it (the count command, both generation events, the ``GEN#`` record,
+``generation.json``).
 ``ManifestSummary`` (what registration keeps of a valid manifest) is ``SnapshotFields`` and
 ``ProducerFields`` with the writer's epoch; the ``SnapshotRegistered`` event and the
 ``SnapshotRecord`` it projects to carry all three.
@@ -88,3 +91,28 @@ class ProducerFields(BaseModel):
         description="A digest of the files' S3 ETags at registration (a foreign layout's; "
         "heal finds a file rewritten since by it)",
     )
+
+
+class GenerationMember(BaseModel):
+    """A stream generation's member: the snapshot that counted for a partition. Declared
+    here once and composed into every model that names one: ``CountGenerationMember``,
+    ``StreamSnapshotMemberCounted`` (whose JSON calls the partition ``member``: on the bus a
+    top-level ``partition`` names a lineage's events), ``StreamSnapshotCompleted``'s
+    members, the ``GEN#`` record's members and ``generation.json``'s members."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    partition: int = Field(description="The member partition")
+    snapshot_id: str
+    lsn: int
+    epoch: int
+    offsets: dict[str, int] | None = Field(default=None, description="The manifest's offsets.")
+
+
+def _member_as_json(name: str) -> str:
+    return "member" if name == "partition" else name
+
+
+#: The config of ``StreamSnapshotMemberCounted``: its JSON (stored, on the bus) names the
+#: member's partition ``member``, as a stream event's JSON has no ``partition``.
+MEMBER_AS_JSON = ConfigDict(alias_generator=_member_as_json, serialize_by_alias=True)

@@ -12,7 +12,8 @@ from snapledger.ports.ledger import Page
 
 if TYPE_CHECKING:
     from snapledger.core.job_sizing import JobSize, PartitionInput
-    from snapledger.models.jobs import JobRecord, PartitionPlan
+    from snapledger.job_kinds import JobKind
+    from snapledger.models.jobs import JobRecord, JobState, PartitionPlan
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class JobRunSpec:
     workers the launch chose, once (the runner's ``size``); None: the runner's defaults."""
 
     job_id: str
-    kind: str
+    kind: JobKind
     stream: str
     root: str
     partitions: builtins.list[PartitionPlan]
@@ -33,7 +34,7 @@ class JobRunSpec:
 
 @dataclass(frozen=True)
 class JobRunStatus:
-    state: str
+    state: JobState  # as reported: models.jobs.reported_state
     reason: str | None = None
 
 
@@ -42,7 +43,7 @@ class FoundJobRun:
     """A run the runner holds for a job: its id and its current state."""
 
     run_id: str
-    state: str
+    state: JobState
     reason: str | None = None
 
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from snapledger.clock import Clock
 from snapledger.core.jobs import advance_job
 from snapledger.models.commands import RecordJobState
-from snapledger.models.jobs import JobRecord, PartitionPlan
+from snapledger.models.jobs import JobRecord, JobState, PartitionPlan, reported_state
 from snapledger.models.ledger import snapshot_sort_key
 from snapledger.ports import JobStore, LedgerStore
 from snapledger.services.commands import execute
@@ -49,7 +49,9 @@ def record_job_state(
     ledger: LedgerStore,
     clock: Clock,
 ) -> JobStateResult:
-    """Apply one reported state of run ``run_id`` to its job and its lineages."""
+    """Apply one reported state of run ``run_id`` to its job and its lineages (``state`` as
+    the runner spells it: one this version does not know is recorded, never acted on)."""
+    reported = reported_state(state)
     job = (jobs.get(job_name) if job_name else None) or jobs.find_by_run_id(run_id)
     if job is None:
         return JobStateResult(None, state, False, f"run {run_id} is not a snapledger job")
@@ -59,16 +61,16 @@ def record_job_state(
         jobs,
         job,
         clock,
-        lambda current, now: advance_job(current, state, now, run_id=run_id, reason=reason),
+        lambda current, now: advance_job(current, reported, now, run_id=run_id, reason=reason),
     )
     # The lineages are updated even when the job item already was: a crash between the
     # two writes then converges on the redelivery (each lineage command is idempotent).
     # An ended job's lineages get its recorded end, never a late report that contradicts
     # it (a SUCCESS after a dead local process was recorded FAILED, or the reverse).
     if job.terminal:
-        state, reason = job.state.value, job.failure_reason
+        reported, reason = job.state, job.failure_reason
     record_on_lineages(
-        ledger, job, job.partitions, state=state, run_id=run_id, reason=reason, clock=clock
+        ledger, job, job.partitions, state=reported, run_id=run_id, reason=reason, clock=clock
     )
     note = "" if changed else "stale"
     return JobStateResult(job.job_id, job.state.value, changed, note, stream=job.stream)
@@ -86,7 +88,7 @@ def record_on_lineages(
     job: JobRecord,
     plans: Iterable[PartitionPlan],
     *,
-    state: str,
+    state: JobState,
     clock: Clock,
     run_id: str | None = None,
     reason: str | None = None,

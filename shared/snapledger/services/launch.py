@@ -118,7 +118,7 @@ def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> Laun
                 partitions=tuple(plans),
                 requested_at=now,
                 updated_at=now,
-                transitions=(JobTransition(state=JobState.REQUESTED.value, at=now),),
+                transitions=(JobTransition(state=JobState.REQUESTED, at=now),),
             )
         )
     else:
@@ -134,7 +134,7 @@ def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> Laun
         return LaunchResult(job=failed, created=existing is None)
     spec = JobRunSpec(
         job_id=job.job_id,
-        kind=job.job_kind.value,
+        kind=job.job_kind,
         stream=job.stream,
         root=deps.store.uri,
         partitions=list(job.partitions),
@@ -152,14 +152,14 @@ def launch(request: LaunchRequest, *, request_id: str, deps: LaunchDeps) -> Laun
         job,
         deps.clock,
         lambda current, now: advance_job(
-            current, JobState.SUBMITTED.value, now, run_id=run_id, resources=resources
+            current, JobState.SUBMITTED, now, run_id=run_id, resources=resources
         ),
     )
     record_on_lineages(
         deps.ledger,
         job,
         job.partitions,
-        state=JobState.SUBMITTED.value,
+        state=JobState.SUBMITTED,
         run_id=run_id,
         clock=deps.clock,
     )
@@ -351,7 +351,7 @@ def _request_on_lineage(job: JobRecord, plan: PartitionPlan, deps: LaunchDeps) -
             stream=job.stream,
             partition=plan.partition,
             job_id=job.job_id,
-            job_kind=job.job_kind.value,
+            job_kind=job.job_kind,
             base_snapshot_id=plan.base_snapshot_id,
             base_lsn=plan.base_lsn,
             target_lsn=plan.target_lsn,
@@ -369,9 +369,9 @@ def _fail(
         deps.jobs,
         job,
         deps.clock,
-        lambda current, now: advance_job(current, JobState.FAILED.value, now, reason=reason),
+        lambda current, now: advance_job(current, JobState.FAILED, now, reason=reason),
     )
     record_on_lineages(
-        deps.ledger, job, requested, state=JobState.FAILED.value, reason=reason, clock=deps.clock
+        deps.ledger, job, requested, state=JobState.FAILED, reason=reason, clock=deps.clock
     )
     return failed

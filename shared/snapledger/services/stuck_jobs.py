@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from snapledger.core.jobs import advance_job
 from snapledger.errors import SnapledgerError
 from snapledger.gc_settings import GcConfig
-from snapledger.models.jobs import JobRecord, JobState, parse_state
+from snapledger.models.jobs import JobRecord, JobState
 from snapledger.models.ledger import Head
 from snapledger.ports import FoundJobRun
 from snapledger.services.gc_deps import Budget, GcDeps
@@ -58,7 +58,7 @@ def reconcile_stuck_jobs(
             entry = StuckJob(
                 job_id=job.job_id,
                 stream=job.stream,
-                state=job.state.value,
+                state=job.state,
                 run_id=job.run_id,
                 stuck_for_hours=stuck_for.total_seconds() / 3600,
                 action="found",
@@ -92,7 +92,7 @@ def settle_lineage_jobs(
             record_job_state(
                 run_id=job.run_id or NO_RUN_ID,
                 job_name=job.job_id,
-                state=job.state.value,
+                state=job.state,
                 reason=job.failure_reason,
                 jobs=deps.jobs,
                 ledger=deps.ledger,
@@ -118,7 +118,7 @@ def _reconcile(deps: GcDeps, job: JobRecord, entry: StuckJob, now: datetime) -> 
         entry.note = "no job runner configured: reported only"
         return
     status = deps.runner.status(job.run_id)
-    if parse_state(status.state) is job.state or status.state == job.state.value:
+    if status.state is job.state:
         entry.action, entry.note = "still_running", f"the runner still reports {status.state}"
         return
     record_job_state(
@@ -171,7 +171,7 @@ def _fail_never_started(deps: GcDeps, job: JobRecord, entry: StuckJob, now: date
         if current.version != job.version:
             return None  # it changed since it was found stuck: look again next run
         # Dated when the sweep found it stuck, as the reason says.
-        return advance_job(current, JobState.FAILED.value, now, reason=reason)
+        return advance_job(current, JobState.FAILED, now, reason=reason)
 
     _, failed = update_job(deps.jobs, job, deps.clock, fail)
     if not failed:
@@ -182,7 +182,7 @@ def _fail_never_started(deps: GcDeps, job: JobRecord, entry: StuckJob, now: date
     record_job_state(
         run_id=NO_RUN_ID,
         job_name=job.job_id,
-        state=JobState.FAILED.value,
+        state=JobState.FAILED,
         reason=reason,
         jobs=deps.jobs,
         ledger=deps.ledger,
