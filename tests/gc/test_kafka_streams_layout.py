@@ -227,8 +227,9 @@ def test_kafka_streams_streams_are_configured_and_checked():
         f"snapshots/{TOPIC}/2/",
     )
     assert "snapledger.kafka_streams.seed" in strategy.boot
-    with pytest.raises(InvalidRequestError, match="not a changelog topic's name"):
-        LayoutCatalog(kafka_streams=["orders"])
+    for not_a_changelog in ("orders", "totals-changelog", "app--changelog"):
+        with pytest.raises(InvalidRequestError, match="not a changelog topic's name"):
+            LayoutCatalog(kafka_streams=[not_a_changelog])
     with pytest.raises(InvalidRequestError, match="Kafka Streams stream 'a/b'"):
         LayoutCatalog(kafka_streams=["a/b"])
     with pytest.raises(InvalidRequestError, match="both a Restate stream and a Kafka Streams"):

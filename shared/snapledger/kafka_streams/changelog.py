@@ -62,7 +62,7 @@ def store_stream(application_id: str, store: str) -> str:
     except InvalidRequestError as exc:
         raise InvalidRequestError(
             f"the changelog topic {topic!r} cannot name a snapledger stream ({exc}): use a "
-            "shorter application id or store name (together at most 118 characters)"
+            "shorter application id or store name (together at most 117 characters)"
         ) from exc
 
 

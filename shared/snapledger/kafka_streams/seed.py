@@ -24,14 +24,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from snapledger.client.control import Snapledger
 from snapledger.client.errors import SnapshotCorruptError
 from snapledger.client.opened_snapshot import OpenedSnapshot
 from snapledger.client.reader import SnapshotReader
 from snapledger.client.storage import BlobStore
-from snapledger.errors import InvalidRequestError, SnapledgerError
+from snapledger.errors import InvalidRequestError, NotFoundError, SnapledgerError
 from snapledger.kafka_streams.changelog import (
     Changelog,
     check_partition,
@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 DEFAULT_CLOCK_SKEW = timedelta(minutes=1)
 #: Snapshots tried per task, newest first (1..MAX_CANDIDATES).
 DEFAULT_CANDIDATES, MAX_CANDIDATES = 10, 100
+#: Records asked per listing page (the query's default page), and the most pages read past
+#: records of other statuses before the task restores from its changelog instead.
+LISTING_PAGE, MAX_LISTING_PAGES = 100, 10
 
 
 class SeedError(SnapledgerError):
@@ -118,17 +121,12 @@ class StoreSeeder:
                 f"(it has {len(changelog.partitions)})"
             )
         skipped: list[Skipped] = []
-        answer = self.registry.snapshots(changelog.topic, task.partition, limit=self.candidates)
-        records = sorted(
-            (r for r in answer.get("snapshots", []) if r.get("status") == "REGISTERED"),
-            key=lambda r: int(r["lsn"]),
-            reverse=True,
-        )
+        records = self._registered(changelog.topic, task.partition)
         retention = timedelta(milliseconds=changelog.delete_retention_ms)
         reader = SnapshotReader(self.root, s3_client=self.s3_client)
         for record in records:
             snapshot_id, lsn = record["snapshot_id"], int(record["lsn"])
-            if lsn < partition.log_start:
+            if lsn + 1 < partition.log_start:
                 skipped.append(
                     Skipped(snapshot_id, lsn, f"below the log start {partition.log_start}")
                 )
@@ -157,8 +155,26 @@ class StoreSeeder:
             except SnapshotCorruptError as exc:
                 skipped.append(Skipped(snapshot_id, lsn, f"damaged: {exc}"))
                 continue
+            except NotFoundError as exc:  # collected since it was listed
+                skipped.append(Skipped(snapshot_id, lsn, f"gone: {exc}"))
+                continue
             return TaskSeed(str(task), "seeded", snapshot_id, lsn, tuple(skipped))
         return TaskSeed(str(task), "changelog", skipped=tuple(skipped))
+
+    def _registered(self, topic: str, partition: int) -> list[dict[str, Any]]:
+        """The ``candidates`` newest REGISTERED records, highest LSN first: the listing is
+        paged past records of other statuses (REJECTED, EXPIRING, DELETED), at most
+        ``MAX_LISTING_PAGES`` pages."""
+        found: list[dict[str, Any]] = []
+        cursor: str | None = None
+        for _ in range(MAX_LISTING_PAGES):
+            answer = self.registry.snapshots(topic, partition, limit=LISTING_PAGE, cursor=cursor)
+            found += [r for r in answer.get("snapshots", []) if r.get("status") == "REGISTERED"]
+            cursor = answer.get("cursor")
+            if len(found) >= self.candidates or not cursor:
+                break
+        found.sort(key=lambda r: int(r["lsn"]), reverse=True)
+        return found[: self.candidates]
 
     def _place(self, app_dir: Path, target: Path, task: TaskId, opened: OpenedSnapshot) -> None:
         staging = app_dir / f".seeding-{task}-{uuid.uuid4().hex}"

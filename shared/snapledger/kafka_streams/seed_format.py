@@ -1,7 +1,10 @@
 """The Kafka Streams seeder's stdin format, task folder names and ``.checkpoint`` files.
 
 Pure: no I/O beyond the bytes and strings given. docs/kafka-streams-format.md is the
-reference; kafka/seeder (Java) reads what :func:`encode_records` writes.
+reference; kafka/seeder (Java) reads what :func:`encode_records` writes. The boot path
+(``seed.py``) downloads a snapshot's store folder and uses only the task folder names here;
+the record stream and ``.checkpoint`` helpers are for feeding ``kafka-seeder seed`` a state
+built elsewhere (and are how its tests check the Java reader and writer).
 
 A record stream is the header ``SLKS`` and the version byte 1, then per record, big-endian:
 int32 key length (1..MAX_KEY_BYTES), the key, int32 value length (-1 = tombstone, else

@@ -26,7 +26,7 @@ from snapledger.client.errors import SnapshotCorruptError
 from snapledger.client.reader import SnapshotReader
 from snapledger.client.storage import BlobStore
 from snapledger.client.writer import SnapshotWriter, WrittenSnapshot
-from snapledger.errors import InvalidRequestError
+from snapledger.errors import InvalidRequestError, NotFoundError
 from snapledger.kafka_streams.catch_up import CatchUpResult, catch_up_tasks
 from snapledger.kafka_streams.changelog import (
     Changelog,
@@ -99,12 +99,6 @@ class StoreSnapshotter:
             return self._in(scratch, wanted, changelog)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-
-    def snapshot_partition(
-        self, partition: int, *, work_dir: Path | None = None
-    ) -> PartitionSnapshot:
-        [made] = self.snapshot([partition], work_dir=work_dir)
-        return made
 
     def _store_dir(self, scratch: Path, partition: int) -> Path:
         task = TaskId(0, partition)  # the scratch folder's name only: no task runs there
@@ -204,4 +198,7 @@ class StoreSnapshotter:
         except SnapshotCorruptError as exc:
             shutil.rmtree(store_dir, ignore_errors=True)
             return None, None, f"latest {snapshot_id} is damaged ({exc}); from empty; "
+        except NotFoundError as exc:  # its manifest is gone since the lookup
+            shutil.rmtree(store_dir, ignore_errors=True)
+            return None, None, f"latest {snapshot_id} is gone ({exc}); from empty; "
         return snapshot_id, lsn, f"continues {snapshot_id}; "

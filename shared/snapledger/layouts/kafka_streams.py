@@ -175,7 +175,8 @@ def kafka_streams_layout(stream: str) -> KafkaStreamsLayout:
         keys.check_stream_name(stream)
     except InvalidKeyError as exc:
         raise InvalidRequestError(f"Kafka Streams stream {stream!r}: {exc}") from exc
-    if not stream.endswith(CHANGELOG_SUFFIX) or stream == CHANGELOG_SUFFIX.lstrip("-"):
+    application_and_store = stream.removesuffix(CHANGELOG_SUFFIX)
+    if not stream.endswith(CHANGELOG_SUFFIX) or "-" not in application_and_store.strip("-"):
         raise InvalidRequestError(
             f"Kafka Streams stream {stream!r} is not a changelog topic's name: Kafka Streams "
             "names a store's changelog {application.id}-{store}-changelog (e.g. "
