@@ -8,6 +8,7 @@ Registered on the ``snapledger`` group (``cli/app.py``) when ``cli/main.py`` imp
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -21,6 +22,14 @@ from snapledger.cli.app import BAD_ARGUMENTS, Options, cli, json_option
 from snapledger.client.control import Snapledger
 from snapledger.client.transport import AwsTransport
 from snapledger.errors import SnapledgerError
+from snapledger.kafka_streams.schedule import (
+    DEFAULT_POLL_SECONDS,
+    MAX_EVERY_RECORDS,
+    MAX_EVERY_SECONDS,
+    MAX_POLL_SECONDS,
+    MIN_EVERY_SECONDS,
+    MIN_POLL_SECONDS,
+)
 from snapledger.limits import MAX_PARTITION
 
 _COMMON = [
@@ -75,9 +84,13 @@ def _run(work: Callable[[], list[Any]]) -> int:
         click.echo(f"snapledger: {exc}", err=True)
         return BAD_ARGUMENTS
     for row in rows:
-        fields = asdict(row)
-        click.echo(json.dumps(fields, default=str) if options.json else _line(fields))
+        _echo(row, options)
     return 0
+
+
+def _echo(row: Any, options: Options) -> None:
+    fields = asdict(row)
+    click.echo(json.dumps(fields, default=str) if options.json else _line(fields))
 
 
 def _line(fields: dict[str, Any]) -> str:
@@ -122,6 +135,24 @@ def kafka_streams() -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Where the scratch task folders go (default: the system's temp folder).",
 )
+@click.option(
+    "--every-records",
+    type=click.IntRange(1, MAX_EVERY_RECORDS),
+    help="Run as a sidecar: snapshot a partition once its changelog has this many "
+    "records (offsets) past its latest snapshot.",
+)
+@click.option(
+    "--every-seconds",
+    type=click.IntRange(MIN_EVERY_SECONDS, MAX_EVERY_SECONDS),
+    help="Run as a sidecar: snapshot a partition with new records once this long has "
+    "passed since its latest snapshot.",
+)
+@click.option(
+    "--poll-seconds",
+    type=click.FloatRange(MIN_POLL_SECONDS, MAX_POLL_SECONDS),
+    help="The sidecar reads the changelog's end offsets this often (default "
+    f"{DEFAULT_POLL_SECONDS:g}; only with --every-records or --every-seconds).",
+)
 @json_option
 def snapshot(
     *,
@@ -131,19 +162,43 @@ def snapshot(
     root: str | None,
     partitions: tuple[int, ...],
     work_dir: Path | None,
+    every_records: int | None,
+    every_seconds: int | None,
+    poll_seconds: float | None,
 ) -> int:
     """Snapshot each partition with changelog records after its latest snapshot (the
-    application keeps running)."""
+    application keeps running); with --every-records and/or --every-seconds, keep doing so
+    as each partition falls due, until SIGTERM or SIGINT."""
+    from snapledger.kafka_streams.schedule import SnapshotSchedule
+    from snapledger.kafka_streams.sidecar import SnapshotSidecar
     from snapledger.kafka_streams.snapshotter import StoreSnapshotter
 
     options = click.get_current_context().ensure_object(Options)
+    scheduled = every_records is not None or every_seconds is not None
+    if poll_seconds is not None and not scheduled:
+        raise click.UsageError(
+            "--poll-seconds sets the sidecar's polling: give --every-records N and/or "
+            "--every-seconds T with it (without them the command snapshots once)"
+        )
 
     def work() -> list[Any]:
         with _registry(options, root) as (registry, uri, deliver):
             snapshotter = StoreSnapshotter(
                 registry, uri, bootstrap_servers, application_id, store, on_written=deliver
             )
-            return snapshotter.snapshot(partitions or None, work_dir=work_dir)
+            if not scheduled:
+                return snapshotter.snapshot(partitions or None, work_dir=work_dir)
+            if not logging.getLogger().handlers:
+                logging.basicConfig(level=logging.INFO, format="snapledger: %(message)s")
+            SnapshotSidecar(
+                snapshotter,
+                SnapshotSchedule(every_records, every_seconds),
+                partitions=partitions or None,
+                poll_seconds=poll_seconds or DEFAULT_POLL_SECONDS,
+                work_dir=work_dir,
+                on_snapshot=lambda run: _echo(run, options),
+            ).run()
+            return []
 
     return _run(work)
 

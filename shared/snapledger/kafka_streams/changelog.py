@@ -10,8 +10,10 @@ digits, ``.``, ``_``, ``-``); a partition is at most ``MAX_PARTITION``; offsets 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 from snapledger.errors import InvalidRequestError, SnapledgerError
 from snapledger.extras import raise_missing_extra
@@ -117,3 +119,38 @@ def describe_changelog(bootstrap_servers: str, topic: str, *, timeout_s: float =
     finally:
         consumer.close()
     return Changelog(topic, partitions, retention)
+
+
+def changelog_admin(bootstrap_servers: str) -> Any:
+    """A Kafka admin client (kept open by the snapshot sidecar across its polls)."""
+    confluent_kafka()
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap_servers})
+
+
+def end_offsets(
+    admin: Any, topic: str, partitions: Iterable[int], *, timeout_s: float = 30.0
+) -> dict[int, int]:
+    """Each partition's end offset (committed records: the last stable offset), read with
+    one ListOffsets call for all of them."""
+    kafka = confluent_kafka()
+    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
+    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+    wanted = {kafka.TopicPartition(topic, p): latest for p in partitions}
+    try:
+        futures = admin.list_offsets(
+            wanted,
+            isolation_level=kafka.IsolationLevel.READ_COMMITTED,
+            request_timeout=timeout_s,
+        )
+        ends = {
+            tp.partition: future.result(timeout=timeout_s).offset for tp, future in futures.items()
+        }
+    except Exception as exc:
+        raise ChangelogError(f"reading the end offsets of topic {topic!r} failed: {exc}") from exc
+    for partition, end in ends.items():
+        if not 0 <= end <= MAX_INT64:
+            raise ChangelogError(f"{topic}-{partition}: end offset {end} is not an int64")
+    return ends

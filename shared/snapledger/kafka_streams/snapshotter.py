@@ -167,21 +167,29 @@ class StoreSnapshotter:
             note + f"{result.applied} records applied",
         )
 
+    def latest(self, partition: int) -> tuple[str, int] | None:
+        """The partition's latest registered snapshot (id, LSN), None without one."""
+        try:
+            head = self.registry.latest(self.stream, partition).get("head") or {}
+        except RequestRefusedError as refused:
+            if refused.answer.get("error") != "not_found":
+                raise
+            return None
+        snapshot_id, lsn = head.get("latest_snapshot_id"), head.get("latest_lsn")
+        if snapshot_id is None or lsn is None:
+            return None
+        return snapshot_id, lsn
+
     def _download_latest(
         self, partition: int, store_dir: Path, changelog: Changelog
     ) -> tuple[str | None, int | None, str]:
         """The latest registered snapshot's files into ``store_dir``; a base the changelog
         cannot continue (below its log start) or a damaged one is not used: the store then
         starts empty, from the changelog's start."""
-        try:
-            head = self.registry.latest(self.stream, partition).get("head") or {}
-        except RequestRefusedError as refused:
-            if refused.answer.get("error") != "not_found":
-                raise
-            head = {}
-        snapshot_id, lsn = head.get("latest_snapshot_id"), head.get("latest_lsn")
-        if snapshot_id is None or lsn is None:
+        latest = self.latest(partition)
+        if latest is None:
             return None, None, "no snapshot yet; "
+        snapshot_id, lsn = latest
         offsets = changelog.partitions.get(partition)
         if offsets is None:
             raise InvalidRequestError(

@@ -1,0 +1,192 @@
+"""The snapshot sidecar: a Kafka Streams store's partitions snapshotted on a schedule while
+the application runs (``snapledger kafka-streams snapshot --every-records N
+--every-seconds T``; docs/kafka-streams.md, "Snapshots on a schedule").
+
+It starts from each partition's latest REGISTERED snapshot in the ledger (a restart does not
+snapshot everything again), then every ``poll_seconds`` reads the changelog's end offsets
+(one ListOffsets call for all partitions), asks the schedule (``schedule.py``) which
+partitions are due and snapshots those with ``StoreSnapshotter`` (one seeder process for the
+batch). A failed batch is run again partition by partition, so one failing partition does
+not hold back the others; a failed partition is logged and retried, alone, at the next poll.
+SIGTERM or SIGINT lets the run in flight finish (its snapshots written, manifest last, and
+delivered), starts no other, and returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from snapledger.errors import InvalidRequestError
+from snapledger.kafka_streams.changelog import (
+    changelog_admin,
+    check_partition,
+    describe_changelog,
+    end_offsets,
+)
+from snapledger.kafka_streams.schedule import (
+    DEFAULT_POLL_SECONDS,
+    PartitionMark,
+    SnapshotSchedule,
+    check_poll_seconds,
+)
+from snapledger.kafka_streams.snapshotter import PartitionSnapshot, StoreSnapshotter
+
+log = logging.getLogger(__name__)
+
+#: The longest the loop sleeps before it looks at the stop flag again.
+_STOP_CHECK_S = 0.1
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class PollResult:
+    """What one poll did: the partitions due, the snapshot runs made, the partitions whose
+    run failed (partition -> error; retried at the next poll) and whether the end offsets
+    could not be read (``error``: nothing was snapshotted)."""
+
+    due: list[int] = field(default_factory=list)
+    made: list[PartitionSnapshot] = field(default_factory=list)
+    failed: dict[int, str] = field(default_factory=dict)
+    error: str | None = None
+
+
+class SnapshotSidecar:
+    """Snapshots of ``snapshotter``'s store on ``schedule``; ``partitions`` limits it (None:
+    every partition of the changelog at start). ``on_snapshot`` gets each partition's run;
+    ``clock`` gives the time (UTC)."""
+
+    def __init__(
+        self,
+        snapshotter: StoreSnapshotter,
+        schedule: SnapshotSchedule,
+        *,
+        partitions: Iterable[int] | None = None,
+        poll_seconds: float = DEFAULT_POLL_SECONDS,
+        work_dir: Path | None = None,
+        on_snapshot: Callable[[PartitionSnapshot], object] | None = None,
+        clock: Callable[[], datetime] = _utc_now,
+    ) -> None:
+        self.snapshotter = snapshotter
+        self.schedule = schedule
+        self.poll_seconds = check_poll_seconds(poll_seconds)
+        self.work_dir = work_dir
+        self.on_snapshot = on_snapshot
+        self.clock = clock
+        self._wanted = (
+            None if partitions is None else sorted({check_partition(p) for p in partitions})
+        )
+        self.marks: dict[int, PartitionMark] = {}
+        self.failing: set[int] = set()
+        self._admin: Any = None
+        self._stopping = False
+
+    def start(self) -> None:
+        """Read the changelog's partitions and each one's latest registered snapshot."""
+        snap = self.snapshotter
+        changelog = describe_changelog(snap.bootstrap_servers, snap.stream)
+        partitions = list(changelog.partitions) if self._wanted is None else self._wanted
+        missing = [p for p in partitions if p not in changelog.partitions]
+        if missing:
+            raise InvalidRequestError(
+                f"partitions {missing}: {changelog.topic} has {len(changelog.partitions)} "
+                "partitions; give partitions it has"
+            )
+        started = self.clock()
+        for p in partitions:
+            self.marks[p] = self._mark_from_ledger(p, changelog.partitions[p].log_start, started)
+        self._admin = changelog_admin(snap.bootstrap_servers)
+
+    def _mark_from_ledger(self, partition: int, log_start: int, started: datetime) -> PartitionMark:
+        latest = self.snapshotter.latest(partition)
+        if latest is None:
+            return PartitionMark(partition, covered_to=log_start, since=started)
+        snapshot_id, lsn = latest
+        record = self.snapshotter.registry.snapshot(self.snapshotter.stream, partition, snapshot_id)
+        fields = record["snapshot"]
+        made_at = (fields.get("changelog") or {}).get("read_at") or fields["registered_at"]
+        return PartitionMark(partition, lsn + 1, datetime.fromisoformat(made_at), lsn)
+
+    def poll_once(self) -> PollResult:
+        """Read the end offsets once and snapshot the partitions due."""
+        if self._admin is None:
+            self.start()
+        now = self.clock()
+        snap = self.snapshotter
+        try:
+            ends = end_offsets(self._admin, snap.stream, self.marks)
+        except Exception as exc:  # the broker may be back at the next poll
+            log.error(
+                "reading %s's end offsets failed (tried again next poll): %s", snap.stream, exc
+            )
+            return PollResult(error=str(exc))
+        due = self.schedule.due(self.marks, ends, now)
+        batch = [p for p in due if p not in self.failing]
+        groups = ([batch] if batch else []) + [[p] for p in due if p in self.failing]
+        result = PollResult(due=due)
+        while groups and not self._stopping:
+            group = groups.pop(0)
+            try:
+                made = snap.snapshot(group, work_dir=self.work_dir)
+            except Exception as exc:
+                if len(group) > 1:  # find the failing ones: the others go on without them
+                    groups[:0] = [[p] for p in group]
+                    continue
+                log.error("partition %s: snapshot failed (retried next poll): %s", group[0], exc)
+                self.failing.add(group[0])
+                result.failed[group[0]] = str(exc)
+                continue
+            for run in made:
+                self._done(run)
+                result.made.append(run)
+        return result
+
+    def _done(self, run: PartitionSnapshot) -> None:
+        self.failing.discard(run.partition)
+        mark = self.marks[run.partition]
+        if run.written is not None:
+            self.marks[run.partition] = mark.snapshotted(run.written.lsn, run.catch_up.end_read_at)
+        else:
+            self.marks[run.partition] = mark.nothing_new_below(run.catch_up.end_offset)
+        if self.on_snapshot is not None:
+            self.on_snapshot(run)
+
+    def stop(self) -> None:
+        """Finish the run in flight, start no other: ``run`` then returns."""
+        self._stopping = True
+
+    def run(self) -> None:
+        """Poll until ``stop`` (SIGTERM or SIGINT when called on the main thread)."""
+        handled = threading.current_thread() is threading.main_thread()
+        previous = {}
+        if handled:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                previous[signum] = signal.signal(signum, self._on_signal)
+        try:
+            if self._admin is None:
+                self.start()
+            while not self._stopping:
+                self.poll_once()
+                deadline = time.monotonic() + self.poll_seconds
+                while not self._stopping and time.monotonic() < deadline:
+                    time.sleep(min(_STOP_CHECK_S, max(0.0, deadline - time.monotonic())))
+        finally:
+            log.info("the snapshot sidecar of %s stopped", self.snapshotter.stream)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _on_signal(self, _signum: int, _frame: FrameType | None) -> None:
+        # Only a flag: the handler runs between two bytecodes of the main thread, which may
+        # hold any lock at that moment.
+        self.stop()
