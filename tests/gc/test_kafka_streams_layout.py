@@ -88,12 +88,25 @@ def test_a_kafka_streams_snapshot_is_registered_with_its_changelog_horizon(ledge
     )
 
 
+def test_a_snapshot_naming_its_input_offsets_is_registered_with_them(ledger, store):
+    # Given a store folder whose offsets also name the input offset its state reflects (a
+    # generation-capable application's position header)
+    offsets = {f"{TOPIC}-2": 41, "orders-2": 7}
+    # When it is registered
+    result = register(ks_snapshot(store, offsets=offsets), ledger, store)
+    # Then it is accepted and its record keeps both
+    assert result.outcome is Outcome.BECAME_LATEST, result.reason
+    record = ledger.find_snapshot(LineageId(stream=TOPIC, partition=2), result.snapshot_id)
+    assert record.offsets == offsets
+
+
 @pytest.mark.parametrize(
     ("overrides", "reason"),
     [
         ({"format": "kv-parquet"}, "opaque"),  # the native check refuses it first
         ({"offsets": {f"{TOPIC}-2": 40}}, "not exactly"),
-        ({"offsets": {f"{TOPIC}-2": 41, "orders-2": 7}}, "not exactly"),
+        ({"offsets": {f"{TOPIC}-2": 41, f"{TOPIC}-3": 7}}, "not exactly"),
+        ({"offsets": {"orders-2": 7}}, "not exactly"),
         ({"offsets": None}, "not exactly"),
         ({"files": {"1.sst": SST, "rocksdb/totals/2.sst": SST}}, "in a sub-folder"),
         ({"files": {"1.sst": b"x" * 64}}, "block-based table magic"),

@@ -24,6 +24,7 @@ import click
 from snapledger.cli import (  # noqa: F401  (each module registers its commands)
     job_commands,
     kafka_streams_commands,
+    kafka_streams_generation_commands,
     local_commands,
     picture_commands,
     query_commands,

@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,11 @@ class CatchUpResult:
     end_offset: int
     log_start_offset: int
     end_read_at: datetime
+    #: The input offsets the last record applied carries (``{"topic-partition": offset}``,
+    #: the offset of the last input record the store reflects): its Kafka Streams position
+    #: header, present when the application runs with the generation configuration
+    #: (docs/kafka-streams.md, "Generations"); empty without it or with no record applied.
+    input_offsets: dict[str, int] = field(default_factory=dict)
 
 
 def seeder_jar() -> Path:
@@ -74,29 +79,15 @@ def catch_up_tasks(
 ) -> dict[TaskId, CatchUpResult]:
     """Run ``catch-up --tasks`` on each task folder's store ``store``, one after the other in
     one seeder process (one JVM start for all); ``timeout_s`` bounds each task's read."""
-    if not 1 <= len(tasks) <= MAX_TASKS or len(set(tasks)) != len(tasks):
-        raise CatchUpError(f"catch-up takes 1..{MAX_TASKS} distinct tasks, not {list(tasks)}")
-    java = shutil.which("java")
-    if java is None:
-        raise CatchUpError("the Kafka Streams seeder needs Java 17+ on PATH")
-    command = [
-        java,
-        "-jar",
-        str(seeder_jar()),
+    command = java_command(
         "catch-up",
-        "--state-dir",
-        str(state_dir),
-        "--application-id",
-        application_id,
-        "--tasks",
-        ",".join(str(task) for task in tasks),
-        "--store",
-        store,
-        "--bootstrap-servers",
-        bootstrap_servers,
-        "--timeout-ms",
-        str(int(timeout_s * 1000)),
-    ]
+        state_dir,
+        application_id=application_id,
+        tasks=tasks,
+        store=store,
+        bootstrap_servers=bootstrap_servers,
+        timeout_s=timeout_s,
+    )
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode == REFUSED:
         raise CatchUpRefusedError(done.stderr.strip())
@@ -114,6 +105,42 @@ def catch_up_tasks(
     return results
 
 
+def java_command(
+    action: str,
+    state_dir: Path,
+    *,
+    application_id: str,
+    tasks: Sequence[TaskId],
+    store: str,
+    bootstrap_servers: str,
+    timeout_s: float,
+) -> list[str]:
+    """The seeder's command line for ``catch-up`` or ``rewind`` over ``tasks`` (one JVM)."""
+    if not 1 <= len(tasks) <= MAX_TASKS or len(set(tasks)) != len(tasks):
+        raise CatchUpError(f"{action} takes 1..{MAX_TASKS} distinct tasks, not {list(tasks)}")
+    java = shutil.which("java")
+    if java is None:
+        raise CatchUpError("the Kafka Streams seeder needs Java 17+ on PATH")
+    return [
+        java,
+        "-jar",
+        str(seeder_jar()),
+        action,
+        "--state-dir",
+        str(state_dir),
+        "--application-id",
+        application_id,
+        "--tasks",
+        ",".join(str(task) for task in tasks),
+        "--store",
+        store,
+        "--bootstrap-servers",
+        bootstrap_servers,
+        "--timeout-ms",
+        str(int(timeout_s * 1000)),
+    ]
+
+
 def _result(fields: dict[str, Any]) -> CatchUpResult:
     return CatchUpResult(
         previous_offset=fields["previous_offset"],
@@ -123,4 +150,9 @@ def _result(fields: dict[str, Any]) -> CatchUpResult:
         end_offset=fields["end_offset"],
         log_start_offset=fields["log_start_offset"],
         end_read_at=datetime.fromtimestamp(fields["end_read_at_ms"] / 1000, UTC),
+        input_offsets={
+            f"{topic}-{partition}": offset
+            for topic, offsets in (fields.get("position") or {}).items()
+            for partition, offset in offsets.items()
+        },
     )

@@ -107,7 +107,7 @@ class StoreSeeder:
             tasks = [TaskId(subtopology, p) for p in sorted(changelog.partitions)]
         app_dir = task_folder(state_dir, self.application_id, TaskId(0, 0)).parent
         app_dir.mkdir(parents=True, exist_ok=True)
-        with _locked(app_dir):
+        with locked_app_dir(app_dir):
             return [self._seed_task(app_dir, task, changelog) for task in tasks]
 
     def _seed_task(self, app_dir: Path, task: TaskId, changelog: Changelog) -> TaskSeed:
@@ -200,7 +200,7 @@ def _created_at(opened: OpenedSnapshot) -> datetime:
 
 
 @contextmanager
-def _locked(app_dir: Path) -> Iterator[None]:
+def locked_app_dir(app_dir: Path) -> Iterator[None]:
     """Hold ``{app_dir}/.lock`` as Kafka Streams' StateDirectory does (an fcntl lock: the
     JVM's FileChannel.tryLock on Linux), or refuse."""
     with (app_dir / ".lock").open("a") as lock:

@@ -34,6 +34,7 @@ from snapledger.kafka_streams.changelog import (
     describe_changelog,
     store_stream,
 )
+from snapledger.kafka_streams.generation import OpenGeneration, open_generation
 from snapledger.kafka_streams.seed_format import TaskId
 
 if TYPE_CHECKING:
@@ -110,6 +111,7 @@ class StoreSnapshotter:
         bases = {
             p: self._download_latest(p, self._store_dir(scratch, p), changelog) for p in partitions
         }
+        generation = open_generation(self.registry, self.stream)
         results = catch_up_tasks(
             scratch,
             self.application_id,
@@ -124,6 +126,7 @@ class StoreSnapshotter:
                 bases[p],
                 results[TaskId(0, p)],
                 changelog.delete_retention_ms,
+                generation=generation,
             )
             for p in partitions
         ]
@@ -132,15 +135,21 @@ class StoreSnapshotter:
         self,
         partition: int,
         store_dir: Path,
-        base: tuple[str | None, int | None, str],
+        base: tuple[str | None, int | None, str, dict[str, int]],
         result: CatchUpResult,
         delete_retention_ms: int,
+        *,
+        generation: OpenGeneration | None,
     ) -> PartitionSnapshot:
-        base_id, base_lsn, note = base
-        if result.applied == 0 or result.offset is None:
+        base_id, base_lsn, note, base_offsets = base
+        # An open generation still missing this partition takes the base again when nothing
+        # is new: the same state at the same LSN, naming it (docs/kafka-streams.md).
+        again = generation is not None and generation.wants(partition, result.offset)
+        if result.offset is None or (result.applied == 0 and not again):
             return PartitionSnapshot(
                 partition, base_id, base_lsn, result, None, note + "nothing new"
             )
+        input_offsets = result.input_offsets if result.applied else base_offsets
         writer = SnapshotWriter(
             self.root, self.stream, partition, producer=PRODUCER, s3_client=self.s3_client
         )
@@ -148,8 +157,9 @@ class StoreSnapshotter:
             result.offset,
             EPOCH,
             store_dir,
-            offsets={f"{self.stream}-{partition}": result.offset},
+            offsets={**input_offsets, f"{self.stream}-{partition}": result.offset},
             created_at=result.end_read_at,
+            generation=None if generation is None else generation.generation,
             changelog={
                 "log_start_offset": result.log_start_offset,
                 "end_offset": result.end_offset,
@@ -164,7 +174,9 @@ class StoreSnapshotter:
             base_lsn,
             result,
             written,
-            note + f"{result.applied} records applied",
+            note
+            + f"{result.applied} records applied"
+            + ("" if generation is None else f"; names generation {generation.generation}"),
         )
 
     def latest(self, partition: int) -> tuple[str, int] | None:
@@ -182,13 +194,13 @@ class StoreSnapshotter:
 
     def _download_latest(
         self, partition: int, store_dir: Path, changelog: Changelog
-    ) -> tuple[str | None, int | None, str]:
+    ) -> tuple[str | None, int | None, str, dict[str, int]]:
         """The latest registered snapshot's files into ``store_dir``; a base the changelog
         cannot continue (below its log start) or a damaged one is not used: the store then
         starts empty, from the changelog's start."""
         latest = self.latest(partition)
         if latest is None:
-            return None, None, "no snapshot yet; "
+            return None, None, "no snapshot yet; ", {}
         snapshot_id, lsn = latest
         offsets = changelog.partitions.get(partition)
         if offsets is None:
@@ -197,7 +209,7 @@ class StoreSnapshotter:
                 f"{len(changelog.partitions)})"
             )
         if lsn + 1 < offsets.log_start:
-            return None, None, f"latest {snapshot_id} is below the log start; from empty; "
+            return None, None, f"latest {snapshot_id} is below the log start; from empty; ", {}
         record = self.registry.snapshot(self.stream, partition, snapshot_id)["snapshot"]
         try:
             SnapshotReader(self.root, s3_client=self.s3_client).open(
@@ -205,8 +217,10 @@ class StoreSnapshotter:
             ).download(store_dir)
         except SnapshotCorruptError as exc:
             shutil.rmtree(store_dir, ignore_errors=True)
-            return None, None, f"latest {snapshot_id} is damaged ({exc}); from empty; "
+            return None, None, f"latest {snapshot_id} is damaged ({exc}); from empty; ", {}
         except NotFoundError as exc:  # its manifest is gone since the lookup
             shutil.rmtree(store_dir, ignore_errors=True)
-            return None, None, f"latest {snapshot_id} is gone ({exc}); from empty; "
-        return snapshot_id, lsn, f"continues {snapshot_id}; "
+            return None, None, f"latest {snapshot_id} is gone ({exc}); from empty; ", {}
+        inputs = dict(record.get("offsets") or {})
+        inputs.pop(f"{self.stream}-{partition}", None)  # the changelog's own: written anew
+        return snapshot_id, lsn, f"continues {snapshot_id}; ", inputs

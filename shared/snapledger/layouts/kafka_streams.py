@@ -7,8 +7,10 @@ each partition a lineage. Its snapshots use the native keys and pointer
 ``latest.json``); the LSN is the changelog offset of the last record applied.
 
 Registration runs the native checks (``services/manifest_checks.py``) and then these,
-REJECTED with every reason found: format ``opaque``; ``offsets`` exactly
-``{"{topic}-{partition}": lsn}``; every file a flat name (a store's RocksDB folder); every ``*.sst``
+REJECTED with every reason found: format ``opaque``; ``offsets`` holding
+``{"{topic}-{partition}": lsn}`` and otherwise only input topic-partitions (the input offsets
+a generation-capable application's records carry), no other partition of the changelog;
+every file a flat name (a store's RocksDB folder); every ``*.sst``
 ends with RocksDB's block-based table magic (one ranged GET of its tail each, at most
 ``FILE_READERS`` at once: the Restate layout's check); with ``changelog``, an LSN below its
 ``end_offset`` and a ``created_at``.
@@ -139,11 +141,14 @@ def store_problems(
             f"format is {manifest.format!r}: a Kafka Streams snapshot is a RocksDB store "
             "folder, format 'opaque'"
         )
-    expected = {f"{location.stream}-{location.partition}": location.lsn}
-    if manifest.offsets != expected:
+    own = f"{location.stream}-{location.partition}"
+    offsets = manifest.offsets or {}
+    others = [name for name in offsets if name != own and name.startswith(f"{location.stream}-")]
+    if offsets.get(own) != location.lsn or others:
         problems.append(
-            f"offsets are {manifest.offsets}, not exactly {expected}: the changelog "
-            "topic-partition and the snapshot's LSN (the offset of the last record applied)"
+            f"offsets are {manifest.offsets}, not exactly {{{own!r}: {location.lsn}}} and the "
+            "input topic-partitions: the changelog topic-partition with the snapshot's LSN (the "
+            "offset of the last record applied), and no other partition of the changelog"
         )
     outside = [f.path for f in manifest.files if not _STORE_FILE.fullmatch(f.path)]
     if outside:

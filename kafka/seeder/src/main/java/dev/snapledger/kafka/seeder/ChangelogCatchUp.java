@@ -3,15 +3,22 @@ package dev.snapledger.kafka.seeder;
 import dev.snapledger.kafka.seeder.SeedRecordReader.SeedRecord;
 import java.io.File;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
+import java.util.StringJoiner;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.streams.query.Position;
+import org.apache.kafka.streams.state.internals.PositionSerde;
 
 /**
  * {@code catch-up}: brings one task folder's store up to its changelog partition's end offset
@@ -19,18 +26,59 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * (opened, or created empty) says the offset of the last record it reflects; the partition is
  * read from offset + 1 (the beginning for an empty store) with {@code read_committed}, each
  * put or delete applied with its record's timestamp as Kafka Streams' restore applies it, and
- * the offset of the last record applied committed into the store before it is closed.
+ * the offset of the last record applied committed into the store before it is closed. It
+ * reports the input position the last record applied carries (its "c" header), if any.
  */
 final class ChangelogCatchUp {
     /** What a catch-up did: printed as one JSON line. */
     record Outcome(String task, Long previousOffset, Long offset, long applied, long tombstones,
-                   long endOffset, long logStartOffset, long endReadAtMs) {
+                   long endOffset, long logStartOffset, long endReadAtMs, Position position) {
         String json() {
             return "{\"task\":\"" + task + "\",\"previous_offset\":" + previousOffset + ",\"offset\":" + offset
                 + ",\"applied\":" + applied + ",\"tombstones\":" + tombstones
                 + ",\"end_offset\":" + endOffset + ",\"log_start_offset\":" + logStartOffset
-                + ",\"end_read_at_ms\":" + endReadAtMs + "}";
+                + ",\"end_read_at_ms\":" + endReadAtMs + ",\"position\":" + positionJson(position)
+                + "}";
         }
+    }
+
+    /**
+     * The input position a changelog record carries when the application runs with
+     * {@code __iq.consistency.offset.vector.enabled__=true}: header "v" = version 0 and header
+     * "c" = the store's Position (PositionSerde) after the write it logs; null without them.
+     */
+    static Position position(final ConsumerRecord<byte[], byte[]> r) throws SeedException {
+        final Header version = r.headers().lastHeader("v");
+        final Header vector = r.headers().lastHeader("c");
+        if (version == null || vector == null) {
+            return null;
+        }
+        if (version.value().length != 1 || version.value()[0] != 0) {
+            throw new SeedException(r.topic() + "-" + r.partition() + " offset " + r.offset()
+                + ": a changelog header version this seeder does not read (it reads 0)");
+        }
+        try {
+            return PositionSerde.deserialize(ByteBuffer.wrap(vector.value()));
+        } catch (final RuntimeException e) {
+            throw new SeedException(r.topic() + "-" + r.partition() + " offset " + r.offset()
+                + ": its position header does not parse: " + e);
+        }
+    }
+
+    /** {"topic":{"partition":offset,...},...}, or null. */
+    static String positionJson(final Position position) {
+        if (position == null) {
+            return "null";
+        }
+        final StringJoiner topics = new StringJoiner(",", "{", "}");
+        for (final String topic : new TreeSet<>(position.getTopics())) {
+            final StringJoiner parts = new StringJoiner(",", "{", "}");
+            for (final var e : new TreeMap<>(position.getPartitionPositions(topic)).entrySet()) {
+                parts.add("\"" + e.getKey() + "\":" + e.getValue());
+            }
+            topics.add("\"" + topic + "\":" + parts);
+        }
+        return topics.toString();
     }
 
     private ChangelogCatchUp() { }
@@ -74,6 +122,7 @@ final class ChangelogCatchUp {
         consumer.seek(changelog, from);
         final long deadline = System.currentTimeMillis() + options.timeoutMs();
         Long last = null;
+        Position position = null;
         long applied = 0;
         long tombstones = 0;
         while (from < end && consumer.position(changelog) < end) {
@@ -89,6 +138,7 @@ final class ChangelogCatchUp {
                 }
                 batch.add(checked(r));
                 last = r.offset();
+                position = position(r);
                 tombstones += r.value() == null ? 1 : 0;
             }
             store.apply(batch);
@@ -98,10 +148,10 @@ final class ChangelogCatchUp {
             store.commit(changelog, last);
         }
         return new Outcome(options.task().toString(), previous, last != null ? last : previous, applied, tombstones, end,
-            logStart, endReadAtMs);
+            logStart, endReadAtMs, position);
     }
 
-    private static SeedRecord checked(final ConsumerRecord<byte[], byte[]> r)
+    static SeedRecord checked(final ConsumerRecord<byte[], byte[]> r)
             throws SeedException {
         final String where = r.topic() + "-" + r.partition() + " offset " + r.offset();
         if (r.key() == null || r.key().length == 0
@@ -116,7 +166,7 @@ final class ChangelogCatchUp {
         return new SeedRecord(r.key(), r.value(), Math.max(0, r.timestamp()));
     }
 
-    private static KafkaConsumer<byte[], byte[]> consumer(final String bootstrapServers) {
+    static KafkaConsumer<byte[], byte[]> consumer(final String bootstrapServers) {
         final Properties props = new Properties();
         props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
         props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");

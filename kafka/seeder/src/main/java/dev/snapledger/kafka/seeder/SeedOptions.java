@@ -41,19 +41,20 @@ record SeedOptions(File stateDir, String applicationId, TaskId task, String stor
     }
 
     /**
-     * catch-up's options, one per task: {@code --tasks 0_0,0_1,...} (instead of {@code --task};
+     * catch-up's (and rewind's) options, one per task: {@code --tasks 0_0,0_1,...} (instead of {@code --task};
      * without {@code --partition}) names several, each caught up in turn by the same process.
      */
-    static List<SeedOptions> perTask(final List<String> args) throws SeedException {
+    static List<SeedOptions> perTask(final String command, final List<String> args)
+            throws SeedException {
         final int at = args.indexOf("--tasks");
         if (at < 0 || at % 2 != 0) {
-            return List.of(parse("catch-up", args));
+            return List.of(parse(command, args));
         }
         if (at + 1 >= args.size()) {
-            throw new SeedException("catch-up: option --tasks needs a value");
+            throw new SeedException(command + ": option --tasks needs a value");
         }
         if (args.contains("--task") || args.contains("--partition")) {
-            throw new SeedException("catch-up: give --tasks alone, without --task or --partition"
+            throw new SeedException(command + ": give --tasks alone, without --task or --partition"
                 + " (a task's changelog partition is its partition)");
         }
         final List<String> tasks = List.of(args.get(at + 1).split(",", -1));
@@ -66,14 +67,15 @@ record SeedOptions(File stateDir, String applicationId, TaskId task, String stor
             final List<String> one = new java.util.ArrayList<>(args);
             one.set(at, "--task");
             one.set(at + 1, task);
-            out.add(parse("catch-up", one));
+            out.add(parse(command, one));
         }
         return out;
     }
 
     static SeedOptions parse(final String command, final List<String> args) throws SeedException {
         final boolean seed = command.equals("seed");
-        final Set<String> known = seed ? SEED : command.equals("catch-up") ? CATCH_UP : DUMP;
+        final boolean reads = command.equals("catch-up") || command.equals("rewind");
+        final Set<String> known = seed ? SEED : reads ? CATCH_UP : DUMP;
         final Map<String, String> given = new HashMap<>();
         for (int i = 0; i < args.size(); i += 2) {
             final String name = args.get(i);
@@ -122,7 +124,7 @@ record SeedOptions(File stateDir, String applicationId, TaskId task, String stor
         }
         String bootstrapServers = null;
         long timeoutMs = 0;
-        if (command.equals("catch-up")) {
+        if (reads) {
             bootstrapServers = required(given, "--bootstrap-servers");
             timeoutMs = parseLong(given.getOrDefault("--timeout-ms", "600000"), "--timeout-ms");
             if (timeoutMs < 1 || timeoutMs > MAX_TIMEOUT_MS) {

@@ -7,7 +7,8 @@ import java.util.List;
 /**
  * {@code seed} writes one Kafka Streams task folder from a record stream on stdin;
  * {@code dump} prints one; {@code catch-up} brings one's store (or, with {@code --tasks}, each
- * named task's, in one JVM) to its changelog's end offset. Exit 0 done, 2 refused (the message says why and what to do),
+ * named task's, in one JVM) to its changelog's end offset; {@code rewind} makes each named
+ * task's changelog agree with the generation snapshot in its folder (ChangelogRewind). Exit 0 done, 2 refused (the message says why and what to do),
  * 1 an unexpected failure. docs/kafka-streams-format.md documents both.
  */
 public final class SeederMain {
@@ -18,8 +19,11 @@ public final class SeederMain {
         + " [--changelog-topic T] [--partition 3] [--timestamped true|false]\n"
         + "       kafka-seeder catch-up --state-dir D --application-id A --task 0_3|--tasks 0_0,0_1"
         + " --store totals --bootstrap-servers B [--changelog-topic T] [--partition 3]"
-        + " [--timestamped true|false] [--timeout-ms 600000]";
-    private static final List<String> COMMANDS = List.of("seed", "dump", "catch-up");
+        + " [--timestamped true|false] [--timeout-ms 600000]\n"
+        + "       kafka-seeder rewind --state-dir D --application-id A --tasks 0_0,0_1"
+        + " --store totals --bootstrap-servers B [--timeout-ms 600000]"
+        + " < lines 'task topic:partition:offset,...'";
+    private static final List<String> COMMANDS = List.of("seed", "dump", "catch-up", "rewind");
 
     private SeederMain() { }
 
@@ -36,8 +40,9 @@ public final class SeederMain {
         }
         final List<String> rest = Arrays.asList(args).subList(1, args.length);
         try {
-            final SeedOptions options = args[0].equals("catch-up")
-                ? SeedOptions.perTask(rest).get(0) : SeedOptions.parse(args[0], rest);
+            final boolean perTask = args[0].equals("catch-up") || args[0].equals("rewind");
+            final SeedOptions options = perTask
+                ? SeedOptions.perTask(args[0], rest).get(0) : SeedOptions.parse(args[0], rest);
             if (args[0].equals("seed")) {
                 final TaskFolderSeeder.Outcome outcome = TaskFolderSeeder.seed(
                     options, new BufferedInputStream(System.in, 1 << 16));
@@ -47,8 +52,13 @@ public final class SeederMain {
                     + options.offset());
             } else if (args[0].equals("catch-up")) {
                 // One JVM for every task named (--tasks): one line each, in their order.
-                for (final SeedOptions each : SeedOptions.perTask(rest)) {
+                for (final SeedOptions each : SeedOptions.perTask("catch-up", rest)) {
                     System.out.println(ChangelogCatchUp.run(each).json());
+                }
+            } else if (args[0].equals("rewind")) {
+                final var positions = ChangelogRewind.readPositions(System.in);
+                for (final SeedOptions each : SeedOptions.perTask("rewind", rest)) {
+                    System.out.println(ChangelogRewind.run(each, positions).json());
                 }
             } else {
                 TaskFolderDump.dump(options, System.out);

@@ -99,6 +99,16 @@ final class TaskStore implements AutoCloseable {
         return store.committedOffset(changelog);
     }
 
+    /** The entry of {@code key}, or null when the store lacks it. */
+    Entry get(final byte[] key) {
+        if (timestamped != null) {
+            final ValueAndTimestamp<byte[]> found = timestamped.get(Bytes.wrap(key));
+            return found == null ? null : new Entry(key, found.value(), found.timestamp());
+        }
+        final byte[] found = plain.get(Bytes.wrap(key));
+        return found == null ? null : new Entry(key, found, null);
+    }
+
     List<Entry> entries() {
         final List<Entry> out = new ArrayList<>();
         if (timestamped != null) {
