@@ -54,11 +54,16 @@ def test_the_picture_draws_each_snapshot_with_its_first_reasons_declared_marker(
     expected = {s["lsn"]: KeepReason(s["reasons"][0]).marker for s in lineage["kept"]}
     expected |= {s["lsn"]: DeleteCause(s["causes"][0]).marker for s in lineage["deleted"]}
     assert drawn_markers(picture) == expected
-    # And the legend names each, with its text, in the declared order
+    # And the legend names each, in the declared order, with its marker
     [legend] = picture.figure.legends
     labels = [text.get_text() for text in legend.get_texts()]
-    said = [f"{m.value.replace('_', ' ')}: {m.text}" for m in (*KeepReason, *DeleteCause)]
+    said = [f"first reason: {m.value.replace('_', ' ')}" for m in KeepReason]
+    said += [f"first cause: {m.value.replace('_', ' ')}" for m in DeleteCause]
     assert labels == ["keep", "delete", *said, "trim point"]
+    # And each snapshot's hover says its reason or cause with the declared text
+    hovers = " ".join(mark.hover for mark in picture.marks.values())
+    for member in (*KeepReason, *DeleteCause):
+        assert f"{member.value} ({member.text})" in hovers, member
     handles = [h for h in legend.legend_handles if isinstance(h, Line2D)]
     assert [h.get_marker() for h in handles[: len(said)]] == [
         m.marker for m in (*KeepReason, *DeleteCause)

@@ -3,7 +3,7 @@ which rule deletes it (``DeleteCause``).
 
 Each member carries everything said about it: its value (the word in a plan, a command, an
 event and a ledger record, unchanged on the wire), its text (what it means, in a plan's
-picture), and its marker (the matplotlib marker a plan's picture draws a snapshot with when
+picture), and its marker (the plotting marker a plan's picture draws a snapshot with when
 it is the first reason). A ``DeleteCause`` also carries the reason template written into the
 ``SnapshotExpiring`` event it causes. A member cannot be declared without them; the markers of
 both vocabularies are distinct (a plan's picture draws them side by side), checked when this

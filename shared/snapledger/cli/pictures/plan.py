@@ -111,19 +111,21 @@ def _decision(
     hover = [f"{verdict} snapshot {sid}", f"LSN {lsn:,}: {snapshot.get('status', '?')}"]
     if snapshot.get("registered_at"):
         hover.append(f"registered {utc(snapshot['registered_at'])}")
-    hover += [f"{'reasons' if kept else 'causes'}:", *(f"  {w.value}: {w.text}" for w in why)]
+    said = ", ".join(f"{w.value} ({w.text})" for w in why)
+    hover.append(f"{'reasons' if kept else 'causes'}: {said}")
     data = {"snapshot-id": sid, "lsn": str(lsn), "reasons": ", ".join(w.value for w in why)}
     picture.mark(dot, f"plan-{verdict}", Mark((f"plan-{verdict}",), data, "\n".join(hover)))
 
 
 def _legend(reasons: set[Decision]) -> list[Artist]:
     """Keep and delete; then the marker of each first reason or cause this plan gives, in
-    their declared order, with its text; the trim line."""
+    their declared order; the trim line."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     def shape(reason: Decision) -> Line2D:
-        label = f"{reason.value.replace('_', ' ')}: {reason.text}"
+        first = "first reason" if isinstance(reason, KeepReason) else "first cause"
+        label = f"{first}: {reason.value.replace('_', ' ')}"
         return Line2D([], [], linestyle="none", marker=reason.marker, markersize=9,
                       color="#616161", label=label)  # fmt: skip
 
