@@ -237,7 +237,7 @@ def test_a_shard_cut_short_by_the_time_budget_is_delivered_again(aged, rt, gc_ha
 def test_the_keep_reasons_console_md_names_are_the_ones_gc_gives() -> None:
     import re
 
-    from snapledger.core.retention import KeepReason
+    from snapledger.models.retention_reasons import KeepReason
 
     text = (EVENTS_DIR.parent / "docs" / "console.md").read_text()
     listed = re.search(r"kept with all its reasons \(([^)]*)\)", text.replace("\n", " "))

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from snapledger.gc_settings import GcConfig
-from snapledger.models.commands import MAX_EXPIRE_PER_COMMAND
+from snapledger.models.gc_commands import MAX_EXPIRE_PER_COMMAND
 from snapledger.ports import DeleteResult
 from snapledger.services.gc import run_gc
 from tests.gc.support import (

@@ -11,12 +11,14 @@ from hypothesis import given, settings
 
 from snapledger.core.gc_rules import expiry_refusal, restorable_newer
 from snapledger.core.lineage import decide
-from snapledger.core.retention import KeepReason, plan
+from snapledger.core.retention import plan
 from snapledger.gc_settings import GcConfig
-from snapledger.models.commands import ExpireSnapshots, ExpiryTarget, RecordBrokenSnapshot
+from snapledger.models.commands import RecordBrokenSnapshot
 from snapledger.models.events import SnapshotExpiring
+from snapledger.models.gc_commands import ExpireSnapshots, ExpiryTarget
 from snapledger.models.ledger import SnapshotStatus, snapshot_sort_key
 from snapledger.models.policy import RetentionPolicy
+from snapledger.models.retention_reasons import KeepReason
 from snapledger.services.commands import execute
 from snapledger.services.gc import run_gc
 from tests.gc.builders import T0, head_for, record, state_of

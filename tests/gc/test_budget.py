@@ -8,7 +8,7 @@ import threading
 from datetime import timedelta
 
 from snapledger.gc_settings import GcConfig
-from snapledger.models.commands import MAX_EXPIRE_PER_COMMAND, MAX_MARK_PER_COMMAND
+from snapledger.models.gc_commands import MAX_EXPIRE_PER_COMMAND, MAX_MARK_PER_COMMAND
 from snapledger.services.gc import run_gc
 from tests.gc.support import assert_ledger_and_store_agree, gc_deps, register, statuses
 

@@ -8,18 +8,17 @@ import pytest
 
 from snapledger.core.lineage import decide, evolve_all
 from snapledger.errors import InvalidRequestError, NotFoundError
-from snapledger.models.commands import (
+from snapledger.models.commands import HoldSnapshot, ReleaseHold
+from snapledger.models.events import SnapshotDeleted, SnapshotExpiring, TrimPointAdvanced
+from snapledger.models.gc_commands import (
     AdvanceTrimPoint,
     ClaimOrphan,
     DeletedPrefix,
     ExpireSnapshots,
     ExpiryTarget,
-    HoldSnapshot,
     MarkSnapshotsDeleted,
-    ReleaseHold,
     TrimProposal,
 )
-from snapledger.models.events import SnapshotDeleted, SnapshotExpiring, TrimPointAdvanced
 from snapledger.models.jobs import JobKind
 from snapledger.models.ledger import ActiveJob, SnapshotStatus
 from snapledger.models.policy import RetentionPolicy

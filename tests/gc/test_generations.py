@@ -8,11 +8,12 @@ from datetime import timedelta
 
 import pytest
 
-from snapledger.core.retention import KeepReason, plan
+from snapledger.core.retention import plan
 from snapledger.gc_settings import GcConfig
 from snapledger.models.generations import GenerationStatus, ProtectedGenerations
 from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus
 from snapledger.models.policy import RetentionPolicy
+from snapledger.models.retention_reasons import KeepReason
 from snapledger.services import generation_reads, generations
 from snapledger.services.gc import run_gc
 from snapledger.services.policies import set_policy

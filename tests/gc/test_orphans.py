@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from snapledger.gc_settings import GcConfig
 from snapledger.layout import snapshot_prefix
-from snapledger.models.commands import ClaimOrphan
+from snapledger.models.gc_commands import ClaimOrphan
 from snapledger.models.ledger import SnapshotStatus
 from snapledger.services.gc import run_gc
 from snapledger.services.registration import Outcome, register_manifest

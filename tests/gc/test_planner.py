@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from snapledger.core.retention import DeleteCause, KeepReason, plan
+from snapledger.core.retention import plan
 from snapledger.models.jobs import JobKind
 from snapledger.models.ledger import ActiveJob, Head, SnapshotStatus, snapshot_sort_key
 from snapledger.models.policy import RetentionPolicy
+from snapledger.models.retention_reasons import DeleteCause, KeepReason
 from tests.gc.builders import HOUR, T0, head_for, hold, record
 
 DEFAULT = RetentionPolicy()  # min_count 3, min_age 24h, no caps

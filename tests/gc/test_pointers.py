@@ -133,7 +133,7 @@ def test_a_pointer_gc_cannot_repair_is_kept_and_fails_the_run(ledger, store, clo
 
 def test_an_expiring_snapshot_a_pointer_names_keeps_its_files(ledger, store, clock, stuck):
     # Given 20 already EXPIRING (a run before this fix, or one that read an older pointer)
-    from snapledger.models.commands import ExpireSnapshots, ExpiryTarget
+    from snapledger.models.gc_commands import ExpireSnapshots, ExpiryTarget
     from snapledger.services.commands import execute
 
     record = records(ledger)[20]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from snapledger.core.state import LineageState
-from snapledger.models.commands import ExpireSnapshots, ExpiryTarget
+from snapledger.models.gc_commands import ExpireSnapshots, ExpiryTarget
 from snapledger.models.ledger import LineageId, SnapshotStatus
 from snapledger.models.policy import RetentionPolicy
 from snapledger.services.commands import execute

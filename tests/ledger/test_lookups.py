@@ -12,7 +12,7 @@ import pytest
 from snapledger.adapters import dynamodb_codec as codec
 from snapledger.adapters.dynamodb_backfill import backfill_items
 from snapledger.errors import NotFoundError
-from snapledger.models.commands import ExpireSnapshots, ExpiryTarget
+from snapledger.models.gc_commands import ExpireSnapshots, ExpiryTarget
 from snapledger.models.ledger import LineageId, SnapshotStatus
 from snapledger.models.policy import RetentionPolicy
 from snapledger.services import queries

@@ -17,12 +17,13 @@ from infra.names import GC_SCHEDULE_HOURS
 from snapledger import limits
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.clock import ManualClock
-from snapledger.core.retention import KeepReason, Kept, RetentionPlan
+from snapledger.core.retention import Kept, RetentionPlan
 from snapledger.gc_settings import MIN_ORPHAN_GRACE_HOURS, GcConfig
 from snapledger.layouts import restate, restate_keys
 from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.limits import MAX_RECORDED_PROBLEMS
 from snapledger.models.ledger import LineageId
+from snapledger.models.retention_reasons import KeepReason
 from snapledger.ports import MAX_KEYS_PER_REQUEST
 from snapledger.services import restate_evictions, restate_pointer, restate_snapshots
 from snapledger.services.registration import register_manifest

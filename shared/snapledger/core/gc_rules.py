@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import assert_never
 
 from snapledger.core.retention import (
-    KeepReason,
+    CAPS,
     counts_as_restorable,
     protections,
     rejected_protections,
@@ -21,15 +21,7 @@ from snapledger.core.retention import (
 from snapledger.core.state import LineageState, Sequencer
 from snapledger.errors import InvalidRequestError, NotFoundError
 from snapledger.limits import MAX_HOLD_HOURS
-from snapledger.models.commands import (
-    AdvanceTrimPoint,
-    ClaimOrphan,
-    ExpireSnapshots,
-    ExpiryTarget,
-    HoldSnapshot,
-    MarkSnapshotsDeleted,
-    ReleaseHold,
-)
+from snapledger.models.commands import HoldSnapshot, ReleaseHold
 from snapledger.models.events import (
     LedgerEvent,
     OrphanClaimed,
@@ -38,6 +30,13 @@ from snapledger.models.events import (
     SnapshotHeld,
     SnapshotReleased,
     TrimPointAdvanced,
+)
+from snapledger.models.gc_commands import (
+    AdvanceTrimPoint,
+    ClaimOrphan,
+    ExpireSnapshots,
+    ExpiryTarget,
+    MarkSnapshotsDeleted,
 )
 from snapledger.models.generations import ProtectedGenerations
 from snapledger.models.ledger import (
@@ -48,6 +47,7 @@ from snapledger.models.ledger import (
     snapshot_sort_key,
 )
 from snapledger.models.policy import RetentionPolicy
+from snapledger.models.retention_reasons import DeleteCause, KeepReason
 
 GcEvent = (
     SnapshotExpiring
@@ -74,10 +74,10 @@ def expiry_refusal(
     """Why ``record`` may not be expired now (None: it may), on the state in hand;
     ``registered_newer``: the restorable REGISTERED snapshots newer than it (none found
     broken), as ``retention.plan`` ranks it."""
-    if record.status is SnapshotStatus.REJECTED and target.cause == "rejected":
+    if record.status is SnapshotStatus.REJECTED and target.cause is DeleteCause.REJECTED:
         kept = rejected_protections(record, now, grace)
         return _kept_because(kept) if kept else None
-    if record.status is not SnapshotStatus.REGISTERED or target.cause == "rejected":
+    if record.status is not SnapshotStatus.REGISTERED or target.cause is DeleteCause.REJECTED:
         return f"it is {record.status.value}"
     kept = protections(
         record,
@@ -90,13 +90,11 @@ def expiry_refusal(
     )
     if kept:
         return _kept_because(kept)
-    if target.cause == "unprotected" and policy.has_caps:
+    if target.cause is DeleteCause.UNPROTECTED and policy.has_caps:
         return "caps are configured, and none was named as selecting it"
-    max_age = policy.max_age
-    if target.cause == "older_than_max_age" and (
-        max_age is None or now - record.registered_at <= max_age
-    ):
-        return "it is not older than max_age"
+    cap = CAPS.get(target.cause)
+    if cap is not None and cap.on_record_alone and not cap.selects(record, policy, now, ()):
+        return f"it is not {target.cause.text}"
     return None
 
 
@@ -143,7 +141,7 @@ def decide_expire(state: LineageState, cmd: ExpireSnapshots, now: datetime) -> l
                 snapshot_id=record.snapshot_id,
                 lsn=record.lsn,
                 cause=target.cause,
-                reason=_expiry_reason(target, cmd.policy, cmd.grace_hours),
+                reason=target.cause.reason(cmd.policy, cmd.grace_hours),
             )
         )
         current[target.sort_key] = record.model_copy(update={"status": SnapshotStatus.EXPIRING})
@@ -365,20 +363,3 @@ def existing_snapshot(state: LineageState, lsn: int, snapshot_id: str) -> Snapsh
 
 def _kept_because(reasons: tuple[KeepReason, ...]) -> str:
     return "it is kept: " + ", ".join(r.value for r in reasons)
-
-
-def _expiry_reason(target: ExpiryTarget, policy: RetentionPolicy, grace_hours: float) -> str:
-    match target.cause:
-        case "rejected":
-            return f"REJECTED and registered more than {grace_hours:g}h ago"
-        case "beyond_max_count":
-            return f"unprotected, and max_count {policy.max_count} newer snapshots are kept"
-        case "older_than_max_age":
-            return f"unprotected, and older than max_age {policy.max_age_hours:g}h"
-        case "unprotected":
-            return (
-                f"not the latest, not among the newest {policy.min_count}, older than "
-                f"{policy.min_age_hours:g}h, no pin and no live hold"
-            )
-        case _:
-            assert_never(target.cause)

@@ -45,11 +45,7 @@ from snapledger.core.registration import decide_register, evolve_registration
 from snapledger.core.segments import decide_reject_segment
 from snapledger.core.state import LineageState
 from snapledger.models.commands import (
-    AdvanceTrimPoint,
-    ClaimOrphan,
-    ExpireSnapshots,
     HoldSnapshot,
-    MarkSnapshotsDeleted,
     RecordBrokenSnapshot,
     RecordEvicted,
     RecordJobState,
@@ -79,6 +75,12 @@ from snapledger.models.events import (
     SnapshotReleased,
     SnapshotUnpinned,
     TrimPointAdvanced,
+)
+from snapledger.models.gc_commands import (
+    AdvanceTrimPoint,
+    ClaimOrphan,
+    ExpireSnapshots,
+    MarkSnapshotsDeleted,
 )
 from snapledger.models.ledger import Head, SnapshotRecord
 

@@ -36,7 +36,9 @@ stays EXPIRING, its files untouched, until the pointer names another.
 An unprotected snapshot is deleted. When caps are configured they choose which
 unprotected snapshots go: one with at least ``max_count`` retained REGISTERED snapshots
 newer than it (``beyond_max_count``) or older than ``max_age`` (``older_than_max_age``);
-the others are kept (``within_caps``). Caps never touch a protected snapshot.
+the others are kept (``within_caps``). Caps never touch a protected snapshot. The caps are
+the rows of ``CAPS``; every reason and cause, with its text and picture marker, is declared
+once in ``models/retention_reasons.py``.
 
 A REJECTED snapshot's files are garbage once it is older than the grace window, unless
 held. An EXPIRING snapshot is already committed to deletion: the plan finishes it.
@@ -44,37 +46,18 @@ held. An EXPIRING snapshot is already committed to deletion: the plan finishes i
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from enum import StrEnum
 
 from snapledger.models.generations import ProtectedGenerations
 from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus, snapshot_sort_key
 from snapledger.models.policy import RetentionPolicy
+from snapledger.models.retention_reasons import DeleteCause, KeepReason
 
 #: How long REJECTED snapshots' files and unregistered prefixes wait (and the least allowed).
 DEFAULT_GRACE = timedelta(hours=24)
 MIN_GRACE = timedelta(hours=1)
-
-
-class KeepReason(StrEnum):
-    LATEST = "latest"
-    NEWEST = "newest"  # among the newest min_count REGISTERED
-    TOO_YOUNG = "too_young"  # registered min_age or less ago
-    PINNED = "pinned"
-    HELD = "held"
-    GENERATION = "generation"  # a member of a stream snapshot GC keeps
-    WITHIN_CAPS = "within_caps"  # unprotected, but no configured cap selects it
-    IN_GRACE = "in_grace"  # REJECTED, younger than the grace window
-    NAMED_BY_LATEST_JSON = "named_by_latest_json"  # the lineage's latest.json names it
-    NAMED_BY_GENERATION_JSON = "named_by_generation_json"  # the stream's generation.json
-    #: Not a protection: listed after the reasons that keep a snapshot found broken, which
-    #: fills no newest slot and is not counted by max_count.
-    BROKEN_NOT_COUNTED = "broken_not_counted"
-    #: Not a protection either: a snapshot its layout says cannot be restored from (the
-    #: changelog can no longer continue it), kept for its own reasons and not counted.
-    UNRESTORABLE_NOT_COUNTED = "unrestorable_not_counted"
 
 
 #: The reasons GC promises to honour whatever else happens (invariant 3).
@@ -92,14 +75,6 @@ PROTECTIONS = frozenset(
 )
 #: What the pointer objects name, as GC read them: sort key -> the pointers naming it.
 Named = Mapping[str, tuple[KeepReason, ...]]
-
-
-class DeleteCause(StrEnum):
-    UNPROTECTED = "unprotected"  # no cap configured: every unprotected snapshot goes
-    BEYOND_MAX_COUNT = "beyond_max_count"
-    OLDER_THAN_MAX_AGE = "older_than_max_age"
-    REJECTED = "rejected"  # a REJECTED snapshot past the grace window
-    EXPIRING = "expiring"  # already EXPIRING: finish what an earlier run started
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +149,7 @@ def plan(
     kept: list[Kept] = []
     doomed: list[Doomed] = []
     registered_newer = 0  # restorable REGISTERED snapshots seen so far (all newer)
-    retained_newer = 0  # of which the plan keeps
+    retained_newer: list[SnapshotRecord] = []  # of which the plan keeps, newest first
     for record in newest_first:
         if record.status is SnapshotStatus.DELETED:
             continue
@@ -213,7 +188,7 @@ def plan(
                         else KeepReason.UNRESTORABLE_NOT_COUNTED,
                     )
                 kept.append(Kept(record, reasons))
-                retained_newer += counted
+                retained_newer += (record,) if counted else ()
             else:
                 doomed.append(Doomed(record, causes or (DeleteCause.UNPROTECTED,)))
     witnesses = tuple(
@@ -276,17 +251,60 @@ def rejected_protections(
     return tuple(reasons)
 
 
+#: Whether a cap selects an unprotected snapshot: (the snapshot, the policy, now, the
+#: restorable REGISTERED snapshots the plan keeps that are newer than it, newest first).
+Selects = Callable[[SnapshotRecord, RetentionPolicy, datetime, Sequence[SnapshotRecord]], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Cap:
+    """A cap rule: its policy field (declared with ``Bounds("cap", ...)`` in
+    models/policy.py; None: not configured), the cause it deletes with (declared with its
+    text and marker in models/retention_reasons.py) and which snapshots it selects."""
+
+    field: str
+    cause: DeleteCause
+    selects: Selects
+    #: It reads the snapshot and the policy alone, so the commit re-checks it on the state
+    #: it loads (a cap that counts the snapshots newer than it cannot be: the commit loads
+    #: only its targets and the witnesses).
+    on_record_alone: bool = False
+
+
+#: The caps, in the order a plan lists their causes. A new cap is a row here, its policy
+#: field and its cause.
+CAPS: dict[DeleteCause, Cap] = {
+    cap.cause: cap
+    for cap in (
+        Cap(
+            "max_count",
+            DeleteCause.BEYOND_MAX_COUNT,
+            lambda _, policy, __, newer: (
+                policy.max_count is not None and len(newer) >= policy.max_count
+            ),
+        ),
+        Cap(
+            "max_age_hours",
+            DeleteCause.OLDER_THAN_MAX_AGE,
+            lambda record, policy, now, _: (
+                policy.max_age is not None and now - record.registered_at > policy.max_age
+            ),
+            on_record_alone=True,
+        ),
+    )
+}
+
+
 def cap_causes(
-    record: SnapshotRecord, policy: RetentionPolicy, now: datetime, retained_newer: int
+    record: SnapshotRecord,
+    policy: RetentionPolicy,
+    now: datetime,
+    retained_newer: Sequence[SnapshotRecord],
 ) -> tuple[DeleteCause, ...]:
     """The configured caps that select an unprotected snapshot (empty: none does)."""
-    causes: list[DeleteCause] = []
-    if policy.max_count is not None and retained_newer >= policy.max_count:
-        causes.append(DeleteCause.BEYOND_MAX_COUNT)
-    max_age = policy.max_age
-    if max_age is not None and now - record.registered_at > max_age:
-        causes.append(DeleteCause.OLDER_THAN_MAX_AGE)
-    return tuple(causes)
+    return tuple(
+        cause for cause, cap in CAPS.items() if cap.selects(record, policy, now, retained_newer)
+    )
 
 
 def trim_point(retained: Iterable[SnapshotRecord], head: Head) -> TrimPoint | None:

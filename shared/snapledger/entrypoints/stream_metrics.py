@@ -84,7 +84,7 @@ def emit_gc_metrics(
       deleted snapshots' records (``total_bytes``);
     - ``Jobs_failed`` for each stuck job the sweeper failed.
     """
-    from snapledger.core.retention import KeepReason
+    from snapledger.models.retention_reasons import KeepReason
 
     snapshots: dict[str, int] = defaultdict(int)
     deleted_bytes: dict[str, int] = defaultdict(int)

@@ -82,6 +82,11 @@ class Bounds:
     why_high: str = ""
 
     @property
+    def cap(self) -> bool:
+        """Whether the field is a cap: None (the default) selects nothing."""
+        return self.lowers == "cap"
+
+    @property
     def low(self) -> float | None:
         """The lowest value a policy holds (``ge``, else ``gt`` inclusive; None: no floor)."""
         return self.ge if self.ge is not None else self.gt
@@ -184,7 +189,8 @@ class RetentionPolicy(Frozen):
 
     @property
     def has_caps(self) -> bool:
-        return self.max_count is not None or self.max_age_hours is not None
+        """Whether any cap (a field declared with ``Bounds("cap", ...)``) is configured."""
+        return any(getattr(self, f.name) is not None for f in POLICY_FIELDS if f.bounds.cap)
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,9 @@ from snapledger.core.generations import generations_to_load
 from snapledger.core.lineage import Command, LineageState, decide, evolve_all
 from snapledger.core.stream import StreamCommand, StreamState, decide_stream, evolve_stream_all
 from snapledger.errors import ConcurrencyError, LostRaceError, TransientStoreError
-from snapledger.models.commands import (
-    ExpireSnapshots,
-    MarkSnapshotsDeleted,
-    ResetPolicy,
-    SetPolicy,
-)
+from snapledger.models.commands import ResetPolicy, SetPolicy
 from snapledger.models.events import LedgerEvent, StreamEvent
+from snapledger.models.gc_commands import ExpireSnapshots, MarkSnapshotsDeleted
 from snapledger.models.ledger import LineageId
 from snapledger.ports import LedgerStore, StreamLogStore
 

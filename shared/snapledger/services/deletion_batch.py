@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from snapledger.errors import SnapledgerError
 from snapledger.layout import MANIFEST_NAME
-from snapledger.models.commands import (
+from snapledger.models.gc_commands import (
     MAX_MARK_PER_COMMAND,
     DeletedPrefix,
     MarkSnapshotsDeleted,

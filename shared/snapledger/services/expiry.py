@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 
 from snapledger.core.gc_rules import expiry_refusal, restorable_newer
 from snapledger.core.retention import (
-    DeleteCause,
+    CAPS,
     Doomed,
     Named,
     RetentionPlan,
@@ -40,7 +40,8 @@ from snapledger.errors import InvalidKeyError
 from snapledger.gc_settings import GcConfig
 from snapledger.layout import lineage_changelog_prefix, parse_segment_key
 from snapledger.layouts.lineage import folder_of_manifest
-from snapledger.models.commands import (
+from snapledger.models.events import LedgerEvent, SnapshotExpiring, TrimPointAdvanced
+from snapledger.models.gc_commands import (
     MAX_EXPIRE_PER_COMMAND,
     MAX_MARK_PER_COMMAND,
     AdvanceTrimPoint,
@@ -49,7 +50,6 @@ from snapledger.models.commands import (
     ExpiryTarget,
     TrimProposal,
 )
-from snapledger.models.events import LedgerEvent, SnapshotExpiring, TrimPointAdvanced
 from snapledger.models.generations import ProtectedGenerations
 from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus
 from snapledger.models.policy import RetentionPolicy
@@ -267,13 +267,8 @@ def _expire(
 def _target(doomed: Doomed) -> ExpiryTarget:
     # Prefer a cause the commit can re-check on the record itself (max_age) over one it
     # takes from the plan (max_count).
-    causes = [c.value for c in doomed.causes]
-    cause = (
-        DeleteCause.OLDER_THAN_MAX_AGE.value
-        if DeleteCause.OLDER_THAN_MAX_AGE.value in causes
-        else causes[0]
-    )
-    return ExpiryTarget.model_validate({"sort_key": doomed.record.sort_key, "cause": cause})
+    rechecked = (c for c in doomed.causes if c in CAPS and CAPS[c].on_record_alone)
+    return ExpiryTarget(sort_key=doomed.record.sort_key, cause=next(rechecked, doomed.causes[0]))
 
 
 def _why_spared(

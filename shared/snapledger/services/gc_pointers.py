@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from snapledger.core.retention import KeepReason, Named
+from snapledger.core.retention import Named
 from snapledger.errors import (
     InvalidKeyError,
     ManifestTooLargeError,
@@ -46,6 +46,7 @@ from snapledger.layout import generation_pointer_key, latest_pointer_key, parse_
 from snapledger.limits import MAX_POINTER_BYTES
 from snapledger.models.ledger import Head, LineageId, snapshot_sort_key
 from snapledger.models.pointer import GenerationPointer, LatestPointer
+from snapledger.models.retention_reasons import KeepReason
 from snapledger.ports import ObjectStore
 from snapledger.services.gc_deps import GcDeps
 from snapledger.services.latest_pointer import PointerOutcome, publish_latest

@@ -39,7 +39,7 @@ from snapledger.errors import InvalidKeyError, SnapledgerError
 from snapledger.gc_settings import GcConfig
 from snapledger.layout import SNAPSHOTS, check_stream_name
 from snapledger.layouts.lineage import SnapshotFolder
-from snapledger.models.commands import ClaimOrphan
+from snapledger.models.gc_commands import ClaimOrphan
 from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
 from snapledger.ports import ObjectInfo
 from snapledger.services.commands import execute

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from snapledger.layouts.restate_strategy import RestateLayout
-from snapledger.models.commands import DeletedPrefix
+from snapledger.models.gc_commands import DeletedPrefix
 from snapledger.models.ledger import SnapshotRecord
 from snapledger.services import restate_evictions, restate_retained
 from snapledger.services.deletion_batch import Finish

@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from snapledger.core.manifest_rules import ManifestRejectedError
-from snapledger.core.retention import KeepReason, Named
+from snapledger.core.retention import Named
 from snapledger.errors import ManifestTooLargeError, StaleVersionError
 from snapledger.layouts import restate
 from snapledger.layouts.restate_strategy import RestateLayout
 from snapledger.limits import MAX_POINTER_BYTES
 from snapledger.models.ledger import snapshot_sort_key
+from snapledger.models.retention_reasons import KeepReason
 from snapledger.ports import ObjectStore
 from snapledger.services.gc_deps import GcDeps
 from snapledger.services.gc_pointers import PointerCheck, PointerUnreadableError

@@ -1,38 +1,22 @@
 """A GC dry run's plan: one strip per lineage, its snapshots on its own LSN axis, kept (top
-row) or deleted (bottom row), shaped by their first reason, every reason on hover."""
+row) or deleted (bottom row), drawn with the marker their first reason or cause declares
+(``models/retention_reasons.py``), every reason on hover."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from snapledger.cli.pictures.canvas import Mark, Picture, canvas, utc
+from snapledger.errors import InvalidRequestError
+from snapledger.models.retention_reasons import Decision, DeleteCause, KeepReason
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
 
 KEEP, DELETE, TRIM = "#2e7d32", "#c62828", "#6a1b9a"
-#: A decision's first reason, as the marker its snapshot is drawn with (matplotlib's).
-SHAPES = {
-    "latest": "*",
-    "newest": "o",
-    "too_young": "^",
-    "pinned": "D",
-    "held": "s",
-    "generation": "p",
-    "within_caps": "h",
-    "in_grace": "8",
-    "named_by_latest_json": "P",
-    "named_by_generation_json": "H",
-    "broken_not_counted": "x",  # never first: listed after the reasons that keep it
-    "unprotected": "X",
-    "beyond_max_count": "<",
-    "older_than_max_age": ">",
-    "rejected": "v",
-    "expiring": "d",
-}
-UNKNOWN = "."
+V = TypeVar("V", KeepReason, DeleteCause)
 STRIP_HEIGHT = 1.15
 AXIS_WIDTH_POINTS = 6.5 * 72  # a strip's axis, about: the figure less its labels and legend
 
@@ -43,7 +27,7 @@ def gc_plan(report: Mapping[str, Any]) -> Picture:
     height = 1.1 + STRIP_HEIGHT * max(1, len(lineages))
     picture = canvas("GC plan", width=10, height=height)
     axes = picture.figure.subplots(max(1, len(lineages)), 1, squeeze=False)[:, 0]
-    reasons: set[str] = set()
+    reasons: set[Decision] = set()
     for ax, lineage in zip(axes, lineages, strict=False):
         reasons |= _strip(picture, ax, lineage)
     if not lineages:
@@ -58,13 +42,17 @@ def gc_plan(report: Mapping[str, Any]) -> Picture:
     return picture
 
 
-def _strip(picture: Picture, ax: Axes, lineage: Mapping[str, Any]) -> set[str]:
-    """One lineage's decisions; the reasons it gives."""
+def _strip(picture: Picture, ax: Axes, lineage: Mapping[str, Any]) -> set[Decision]:
+    """One lineage's decisions; the first reason or cause of each."""
     from matplotlib.ticker import MaxNLocator, StrMethodFormatter
 
     name = f"{lineage.get('stream')}/{lineage.get('partition')}"
-    decided = [(s, True, list(s.get("reasons") or [])) for s in lineage.get("kept") or []]
-    decided += [(s, False, list(s.get("causes") or [])) for s in lineage.get("deleted") or []]
+    decided: list[tuple[Any, bool, Sequence[Decision]]] = [
+        (s, True, declared(KeepReason, s.get("reasons"))) for s in lineage.get("kept") or []
+    ]
+    decided += [
+        (s, False, declared(DeleteCause, s.get("causes"))) for s in lineage.get("deleted") or []
+    ]
     for snapshot, kept, why in sorted(decided, key=lambda d: int(d[0].get("lsn", 0))):
         _decision(picture, ax, snapshot, kept, why)
     trim = lineage.get("trim_lsn")
@@ -83,7 +71,25 @@ def _strip(picture: Picture, ax: Axes, lineage: Mapping[str, Any]) -> set[str]:
     ax.grid(True, axis="x", color="#e0e0e0", linewidth=0.6)
     ax.set_axisbelow(True)
     ax.margins(x=0.04)
-    return {why[0] if why else "" for _, _, why in decided}
+    return {why[0] for _, _, why in decided}
+
+
+def declared(vocabulary: type[V], given: Any) -> list[V]:
+    """A decision's reasons (or causes) as declared; one it does not declare, or none at all,
+    is refused: the plan came from another release of snapledger, or is damaged."""
+    what = "reason" if vocabulary is KeepReason else "cause"
+    members = {member.value: member for member in vocabulary}
+    values = [str(value) for value in given or []]
+    if not values:
+        raise InvalidRequestError(f"a snapshot in the plan has no {what}: the plan is damaged")
+    unknown = sorted(set(values) - members.keys())
+    if unknown:
+        raise InvalidRequestError(
+            f"the plan gives the {what} {', '.join(map(repr, unknown))}, which this snapledger "
+            f"does not declare (it knows {', '.join(members)}): the functions run a newer "
+            "release; upgrade this client to it"
+        )
+    return [members[value] for value in values]
 
 
 def _bins(characters: int) -> int:
@@ -92,10 +98,10 @@ def _bins(characters: int) -> int:
 
 
 def _decision(
-    picture: Picture, ax: Axes, snapshot: Mapping[str, Any], kept: bool, why: Sequence[str]
+    picture: Picture, ax: Axes, snapshot: Mapping[str, Any], kept: bool, why: Sequence[Decision]
 ) -> None:
     lsn, verdict = int(snapshot.get("lsn", 0)), "keep" if kept else "delete"
-    shape = SHAPES.get(why[0], UNKNOWN) if why else UNKNOWN
+    shape = why[0].marker
     [dot] = ax.plot(
         [lsn], [1 if kept else 0], linestyle="none", marker=shape,
         markersize=12 if shape == "*" else 9, color=KEEP if kept else DELETE,
@@ -105,23 +111,25 @@ def _decision(
     hover = [f"{verdict} snapshot {sid}", f"LSN {lsn:,}: {snapshot.get('status', '?')}"]
     if snapshot.get("registered_at"):
         hover.append(f"registered {utc(snapshot['registered_at'])}")
-    hover.append(f"{'reasons' if kept else 'causes'}: {', '.join(why) or 'none given'}")
-    data = {"snapshot-id": sid, "lsn": str(lsn), "reasons": ", ".join(why)}
+    said = ", ".join(f"{w.value} ({w.text})" for w in why)
+    hover.append(f"{'reasons' if kept else 'causes'}: {said}")
+    data = {"snapshot-id": sid, "lsn": str(lsn), "reasons": ", ".join(w.value for w in why)}
     picture.mark(dot, f"plan-{verdict}", Mark((f"plan-{verdict}",), data, "\n".join(hover)))
 
 
-def _legend(reasons: set[str]) -> list[Artist]:
-    """Keep and delete; then the shape of each first reason this plan gives; the trim line."""
+def _legend(reasons: set[Decision]) -> list[Artist]:
+    """Keep and delete; then the marker of each first reason or cause this plan gives, in
+    their declared order; the trim line."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    def shape(reason: str) -> Line2D:
-        marker = SHAPES.get(reason, UNKNOWN)
-        label = f"first reason: {reason.replace('_', ' ') or 'none'}"
-        return Line2D([], [], linestyle="none", marker=marker, markersize=9, color="#616161",
-                      label=label)  # fmt: skip
+    def shape(reason: Decision) -> Line2D:
+        first = "first reason" if isinstance(reason, KeepReason) else "first cause"
+        label = f"{first}: {reason.value.replace('_', ' ')}"
+        return Line2D([], [], linestyle="none", marker=reason.marker, markersize=9,
+                      color="#616161", label=label)  # fmt: skip
 
-    present = [r for r in SHAPES if r in reasons] + sorted(r for r in reasons if r not in SHAPES)
+    present = [r for r in (*KeepReason, *DeleteCause) if r in reasons]
     return [
         Patch(color=KEEP, label="keep"),
         Patch(color=DELETE, label="delete"),
