@@ -14,6 +14,7 @@ from pydantic import AwareDatetime, Field, model_validator
 from snapledger.entrypoints.actions import ActionTable
 from snapledger.entrypoints.answers import (
     Answer,
+    Intake,
     MetricSink,
     answer_for_error,
     as_object,
@@ -140,6 +141,9 @@ def parse_query(event: object) -> QueryPayload:
     """The query ``event`` asks; a ValidationError naming the fields if it is malformed."""
     request: QueryPayload = _ACTIONS.parse(as_object(event, SUBJECT))
     return request
+
+
+QUERY_INTAKE = Intake(parse_query, SUBJECT, INVALID_METRIC)
 
 
 def answer_query(request: QueryPayload, rt: "Runtime", metrics: MetricSink) -> Answer:
