@@ -60,10 +60,11 @@ def answer_for_error(exc: SnapledgerError, *, console: bool = True) -> Answer | 
     EventBridge launch request) it raises instead, so the delivery fails, Lambda retries it
     and then keeps it in the function's failure queue, and the Errors alarm fires.
     """
+    suggested = {"suggestion": exc.suggestion.as_data()} if exc.suggestion else {}
     if isinstance(exc, NotFoundError):
-        return refusal("not_found", str(exc))
+        return refusal("not_found", str(exc), **suggested)
     if isinstance(exc, InvalidRequestError):
-        return refusal("invalid_request", str(exc))
+        return refusal("invalid_request", str(exc), **suggested)
     if isinstance(exc, StaleVersionError):
         return refusal("conflict", str(exc))
     if isinstance(exc, AccessDeniedError):

@@ -22,7 +22,7 @@ from snapledger.entrypoints.answers import (
     ok,
 )
 from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, SnapshotId
-from snapledger.errors import NotFoundError, SnapledgerError
+from snapledger.errors import NotFoundError, SnapledgerError, Suggestion
 from snapledger.layout import STREAM_PATTERN
 from snapledger.limits import MAX_COUNT, MAX_LSN, MAX_PARTITION
 from snapledger.models.base import one_of_error
@@ -255,8 +255,9 @@ def answer_snapshot(request: SnapshotQuery, rt: "Runtime") -> dict[str, Any]:
 def answer_job(request: JobQuery, rt: "Runtime") -> dict[str, Any]:
     job = rt.jobs.get(request.job_id)
     if job is None:
+        jobs = Suggestion("query", "jobs")
         raise NotFoundError(
-            f'there is no job {request.job_id}: list jobs with {{"action": "jobs"}}'
+            f"there is no job {request.job_id}: list jobs with {jobs.text}", suggestion=jobs
         )
     return {"job": job.model_dump(mode="json")}
 
