@@ -13,18 +13,15 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import ValidationError
 
 import functions._startup  # noqa: F401  # before snapledger: see its docstring
-from snapledger.entrypoints.answers import Answer, invalid_payload
+from snapledger.entrypoints.answers import Answer
 from snapledger.entrypoints.gc import (
-    INVALID_METRIC,
-    SUBJECT,
+    GC_INTAKE,
     answer_gc,
     answer_shards,
     is_scheduled_run,
     is_shard_delivery,
-    parse_gc,
 )
 from snapledger.runtime import runtime
 
@@ -40,15 +37,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> Answer:
     remaining_seconds = lambda: context.get_remaining_time_in_millis() / 1000  # noqa: E731
     if is_shard_delivery(event):
         return answer_shards(event, runtime(), metrics, remaining_seconds=remaining_seconds)
-    try:
-        request = parse_gc(event)
-    except ValidationError as exc:
-        return invalid_payload(exc, metrics, metric=INVALID_METRIC, subject=SUBJECT)
-    return answer_gc(
-        request,
-        runtime(),
+    return GC_INTAKE.answer(
+        event,
         metrics,
-        remaining_seconds=remaining_seconds,
-        request_id=context.aws_request_id,
-        console=not is_scheduled_run(event),
+        lambda request: answer_gc(
+            request,
+            runtime(),
+            metrics,
+            remaining_seconds=remaining_seconds,
+            request_id=context.aws_request_id,
+            console=not is_scheduled_run(event),
+        ),
     )

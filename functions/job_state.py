@@ -10,16 +10,10 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import ValidationError
 
 import functions._startup  # noqa: F401  # before snapledger: see its docstring
-from snapledger.entrypoints.answers import Answer, invalid_payload
-from snapledger.entrypoints.job_state import (
-    INVALID_METRIC,
-    SUBJECT,
-    JobRunStateChange,
-    answer_job_state,
-)
+from snapledger.entrypoints.answers import Answer
+from snapledger.entrypoints.job_state import JOB_STATE_INTAKE, answer_job_state
 from snapledger.runtime import runtime
 
 logger = Logger()
@@ -31,8 +25,6 @@ metrics = Metrics()
 @tracer.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> Answer:
-    try:
-        change = JobRunStateChange.model_validate(event)
-    except ValidationError as exc:
-        return invalid_payload(exc, metrics, metric=INVALID_METRIC, subject=SUBJECT)
-    return answer_job_state(change, runtime(), metrics)
+    return JOB_STATE_INTAKE.answer(
+        event, metrics, lambda change: answer_job_state(change, runtime(), metrics)
+    )

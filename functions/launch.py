@@ -10,11 +10,10 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import ValidationError
 
 import functions._startup  # noqa: F401  # before snapledger: see its docstring
-from snapledger.entrypoints.answers import Answer, invalid_payload
-from snapledger.entrypoints.launch import INVALID_METRIC, SUBJECT, answer_launch, parse_launch
+from snapledger.entrypoints.answers import Answer
+from snapledger.entrypoints.launch import answer_launch, launch_intake
 from snapledger.runtime import runtime
 
 logger = Logger()
@@ -26,8 +25,6 @@ metrics = Metrics()
 @tracer.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> Answer:
-    try:
-        parsed = parse_launch(event, context.aws_request_id)
-    except ValidationError as exc:
-        return invalid_payload(exc, metrics, metric=INVALID_METRIC, subject=SUBJECT)
-    return answer_launch(parsed, runtime(), metrics)
+    return launch_intake(context.aws_request_id).answer(
+        event, metrics, lambda parsed: answer_launch(parsed, runtime(), metrics)
+    )

@@ -10,11 +10,10 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import ValidationError
 
 import functions._startup  # noqa: F401  # before snapledger: see its docstring
-from snapledger.entrypoints.answers import Answer, invalid_payload
-from snapledger.entrypoints.query import INVALID_METRIC, SUBJECT, answer_query, parse_query
+from snapledger.entrypoints.answers import Answer
+from snapledger.entrypoints.query import QUERY_INTAKE, answer_query
 from snapledger.runtime import runtime
 
 logger = Logger()
@@ -26,8 +25,6 @@ metrics = Metrics()
 @tracer.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> Answer:
-    try:
-        request = parse_query(event)
-    except ValidationError as exc:
-        return invalid_payload(exc, metrics, metric=INVALID_METRIC, subject=SUBJECT)
-    return answer_query(request, runtime(), metrics)
+    return QUERY_INTAKE.answer(
+        event, metrics, lambda query: answer_query(query, runtime(), metrics)
+    )

@@ -17,26 +17,17 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import ValidationError
 
 import functions._startup  # noqa: F401  # before snapledger: see its docstring
-from snapledger.entrypoints.answers import Answer, invalid_payload
+from snapledger.entrypoints.answers import Answer
 from snapledger.entrypoints.register import (
-    MALFORMED_EVENT_METRIC,
+    ARRIVALS_INTAKE,
+    QUEUED_INTAKE,
     register_arrivals,
     register_queued,
 )
-from snapledger.entrypoints.registration_queue import (
-    SQS_EVENT,
-    is_sqs_event,
-    parse_queued,
-)
-from snapledger.entrypoints.s3_events import (
-    CORRELATION_ID_PATH,
-    EXPECTED_SHAPES,
-    S3_NOTIFICATION,
-    parse_object_arrivals,
-)
+from snapledger.entrypoints.registration_queue import QueuedMessage, is_sqs_event
+from snapledger.entrypoints.s3_events import CORRELATION_ID_PATH
 from snapledger.runtime import runtime
 
 logger = Logger()
@@ -50,24 +41,18 @@ metrics = Metrics()
 def handler(event: dict[str, Any], context: LambdaContext) -> Answer:
     if is_sqs_event(event):
         return _consume(event)
-    try:
-        arrivals = parse_object_arrivals(event)
-    except ValidationError as exc:  # neither shape: it will never succeed, so not retried
-        return invalid_payload(
-            exc,
-            metrics,
-            metric=MALFORMED_EVENT_METRIC,
-            subject=S3_NOTIFICATION,
-            expected=EXPECTED_SHAPES,
-        )
-    return register_arrivals(arrivals, runtime(), metrics).answer_or_raise()
+    return ARRIVALS_INTAKE.answer(
+        event,
+        metrics,
+        lambda arrivals: register_arrivals(arrivals, runtime(), metrics).answer_or_raise(),
+    )
 
 
 def _consume(event: dict[str, Any]) -> Answer:
-    try:
-        messages = parse_queued(event)
-    except ValidationError as exc:  # not our queue's messages: redelivering cannot help
-        return invalid_payload(exc, metrics, metric=MALFORMED_EVENT_METRIC, subject=SQS_EVENT)
+    return QUEUED_INTAKE.answer(event, metrics, _register_queued)
+
+
+def _register_queued(messages: list[QueuedMessage]) -> Answer:
     batch, retry = register_queued(messages, runtime(), metrics)
     answer = batch.answer(failed=len(retry))
     # ReportBatchItemFailures: only these messages return to the queue.

@@ -10,17 +10,11 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import ValidationError
 
 import functions._startup  # noqa: F401  # before snapledger: see its docstring
-from snapledger.entrypoints.answers import Answer, invalid_payload
-from snapledger.entrypoints.changelog import track_arrivals
-from snapledger.entrypoints.s3_events import (
-    CORRELATION_ID_PATH,
-    EXPECTED_SHAPES,
-    S3_NOTIFICATION,
-    parse_object_arrivals,
-)
+from snapledger.entrypoints.answers import Answer
+from snapledger.entrypoints.changelog import ARRIVALS_INTAKE, track_arrivals
+from snapledger.entrypoints.s3_events import CORRELATION_ID_PATH
 from snapledger.runtime import runtime
 
 logger = Logger()
@@ -32,14 +26,6 @@ metrics = Metrics()
 @tracer.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> Answer:
-    try:
-        arrivals = parse_object_arrivals(event)
-    except ValidationError as exc:
-        return invalid_payload(
-            exc,
-            metrics,
-            metric="Changelog_malformed_event",
-            subject=S3_NOTIFICATION,
-            expected=EXPECTED_SHAPES,
-        )
-    return track_arrivals(arrivals, runtime(), metrics)
+    return ARRIVALS_INTAKE.answer(
+        event, metrics, lambda arrivals: track_arrivals(arrivals, runtime(), metrics)
+    )

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from snapledger.local import demo
+from snapledger.local import demo, demo_report, demo_restore
 
 pytestmark = [pytest.mark.ddblocal, pytest.mark.spark, pytest.mark.slow]
 
@@ -39,13 +39,13 @@ def test_demo_scenario_passes_every_check(tmp_path, capsys, spark):
 
 def test_an_answer_reads_as_one_line_of_facts():
     answer = {"ok": True, "status": "REQUESTED", "generation": 3, "job_id": "j-1", "x": {"y": 1}}
-    line = demo._outcome({**answer, "partitions": [{"partition": 0}, {"partition": 1}]})
+    line = demo_restore._outcome({**answer, "partitions": [{"partition": 0}, {"partition": 1}]})
     assert line == "status REQUESTED, job_id j-1, generation 3, 2 partitions"
-    assert demo._outcome({"ok": False, "error": "no such stream"}) == "error no such stream"
+    assert demo_restore._outcome({"ok": False, "error": "no such stream"}) == "error no such stream"
 
 
 def test_a_long_step_says_it_is_still_working(capsys):
-    report = demo.Report(heartbeat_seconds=0.05)
+    report = demo_report.Report(heartbeat_seconds=0.05)
     with report.step("3.1 a quiet step"):
         time.sleep(0.3)
     out = capsys.readouterr().out

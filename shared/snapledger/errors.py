@@ -6,9 +6,52 @@ into these with ``raise ... from exc`` so callers never see a botocore exception
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: A field value a suggestion leaves for the user to fill in (a console payload writes it
+#: ``[...]``, the CLI ``0,1,...``).
+SOME_PARTITIONS = "[...]"
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A console payload an error's message suggests sending next, as data: the function
+    that takes it, its action and fields. The CLI writes it as its own command from these;
+    the console reads ``text``, the form the message writes it in."""
+
+    function: str
+    action: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        return {"action": self.action, **self.fields}
+
+    @property
+    def text(self) -> str:
+        """The payload as JSON, a value left to fill in written as it is (``[...]``)."""
+        pairs = (
+            f"{json.dumps(key)}: {value if value == SOME_PARTITIONS else json.dumps(value)}"
+            for key, value in self.payload.items()
+        )
+        return "{" + ", ".join(pairs) + "}"
+
+    def as_data(self) -> dict[str, Any]:
+        return {"function": self.function, "payload": self.payload, "text": self.text}
+
 
 class SnapledgerError(Exception):
-    """Base class of every error snapledger raises on purpose."""
+    """Base class of every error snapledger raises on purpose; ``suggestion``: the payload
+    its message says to send next, if it names one."""
+
+    suggestion: Suggestion | None = None
+
+    def __init__(self, *args: object, suggestion: Suggestion | None = None) -> None:
+        super().__init__(*args)
+        self.suggestion = suggestion
 
 
 class InvalidRequestError(SnapledgerError):

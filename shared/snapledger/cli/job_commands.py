@@ -24,6 +24,7 @@ from snapledger.cli.app import (
     json_option,
     uses_registry,
 )
+from snapledger.cli.console_map import sends
 from snapledger.cli.params import BASE_FORMS, NON_NEGATIVE, PARTITION_LSN, PARTITIONS, TIME
 from snapledger.cli.render import as_json, make_console, render
 from snapledger.cli.waiting import wait_for_job
@@ -84,6 +85,7 @@ def _launched(
     return status
 
 
+@sends("bootstrap")
 @cli.command()
 @STREAM
 @REQUIRED_PARTITIONS
@@ -110,6 +112,7 @@ def bootstrap(
     )
 
 
+@sends("restore")
 @cli.command()
 @STREAM
 @PARTITION
@@ -200,6 +203,7 @@ def restore_stream(
     )
 
 
+@sends("jobs")
 @cli.group(invoke_without_command=True)
 @click.option("--job-id", help="Describe this job (as `jobs show JOB_ID`).")
 @LIMIT
@@ -220,6 +224,7 @@ def _list_jobs(client: Snapledger, *, limit: int | None, cursor: str | None) -> 
     return client.jobs(limit=limit, cursor=cursor)
 
 
+@sends("job")
 @jobs.command("show")
 @click.argument("job_id")
 @json_option

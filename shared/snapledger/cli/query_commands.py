@@ -5,10 +5,12 @@ from __future__ import annotations
 import click
 
 from snapledger.cli.app import CURSOR, LIMIT, PARTITION, STREAM, answer_of, cli, json_option
+from snapledger.cli.console_map import sends
 from snapledger.cli.params import NON_NEGATIVE
 from snapledger.client.control import Answer, Snapledger
 
 
+@sends("latest")
 @cli.command()
 @STREAM
 @PARTITION
@@ -19,6 +21,7 @@ def latest(client: Snapledger, stream: str, partition: int) -> Answer:
     return client.latest(stream, partition)
 
 
+@sends("list")
 @cli.command("list")
 @STREAM
 @PARTITION
@@ -33,6 +36,7 @@ def list_snapshots(
     return client.snapshots(stream, partition, limit=limit, cursor=cursor)
 
 
+@sends("history")
 @cli.command()
 @STREAM
 @click.argument("partition", type=NON_NEGATIVE, required=False)

@@ -13,17 +13,18 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from snapledger.cli.console_map import as_command
 from snapledger.cli.params import BASE_FORMS, PATTERN_WORDS
 
 
 def render_refusal(answer: dict[str, Any]) -> RenderableType:
-    message = cli_syntax(str(answer.get("message", "")))
+    message = str(answer.get("message", ""))
     fields = readable_fields(answer.get("fields") or [])
     if fields:  # the message lists them again, the raw way: its first clause only
         message = message.split(": ", 1)[0]
     typed = click.get_current_context(silent=True)
     if typed is not None:  # in the words of the command the user typed, not the payload's
-        message = _NOT_VALID.sub(f"`{typed.command_path}` refused its arguments", message)
+        message = _in_cli_syntax(answer, message, typed)
         labels = {p.name: _label(p) for p in typed.command.params if p.name}
         fields = [(labels.get(field, field), in_words(problem)) for field, problem in fields]
     head = Text(f"error ({answer.get('error', 'failed')}): ", style="bold red")
@@ -36,8 +37,18 @@ def render_refusal(answer: dict[str, Any]) -> RenderableType:
     return Group(head, table)
 
 
-#: How a function's validation answer begins ("the gc request is not valid").
-_NOT_VALID = re.compile(r"^the \w+ request is not valid")
+def _in_cli_syntax(answer: dict[str, Any], message: str, typed: click.Context) -> str:
+    """A validation refusal as the command's own; a payload the message suggests sending
+    (``suggestion``) written as the command that sends it."""
+    if answer.get("error") == "validation":
+        return f"`{typed.command_path}` refused its arguments"
+    suggestion = answer.get("suggestion") or {}
+    command = as_command(typed.find_root(), suggestion.get("payload") or {})
+    if command is None or not suggestion.get("text"):
+        return message
+    return message.replace(suggestion["text"], f"`{command}`")
+
+
 _PATTERN = re.compile(r"String should match pattern '(?P<pattern>.*)'")
 
 
@@ -76,39 +87,3 @@ def readable_fields(fields: list[dict[str, Any]]) -> list[tuple[str, str]]:
         forms = ACCEPTED_FORMS.get(union, "one of its accepted forms")
         out.setdefault(union, f"not one of the accepted forms: {forms}")
     return list(out.items())
-
-
-#: A console payload in a message, e.g. {"action": "jobs"}, and the CLI command it is.
-_PAYLOAD = re.compile(r'\{"action": "(?P<action>\w+)"(?P<rest>[^{}]*)\}')
-_PAIR = re.compile(r'"(?P<key>\w+)": (?P<value>"[^"]*"|\[[^\]]*\]|[^,}]+)')
-_COMMANDS = {
-    "jobs": "jobs",
-    "job": "jobs show",
-    "latest": "latest",
-    "list": "list",
-    "history": "history",
-    "bootstrap": "bootstrap",
-    "restore": "restore",
-    "snapshot_stream": "stream-snapshot",
-    "generation": "generation",
-    "generations": "generations",
-    "policy_get": "policy get",
-}
-_POSITIONAL = ("job_id", "stream", "partition", "generation")
-
-
-def cli_syntax(message: str) -> str:
-    """``message`` with each console payload it suggests written as the CLI command."""
-
-    def command(match: re.Match[str]) -> str:
-        name = _COMMANDS.get(match["action"])
-        if name is None:
-            return match[0]
-        pairs = {m["key"]: m["value"].strip('"') for m in _PAIR.finditer(match["rest"])}
-        words = ["snapledger", name, *(pairs.pop(k) for k in _POSITIONAL if k in pairs)]
-        for key, value in pairs.items():
-            shown = "0,1,..." if value == "[...]" else value.strip("[]").replace(" ", "")
-            words += [f"--{key.replace('_', '-')}", shown]
-        return "`" + " ".join(words) + "`"
-
-    return _PAYLOAD.sub(command, message)

@@ -24,6 +24,7 @@ from snapledger.cli.app import (
     json_option,
     uses_registry,
 )
+from snapledger.cli.console_map import sends
 from snapledger.cli.params import NON_NEGATIVE, SNAPSHOT_ID, STREAM_NAME
 from snapledger.cli.picture_commands import PICTURE, _check_picture
 from snapledger.cli.policy_options import policy_options
@@ -145,6 +146,7 @@ EXPECTED_VERSION = click.option(
 )
 
 
+@sends("policy_get")
 @policy.command("get")
 @STREAM
 @json_option

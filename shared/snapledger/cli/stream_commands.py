@@ -7,11 +7,13 @@ from __future__ import annotations
 import click
 
 from snapledger.cli.app import CURSOR, LIMIT, REQUEST_ID, STREAM, answer_of, cli, json_option
+from snapledger.cli.console_map import sends
 from snapledger.cli.job_commands import REQUIRED_PARTITIONS
 from snapledger.cli.params import NON_NEGATIVE, PARTITION_LSN
 from snapledger.client.control import Answer, Snapledger
 
 
+@sends("snapshot_stream")
 @cli.command("stream-snapshot")
 @STREAM
 @REQUIRED_PARTITIONS
@@ -49,6 +51,7 @@ def stream_snapshot(
     )
 
 
+@sends("generation")
 @cli.command()
 @STREAM
 @click.argument("generation", type=NON_NEGATIVE, required=False)
@@ -59,6 +62,7 @@ def generation(client: Snapledger, stream: str, generation: int | None) -> Answe
     return client.generation(stream, generation)
 
 
+@sends("generations")
 @cli.command()
 @STREAM
 @LIMIT

@@ -3,13 +3,12 @@ time) and recording its states; on the job record, its one transition (``advance
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import assert_never
 
 from snapledger.core.job_sizing import JobSize, Worker
 from snapledger.core.state import LineageState, Sequencer
-from snapledger.errors import InvalidRequestError
+from snapledger.errors import InvalidRequestError, Suggestion
 from snapledger.job_kinds import JOB_KINDS, JobKind
 from snapledger.models.commands import RecordJobState, RequestJob
 from snapledger.models.events import (
@@ -86,10 +85,11 @@ def check_exclusive(head: Head, kind: JobKind) -> None:
     running (``compaction_job_id``: set while such a job runs)."""
     running = head.compaction_job_id
     if running is not None and JOB_KINDS[kind].one_per_lineage:
-        query = json.dumps({"action": "job", "job_id": running})
+        query = Suggestion("query", "job", {"job_id": running})
         raise InvalidRequestError(
             f"{head.lineage} already runs job {running}; a {kind} runs alone on its "
-            f"lineage: wait for that job to end ({query}), then launch again"
+            f"lineage: wait for that job to end ({query.text}), then launch again",
+            suggestion=query,
         )
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -59,10 +60,11 @@ def answer_for_error(exc: SnapledgerError, *, console: bool = True) -> Answer | 
     EventBridge launch request) it raises instead, so the delivery fails, Lambda retries it
     and then keeps it in the function's failure queue, and the Errors alarm fires.
     """
+    suggested = {"suggestion": exc.suggestion.as_data()} if exc.suggestion else {}
     if isinstance(exc, NotFoundError):
-        return refusal("not_found", str(exc))
+        return refusal("not_found", str(exc), **suggested)
     if isinstance(exc, InvalidRequestError):
-        return refusal("invalid_request", str(exc))
+        return refusal("invalid_request", str(exc), **suggested)
     if isinstance(exc, StaleVersionError):
         return refusal("conflict", str(exc))
     if isinstance(exc, AccessDeniedError):
@@ -106,6 +108,37 @@ def invalid_payload(
     _log.warning("refused a malformed %s", subject, extra={"fields": answer["fields"]})
     count(metrics, metric)
     return answer
+
+
+Parsed = TypeVar("Parsed")
+
+
+@dataclass(frozen=True)
+class Intake(Generic[Parsed]):
+    """How a handler takes its event in: ``parse`` it, or refuse it as malformed.
+
+    A malformed event (``parse`` raised a ValidationError) is answered with
+    ``invalid_payload`` (named ``subject``, counted under ``metric``), never raised: sending
+    it again cannot help. Only ``parse`` is guarded; what answers the parsed request raises
+    as it would."""
+
+    parse: Callable[[object], Parsed]
+    subject: str
+    metric: str
+    #: The accepted shapes, said after the problems ("Expected ..."), when there are several.
+    expected: str = ""
+
+    def answer(
+        self, event: object, metrics: MetricSink, answer: Callable[[Parsed], Answer]
+    ) -> Answer:
+        """``answer`` of the parsed event, or the validation answer naming its fields."""
+        try:
+            parsed = self.parse(event)
+        except ValidationError as exc:
+            return invalid_payload(
+                exc, metrics, metric=self.metric, subject=self.subject, expected=self.expected
+            )
+        return answer(parsed)
 
 
 def field_path(loc: Iterable[int | str]) -> str:

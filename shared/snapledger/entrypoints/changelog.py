@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from snapledger.entrypoints.answers import Answer, MetricSink, RecordsFailedError, count, ok
-from snapledger.entrypoints.s3_events import Arrival, InvalidRecord, key_in_store
+from snapledger.entrypoints.s3_events import Arrival, InvalidRecord, arrivals_intake, key_in_store
 from snapledger.entrypoints.stream_metrics import (
     CHANGELOG_RECORDS_SINCE_SNAPSHOT,
     JOBS_FAILED,
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from snapledger.runtime import Runtime
 
 _log = logging.getLogger(__name__)
+ARRIVALS_INTAKE = arrivals_intake("Changelog_malformed_event")
 
 
 def track_arrivals(arrivals: Sequence[Arrival], rt: Runtime, metrics: MetricSink) -> Answer:

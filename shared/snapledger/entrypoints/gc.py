@@ -30,6 +30,7 @@ from snapledger.core.compaction_trigger import backlog_since
 from snapledger.entrypoints.actions import ActionTable
 from snapledger.entrypoints.answers import (
     Answer,
+    Intake,
     MetricSink,
     answer_for_error,
     as_object,
@@ -182,6 +183,9 @@ def parse_gc(event: object) -> GcRequest:
         return GcRun.model_validate(payload)
     request: GcRequest = _ACTIONS.parse(payload)
     return request
+
+
+GC_INTAKE = Intake(parse_gc, SUBJECT, INVALID_METRIC)
 
 
 def answer_gc(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from snapledger.entrypoints.answers import Answer, MetricSink, count, ok
+from snapledger.entrypoints.answers import Answer, Intake, MetricSink, count, ok
 from snapledger.entrypoints.payloads import AwsEvent
 from snapledger.entrypoints.stream_metrics import JOBS_FAILED, emit_for_stream
 from snapledger.errors import SnapledgerError
@@ -40,6 +40,9 @@ class JobRunStateChange(AwsEvent):
     source: str
     detail_type: str = Field(alias="detail-type")
     detail: JobRunDetail
+
+
+JOB_STATE_INTAKE = Intake(JobRunStateChange.model_validate, SUBJECT, INVALID_METRIC)
 
 
 def answer_job_state(event: JobRunStateChange, rt: "Runtime", metrics: MetricSink) -> Answer:

@@ -22,6 +22,7 @@ from annotated_types import MaxLen
 from snapledger.entrypoints.actions import ActionTable
 from snapledger.entrypoints.answers import (
     Answer,
+    Intake,
     MetricSink,
     answer_for_error,
     as_object,
@@ -72,6 +73,11 @@ def parse_launch(event: object, lambda_request_id: str) -> ParsedLaunch:
         request=_ACTIONS.parse(payload),
         request_id=str(payload.get("request_id") or lambda_request_id),
     )
+
+
+def launch_intake(lambda_request_id: str) -> Intake[ParsedLaunch]:
+    """The launch function's intake; ``lambda_request_id`` is the request id of last resort."""
+    return Intake(lambda event: parse_launch(event, lambda_request_id), SUBJECT, INVALID_METRIC)
 
 
 def _from_eventbridge(event: Mapping[str, Any]) -> ParsedLaunch:

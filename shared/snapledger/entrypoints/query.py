@@ -14,6 +14,7 @@ from pydantic import AwareDatetime, Field, model_validator
 from snapledger.entrypoints.actions import ActionTable
 from snapledger.entrypoints.answers import (
     Answer,
+    Intake,
     MetricSink,
     answer_for_error,
     as_object,
@@ -21,7 +22,7 @@ from snapledger.entrypoints.answers import (
     ok,
 )
 from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, SnapshotId
-from snapledger.errors import NotFoundError, SnapledgerError
+from snapledger.errors import NotFoundError, SnapledgerError, Suggestion
 from snapledger.layout import STREAM_PATTERN
 from snapledger.limits import MAX_COUNT, MAX_LSN, MAX_PARTITION
 from snapledger.models.base import one_of_error
@@ -142,6 +143,9 @@ def parse_query(event: object) -> QueryPayload:
     return request
 
 
+QUERY_INTAKE = Intake(parse_query, SUBJECT, INVALID_METRIC)
+
+
 def answer_query(request: QueryPayload, rt: "Runtime", metrics: MetricSink) -> Answer:
     """Answer ``request``; NotFound and InvalidRequest errors are answers, others raise."""
     answer = _ACTIONS.answer_for(request)
@@ -251,8 +255,9 @@ def answer_snapshot(request: SnapshotQuery, rt: "Runtime") -> dict[str, Any]:
 def answer_job(request: JobQuery, rt: "Runtime") -> dict[str, Any]:
     job = rt.jobs.get(request.job_id)
     if job is None:
+        jobs = Suggestion("query", "jobs")
         raise NotFoundError(
-            f'there is no job {request.job_id}: list jobs with {{"action": "jobs"}}'
+            f"there is no job {request.job_id}: list jobs with {jobs.text}", suggestion=jobs
         )
     return {"job": job.model_dump(mode="json")}
 

@@ -18,13 +18,28 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from snapledger.entrypoints.answers import Answer, MetricSink, RecordsFailedError, count, ok
+from snapledger.entrypoints.answers import (
+    Answer,
+    Intake,
+    MetricSink,
+    RecordsFailedError,
+    count,
+    ok,
+)
 from snapledger.entrypoints.registration_queue import (
+    SQS_EVENT,
     QueuedMessage,
     deduplication_id,
     lineage_group,
+    parse_queued,
 )
-from snapledger.entrypoints.s3_events import Arrival, InvalidRecord, ObjectArrival, key_in_store
+from snapledger.entrypoints.s3_events import (
+    Arrival,
+    InvalidRecord,
+    ObjectArrival,
+    arrivals_intake,
+    key_in_store,
+)
 from snapledger.entrypoints.stream_metrics import emit_for_stream
 from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.layouts.strategy import Refused
@@ -46,6 +61,10 @@ QUEUED = "queued"  # handed to the registration queue (AWS): registered by its c
 #: Counters are ``Registration_{outcome}``, e.g. ``Registration_became_latest``.
 METRIC_PREFIX = "Registration_"
 MALFORMED_EVENT_METRIC = "Registration_malformed_event"
+#: The intake's two shapes: S3 arrivals (neither shape will ever succeed, so not retried)
+#: and the registration queue's messages (not our queue's: redelivering cannot help).
+ARRIVALS_INTAKE = arrivals_intake(MALFORMED_EVENT_METRIC)
+QUEUED_INTAKE = Intake(parse_queued, SQS_EVENT, MALFORMED_EVENT_METRIC)
 #: Also counted per stream (``Registration_rejected``, ``Registration_fenced``,
 #: ``Registration_vanished``).
 PER_STREAM_OUTCOMES = (Outcome.REJECTED, Outcome.FENCED, Outcome.VANISHED)

@@ -18,7 +18,13 @@ from urllib.parse import unquote_plus, urlsplit
 
 from pydantic import Field, ValidationError
 
-from snapledger.entrypoints.answers import WHOLE_PAYLOAD, as_object, field_problems, payload_error
+from snapledger.entrypoints.answers import (
+    WHOLE_PAYLOAD,
+    Intake,
+    as_object,
+    field_problems,
+    payload_error,
+)
 from snapledger.entrypoints.payloads import AwsEvent
 
 S3_NOTIFICATION = "S3 event notification"
@@ -134,6 +140,11 @@ def parse_object_arrivals(event: object) -> list[Arrival]:
         [("Records", "missing: this is neither an S3 event notification nor an EventBridge event")],
         event,
     )
+
+
+def arrivals_intake(metric: str) -> Intake[list[Arrival]]:
+    """A handler's intake of S3 arrivals, a malformed event counted under ``metric``."""
+    return Intake(parse_object_arrivals, S3_NOTIFICATION, metric, expected=EXPECTED_SHAPES)
 
 
 def _record(index: int, raw: object) -> Arrival:

@@ -28,133 +28,20 @@ import argparse
 import json
 import shutil
 import sys
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds
+from snapledger.local.demo_restore import (
+    bootstrap_from_the_bucket,
+    restore_and_compare,
+    stream_snapshot,
+)
+from snapledger.local.demo_session import STREAM, Demo
 from snapledger.local.handlers import HANDLERS, invoke
-from snapledger.local.replay import check_restore_equals_replay
 from snapledger.local.router import Router
 from snapledger.local.runtime import LocalRuntime
 from snapledger.local.spark_runner import LocalSparkRunner
-
-STREAM = "orders"
-
-
-@dataclass
-class Report:
-    """Checks and timings, printed as tables at the end."""
-
-    checks: list[tuple[str, bool, str]] = field(default_factory=list)
-    timings: list[tuple[str, float]] = field(default_factory=list)
-    rows: list[list[str]] = field(default_factory=list)
-    heartbeat_seconds: float = 15.0
-
-    def check(self, name: str, ok: bool, detail: str = "") -> bool:
-        self.checks.append((name, ok, detail))
-        print(f"  [{'ok' if ok else 'FAIL'}] {name}{' - ' + detail if detail else ''}", flush=True)
-        return ok
-
-    @contextmanager
-    def step(self, title: str) -> Iterator[None]:
-        """A titled step, timed; every ``heartbeat_seconds`` it runs, a line says it still
-        does (Spark jobs can be quiet for a minute)."""
-        print(f"\n== {title}", flush=True)
-        started = time.perf_counter()
-        done = threading.Event()
-
-        number = title.split(".", maxsplit=1)[0]
-
-        def beat() -> None:
-            while not done.wait(self.heartbeat_seconds):
-                elapsed = time.perf_counter() - started
-                print(f"   ... still working on step {number} ({elapsed:.0f}s)", flush=True)
-
-        heartbeat = threading.Thread(target=beat, daemon=True, name="demo-heartbeat")
-        heartbeat.start()
-        try:
-            yield
-        finally:
-            done.set()
-            heartbeat.join()
-        elapsed = time.perf_counter() - started
-        self.timings.append((title, elapsed))
-        print(f"   ({elapsed:.1f}s)", flush=True)
-
-    @property
-    def failed(self) -> list[str]:
-        return [name for name, ok, _ in self.checks if not ok]
-
-    def exit_status(self, suffix: str = "") -> int:
-        """Print how many checks passed (and the failed ones, on stderr): 1 if any failed."""
-        passed = len(self.checks) - len(self.failed)
-        print(f"\n{passed} of {len(self.checks)} checks passed{suffix}", flush=True)
-        if self.failed:
-            print(f"FAILED checks: {', '.join(self.failed)}", file=sys.stderr)
-            return 1
-        return 0
-
-
-@dataclass
-class Demo:
-    root: Path
-    partitions: int
-    rows: int
-    local: LocalRuntime
-    runner: LocalSparkRunner
-    router: Router
-    report: Report = field(default_factory=Report)
-    changelog_end: dict[int, int] = field(default_factory=dict)
-    #: The GC dry run's report (step 4), drawn at the end.
-    gc_plan: dict[str, Any] = field(default_factory=dict)
-    #: Each partition's restore of its latest (step 5): job id and target LSN.
-    restored: dict[int, tuple[str, int]] = field(default_factory=dict)
-    #: Each partition's latest snapshot id as the ledger had it when the runtime stopped.
-    latest_ids: dict[int, str] = field(default_factory=dict)
-
-    @property
-    def root_uri(self) -> str:
-        return self.local.root.as_uri()
-
-    def call(self, function: str, payload: dict[str, Any]) -> dict[str, Any]:
-        answer = invoke(function, payload)
-        self.runner.drain()  # the jobs it started, and what they triggered, finish
-        return answer
-
-    def head(self, partition: int) -> dict[str, Any]:
-        answer = invoke("query", {"action": "latest", "stream": STREAM, "partition": partition})
-        head: dict[str, Any] = answer.get("head", {})
-        return head
-
-    def generate(self, rows: int, seed: int) -> None:
-        from jobs.changelog_gen import generate_changelog
-
-        start = 0 if not self.changelog_end else min(self.changelog_end.values()) + 1
-        generated = generate_changelog(
-            self.runner.spark(),
-            self.root_uri,
-            STREAM,
-            partitions=self.partitions,
-            rows=rows,
-            rows_per_segment=max(1, rows // self.partitions // 4),
-            start_lsn=start,
-            seed=seed,
-        )
-        self.changelog_end = {p: generated.last_lsn(p) for p in range(self.partitions)}
-        end = max(self.changelog_end.values())
-        print(f"   wrote {rows:,} records, LSNs {start:,}..{end:,} per partition")
-
-    def deliver_arrivals(self) -> list[dict[str, Any]]:
-        """What S3 notifications would do: each new object reaches its function (the demo's
-        own writes are finished: no need to wait for them to settle)."""
-        answers = self.router.scan(settled=True)
-        self.runner.drain()
-        return answers
 
 
 def run_scenario(demo: Demo) -> None:
@@ -232,114 +119,6 @@ def run_scenario(demo: Demo) -> None:
     restore_and_compare(demo, per_round)
 
 
-def restore_and_compare(demo: Demo, per_round: int) -> None:
-    """Restore each partition's latest, and an older one as of an LSN; each equals a full
-    replay of the changelog to its target."""
-    report = demo.report
-    with report.step("5. restore latest and as of an older LSN; compare with full replay"):
-        spark = demo.runner.spark()
-        tail = max(demo.partitions, per_round // 8)  # below the threshold: no compaction
-        demo.generate(tail, seed=9)
-        demo.deliver_arrivals()
-        for p in range(demo.partitions):
-            listed = invoke("query", {"action": "list", "stream": STREAM, "partition": p})
-            kept = [s for s in listed.get("snapshots", []) if s["status"] == "REGISTERED"]
-            older_target = kept[-1]["lsn"] + per_round // demo.partitions // 2
-            for source, target in (("latest", None), ({"lsn": older_target}, older_target)):
-                payload: dict[str, Any] = {
-                    "action": "restore",
-                    "stream": STREAM,
-                    "partition": p,
-                    "from": source,
-                }
-                if target is not None:
-                    payload["target_lsn"] = target
-                answer = demo.call("launch", payload)
-                described = "latest" if target is None else f"the snapshot as of LSN {target}"
-                if not report.check(
-                    f"{STREAM}/{p}: restore from {described} launched",
-                    answer.get("ok") is True,
-                    answer.get("message", ""),
-                ):
-                    continue
-                [plan] = answer["partitions"]
-                if source == "latest":
-                    demo.restored[p] = (answer["job_id"], plan["target_lsn"])
-                check = check_restore_equals_replay(
-                    spark,
-                    demo.root_uri,
-                    STREAM,
-                    partition=p,
-                    job_id=answer["job_id"],
-                    target_lsn=plan["target_lsn"],
-                )
-                span = f"{plan['base_lsn']}..{plan['target_lsn']}"
-                report.check(
-                    f"{STREAM}/{p}: restore of LSN {span} equals full replay",
-                    check.equal,
-                    f"{check.restored_rows:,} rows, {check.differing_rows} differ",
-                )
-
-
-def stream_snapshot(demo: Demo) -> None:
-    """A snapshot of the whole stream: requested, each processor's snapshot (its state: the
-    restore of step 5) registered with the generation, completed; the stream restored to it
-    in one job and each partition compared with a full replay."""
-    from snapledger.client import SnapshotReader, SnapshotWriter
-
-    report = demo.report
-    partitions = list(range(demo.partitions))
-    with report.step("6. stream snapshot: request, every partition answers, restore the stream"):
-        minimum = {str(p): demo.restored[p][1] for p in partitions}
-        asked = demo.call(
-            "launch",
-            {"action": "snapshot_stream", "stream": STREAM, "partitions": partitions,
-             "min_lsn": minimum, "deadline_minutes": 30},
-        )  # fmt: skip
-        generation = asked.get("generation")
-        report.check(
-            f"generation {generation} requested",
-            asked.get("status") == "REQUESTED",
-            _outcome(asked),
-        )
-        reader = SnapshotReader(demo.root_uri)
-        for p in partitions:
-            job_id, lsn = demo.restored[p]
-            state = reader.open_restore(job_id, p).to_arrow()
-            epoch = demo.head(p).get("max_epoch") or 0
-            SnapshotWriter(demo.root_uri, STREAM, p).write(
-                lsn, epoch, state, offsets={f"{STREAM}-{p}": lsn + 1}, generation=generation
-            )
-        demo.deliver_arrivals()  # each manifest registers and counts for the generation
-        done = invoke("query", {"action": "generation", "stream": STREAM}).get("generation", {})
-        report.check(
-            f"generation {generation} COMPLETED by all {demo.partitions} partitions",
-            done.get("status") == "COMPLETED" and len(done.get("members", [])) == len(partitions),
-            f"missing {done.get('missing')}",
-        )
-        answer = demo.call(
-            "launch", {"action": "restore", "stream": STREAM, "from": {"generation": generation}}
-        )
-        if not report.check("stream restore launched", answer.get("ok") is True, _outcome(answer)):
-            return
-        spark = demo.runner.spark()
-        for plan in answer["partitions"]:
-            check = check_restore_equals_replay(
-                spark,
-                demo.root_uri,
-                STREAM,
-                partition=plan["partition"],
-                job_id=answer["job_id"],
-                target_lsn=plan["target_lsn"],
-            )
-            report.check(
-                f"{STREAM}/{plan['partition']}: stream restore from generation {generation} "
-                f"(LSN {plan['base_lsn']}..{plan['target_lsn']}) equals full replay",
-                check.equal,
-                f"{check.restored_rows:,} rows, {check.differing_rows} differ",
-            )
-
-
 def draw_pictures(demo: Demo) -> None:
     """A lineage's timeline and the GC plan, drawn from the functions' answers."""
     from snapledger.cli import pictures
@@ -357,38 +136,6 @@ def draw_pictures(demo: Demo) -> None:
             str(timeline),
         )
         demo.report.check("GC plan drawn", plan.stat().st_size > 0, str(plan))
-
-
-def bootstrap_from_the_bucket(demo: Demo) -> None:
-    """With the functions and the table stopped: each partition's latest, found through
-    its ``latest.json`` (one GET) and read back with every file checked."""
-    from snapledger.client import SnapshotReader
-
-    reader = SnapshotReader(demo.root_uri)
-    with demo.report.step("8. functions and table stopped: bootstrap from latest.json"):
-        for p in range(demo.partitions):
-            opened = reader.open_latest(STREAM, p)
-            rows = opened.to_arrow().num_rows  # every file's size and checksum checked
-            demo.report.check(
-                f"{STREAM}/{p}: latest.json names the ledger's latest and reads back",
-                opened.snapshot_id == demo.latest_ids.get(p)
-                and rows == sum(f.rows or 0 for f in opened.files),
-                f"{opened.snapshot_id} at LSN {opened.lsn:,}: {rows:,} rows",
-            )
-
-
-def _outcome(answer: dict[str, Any]) -> str:
-    """A function's answer in one readable line: its outcome, ids and message, never the
-    whole dict (a launch's answer runs to 1,500 characters)."""
-    facts = [f"{key} {answer[key]}" for key in _OUTCOME_KEYS if answer.get(key) not in (None, "")]
-    if isinstance(answer.get("partitions"), list):
-        facts.append(f"{len(answer['partitions'])} partitions")
-    if answer.get("error"):
-        facts.append(f"error {answer['error']}")
-    return ", ".join(facts)
-
-
-_OUTCOME_KEYS = ("status", "job_id", "generation", "deadline", "message")
 
 
 def _print_plan(plan: dict[str, Any]) -> None:

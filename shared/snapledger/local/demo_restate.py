@@ -35,7 +35,7 @@ from typing import Any
 from snapledger.clock import ManualClock
 from snapledger.layouts.lineage import RestateLayout
 from snapledger.local.aws_events import LOCAL_BUCKET
-from snapledger.local.demo import Report
+from snapledger.local.demo_report import Report
 from snapledger.local.handlers import HANDLERS, invoke
 from snapledger.local.restate_cluster import RestateCluster
 from snapledger.local.restate_config import RESTATE_VERSION, RestateHarnessError

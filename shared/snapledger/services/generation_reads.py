@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from snapledger.errors import NotFoundError
+from snapledger.errors import SOME_PARTITIONS, NotFoundError, Suggestion
 from snapledger.layout import check_stream_name
 from snapledger.models.generations import StreamGeneration
 from snapledger.ports import StreamLogStore
@@ -31,9 +31,12 @@ def current_generation(streams: StreamLogStore, stream: str) -> StreamGeneration
     check_stream_name(stream)
     head = streams.get_head(stream)
     if head is None or head.generation == 0:
+        request = Suggestion(
+            "launch", "snapshot_stream", {"stream": stream, "partitions": SOME_PARTITIONS}
+        )
         raise NotFoundError(
-            f"{stream} has no stream snapshot: request one with "
-            f'{{"action": "snapshot_stream", "stream": "{stream}", "partitions": [...]}}'
+            f"{stream} has no stream snapshot: request one with {request.text}",
+            suggestion=request,
         )
     return get_generation(streams, stream, head.generation)
 
