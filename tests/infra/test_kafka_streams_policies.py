@@ -92,6 +92,14 @@ def test_the_statements_name_every_action_and_scope_the_listing() -> None:
     assert deny["Condition"] == {"Null": {"s3:if-none-match": "true"}}
 
 
+_LONGEST_REFS = {
+    "AWS::StackId": "arn:aws-us-gov:cloudformation:us-gov-west-1:123456789012:stack/"
+    + "s" * 128
+    + "/01234567-89ab-cdef-0123-456789abcdef",
+    "AWS::Partition": "aws-us-gov",
+}
+
+
 def _resolved(value: Any) -> Any:
     """The longest values each intrinsic can take (bucket name 63, a stack name 128)."""
     if isinstance(value, list):
@@ -103,21 +111,14 @@ def _resolved(value: Any) -> Any:
         return separator.join(str(_resolved(p)) for p in parts)
     if "Fn::GetAtt" in value:
         return "arn:aws-us-gov:s3:::" + "b" * 63
-    if value == {"Ref": "AWS::StackId"}:
-        return (
-            "arn:aws-us-gov:cloudformation:us-gov-west-1:123456789012:stack/"
-            + "s" * 128
-            + "/01234567-89ab-cdef-0123-456789abcdef"
-        )
     if "Ref" in value:
-        return "aws-us-gov" if value["Ref"] == "AWS::Partition" else "b" * 63
+        return _LONGEST_REFS.get(value["Ref"], "b" * 63)
     return {k: _resolved(v) for k, v in value.items()}
 
 
 def test_the_largest_parameter_fits_a_managed_policy() -> None:
     longest = tuple(
-        f"{str(i) * 100}-{'s' * 17}-changelog"
-        for i in range(names.MAX_KAFKA_STREAMS_STREAMS)
+        f"{str(i) * 100}-{'s' * 17}-changelog" for i in range(names.MAX_KAFKA_STREAMS_STREAMS)
     )
     assert all(len(t) == 128 for t in longest)  # the longest stream name
     assert kafka_streams_streams(json.dumps(list(longest)), {}) == longest
