@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from constructs import Node
 
@@ -56,6 +56,10 @@ class StackConfig:
     # (normalized: no '/' at either end) with its stream name, checked by snapledger's
     # LayoutCatalog at synth, exactly as the functions read SNAPLEDGER_RESTATE_PREFIXES.
     restate_prefixes: dict[str, str] = field(default_factory=dict)
+    # Kafka Streams changelog topics (docs/deploy.md, "Kafka Streams"): their lineages have
+    # the kafka-streams layout (SNAPLEDGER_KAFKA_STREAMS_STREAMS on register and gc), and the
+    # managed policies of the seeding and snapshotting steps are scoped to their prefixes.
+    kafka_streams_streams: tuple[str, ...] = ()
 
     @classmethod
     def from_context(cls, node: Node) -> StackConfig:
@@ -94,6 +98,12 @@ class StackConfig:
             stale_after_hours_default=stale_default,
             stale_after_hours=stale_per_stream,
             restate_prefixes=restate_prefixes(node.try_get_context(names.CTX_RESTATE_PREFIXES)),
+        )
+        config = replace(
+            config,
+            kafka_streams_streams=kafka_streams_streams(
+                node.try_get_context(names.CTX_KAFKA_STREAMS_STREAMS), config.restate_prefixes
+            ),
         )
         if config.protect_latest and config.restate_prefixes:
             # gc releases the legal holds of what it deletes: under a Restate prefix that
@@ -135,19 +145,26 @@ def _as_int(value: object, default: int) -> int:
         raise ValueError(f"expected an integer in CDK context, got {value!r}") from exc
 
 
+def _from_json(raw: object, expected: str) -> object:
+    """A ``-c`` value given as JSON text, parsed (a typed value from cdk.json is kept);
+    ``expected`` says what it must be, and the error adds what was given."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"{expected}, got {raw!r}") from exc
+
+
 def _staleness(node: Node, default_hours: float) -> tuple[float, dict[str, float]]:
     """``stale_after_hours_default`` and ``stale_after_hours`` from the context, checked."""
     key = names.CTX_STALE_AFTER_HOURS_DEFAULT
     default = _as_hours(node.try_get_context(key), default_hours, key, allow_zero=True)
-    raw = node.try_get_context(names.CTX_STALE_AFTER_HOURS)
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError as exc:
-            raise ValueError(
-                f"{names.CTX_STALE_AFTER_HOURS} must be a JSON object of stream to hours, "
-                f"e.g. '{{\"orders\": 6}}', got {raw!r}"
-            ) from exc
+    raw = _from_json(
+        node.try_get_context(names.CTX_STALE_AFTER_HOURS),
+        f"{names.CTX_STALE_AFTER_HOURS} must be a JSON object of stream to hours, "
+        "e.g. '{\"orders\": 6}'",
+    )
     if raw is not None and not isinstance(raw, dict):
         raise ValueError(
             f"{names.CTX_STALE_AFTER_HOURS} must be an object of stream to hours, got {raw!r}"
@@ -191,14 +208,11 @@ def restate_prefixes(raw: object) -> dict[str, str]:
     key = names.CTX_RESTATE_PREFIXES
     if raw is None or raw == "":
         return {}
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError as exc:
-            raise ValueError(
-                f"{key} must be a JSON object of Restate prefix to stream name, e.g. "
-                f'\'{{"restate/prod-1": "payments"}}\', got {raw!r}'
-            ) from exc
+    raw = _from_json(
+        raw,
+        f"{key} must be a JSON object of Restate prefix to stream name, e.g. "
+        '\'{"restate/prod-1": "payments"}\'',
+    )
     if not isinstance(raw, dict) or not all(
         isinstance(p, str) and isinstance(s, str) for p, s in raw.items()
     ):
@@ -226,3 +240,30 @@ def restate_prefixes(raw: object) -> dict[str, str]:
             )
         outputs[output] = layout.stream
     return {layout.prefix: layout.stream for layout in layouts}
+
+
+def kafka_streams_streams(raw: object, restate: dict[str, str]) -> tuple[str, ...]:
+    """``-c kafkaStreamsStreams``: a JSON list (or, from cdk.json, a list) of changelog
+    topics, each checked by snapledger's own ``LayoutCatalog`` as the functions read
+    SNAPLEDGER_KAFKA_STREAMS_STREAMS (a changelog topic's name, not a Restate stream), at most
+    ``MAX_KAFKA_STREAMS_STREAMS`` of them; sorted, without repeats."""
+    key = names.CTX_KAFKA_STREAMS_STREAMS
+    if raw is None or raw == "":
+        return ()
+    raw = _from_json(
+        raw,
+        f"{key} must be a JSON list of changelog topics, e.g. '[\"totals-app-totals-changelog\"]'",
+    )
+    if not isinstance(raw, list) or not all(isinstance(t, str) for t in raw):
+        raise ValueError(f"{key} must be a list of changelog topic names (strings), got {raw!r}")
+    topics = tuple(sorted(set(raw)))
+    if len(topics) > names.MAX_KAFKA_STREAMS_STREAMS:
+        raise ValueError(
+            f"{key} names {len(topics)} topics, over the {names.MAX_KAFKA_STREAMS_STREAMS} the "
+            "managed policies scoped to them can hold: deploy a stack per group of applications"
+        )
+    try:
+        LayoutCatalog(restate, topics)
+    except InvalidRequestError as exc:
+        raise ValueError(f"{key}: {exc}") from exc
+    return topics

@@ -135,6 +135,9 @@ CTX_STALE_AFTER_HOURS_DEFAULT = "staleAfterHoursDefault"
 # Restate clusters' snapshot prefixes, each with its stream name (a JSON object):
 # ``-c restatePrefixes='{"restate/prod-1": "payments"}'`` (docs/deploy.md, "Restate").
 CTX_RESTATE_PREFIXES = "restatePrefixes"
+# Kafka Streams changelog topics whose snapshots the bucket keeps (a JSON list):
+# ``-c kafkaStreamsStreams='["totals-app-totals-changelog"]'`` (docs/deploy.md, "Kafka Streams").
+CTX_KAFKA_STREAMS_STREAMS = "kafkaStreamsStreams"
 
 # --- Restate (issue 28, "Deploy") ----------------------------------------------------------
 # Under each Restate prefix: ``{prefix}/{partition}/lsn_{lsn:020d}-{id}/...`` (the snapshot
@@ -143,6 +146,31 @@ CTX_RESTATE_PREFIXES = "restatePrefixes"
 RESTATE_METADATA_SUFFIX = restate.METADATA_NAME
 # Stack output of each prefix's managed policy for its Restate nodes: this + its stream.
 OUTPUT_RESTATE_NODE_POLICY_PREFIX = "RestateNodePolicy"
+
+
+# --- Kafka Streams (issue 38, "Set-up on AWS") ---------------------------------------------
+# Managed policies for the init container (``snapledger kafka-streams seed``) and the
+# snapshotter (``snapledger kafka-streams snapshot``), output under these keys.
+OUTPUT_KAFKA_STREAMS_SEED_POLICY = "KafkaStreamsSeedPolicy"
+OUTPUT_KAFKA_STREAMS_SNAPSHOT_POLICY = "KafkaStreamsSnapshotPolicy"
+# The most topics ``kafkaStreamsStreams`` takes: each adds its resources to both policies,
+# and a managed policy holds at most 6,144 characters (tests/infra/test_kafka_streams_policies.py
+# checks the worst case fits).
+MAX_KAFKA_STREAMS_STREAMS = 5
+# A snapshot folder's LSN: ``{lsn:020d}`` (snapledger.layout), matched digit by digit.
+_LSN_PATTERN = "?" * 20
+
+
+def kafka_streams_snapshot_files(topic: str) -> str:
+    """The objects of every snapshot folder of a changelog topic's lineages (IAM pattern):
+    ``snapshots/{topic}/{partition}/{lsn:020d}-{id}/{file}``, so neither ``latest.json`` nor
+    ``generation.json``, which snapledger writes."""
+    return f"{SNAPSHOTS}/{topic}/*/{_LSN_PATTERN}-*/*"
+
+
+def kafka_streams_manifests(topic: str) -> str:
+    """Every ``_manifest.json`` under a changelog topic's lineages (IAM pattern)."""
+    return f"{SNAPSHOTS}/{topic}/*/{MANIFEST_NAME}"
 
 
 def restate_snapshot_folders(prefix: str) -> str:

@@ -26,6 +26,7 @@ from infra.constructs.function_specs import RUNTIME, SPECS
 from infra.constructs.functions import FunctionInputs, LedgerFunctions
 from infra.constructs.gc_shards import GcShardQueue
 from infra.constructs.guardrails import deny_history_rewrites
+from infra.constructs.kafka_streams_policies import KafkaStreamsPolicies
 from infra.constructs.ledger_table import LedgerTable
 from infra.constructs.observability import Observability
 from infra.constructs.restate_nodes import RestateNodePolicies
@@ -125,6 +126,17 @@ class SnapledgerStack(Stack):
             "RestateNodes",
             bucket=self.storage.bucket,
             restate_prefixes=config.restate_prefixes,
+        )
+        self.kafka_streams = (
+            KafkaStreamsPolicies(
+                self,
+                "KafkaStreams",
+                bucket=self.storage.bucket,
+                query=fns["query"],
+                topics=config.kafka_streams_streams,
+            )
+            if config.kafka_streams_streams
+            else None
         )
         self.routing = EventRouting(
             self,

@@ -51,6 +51,9 @@ LEGAL_HOLD_FUNCTIONS = ("register", "gc")
 # gc), and query (answers about Restate lineages). Only register and gc touch the prefixes
 # (function_grants.RESTATE_READERS).
 RESTATE_FUNCTIONS = ("register", "gc", "query")
+# Functions that read SNAPLEDGER_KAFKA_STREAMS_STREAMS (-c kafkaStreamsStreams): register (the
+# layout's checks) and gc (retention counts only what the changelog can continue).
+KAFKA_STREAMS_FUNCTIONS = ("register", "gc")
 _XRAY_REASON = (
     "Active X-Ray tracing (Powertools Tracer): xray:PutTraceSegments and "
     "xray:PutTelemetryRecords do not support resource-level permissions."
@@ -140,6 +143,10 @@ class LedgerFunctions(Construct):
         if name in RESTATE_FUNCTIONS and self._config.restate_prefixes:
             env[settings.ENV_RESTATE_PREFIXES] = json.dumps(
                 self._config.restate_prefixes, sort_keys=True, separators=(",", ":")
+            )
+        if name in KAFKA_STREAMS_FUNCTIONS and self._config.kafka_streams_streams:
+            env[settings.ENV_KAFKA_STREAMS_STREAMS] = json.dumps(
+                list(self._config.kafka_streams_streams), separators=(",", ":")
             )
         if name == "query":  # a history past the TTL window points at the archive
             env |= {

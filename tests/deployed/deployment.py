@@ -237,6 +237,10 @@ class EmulatedDeployment:
     def role_client(self, role_name: str, statements: list[Any], service: str) -> Any:
         """A client of a new role holding only ``statements`` (resolved), e.g. a managed
         policy the stack outputs for principals outside it."""
+        return self._client_with(self.role_credentials(role_name, statements), service)
+
+    def role_credentials(self, role_name: str, statements: list[Any]) -> dict[str, str]:
+        """The credentials (``AWS_*`` variables) of a new role holding only ``statements``."""
         iam = self.admin.client("iam")
         arn = iam.create_role(
             RoleName=role_name, AssumeRolePolicyDocument=json.dumps(_trust_the_admin())
@@ -248,14 +252,11 @@ class EmulatedDeployment:
         )
         creds = self.admin.client("sts").assume_role(RoleArn=arn, RoleSessionName=role_name)
         issued = creds["Credentials"]
-        return self._client_with(
-            {
-                "AWS_ACCESS_KEY_ID": issued["AccessKeyId"],
-                "AWS_SECRET_ACCESS_KEY": issued["SecretAccessKey"],
-                "AWS_SESSION_TOKEN": issued["SessionToken"],
-            },
-            service,
-        )
+        return {
+            "AWS_ACCESS_KEY_ID": issued["AccessKeyId"],
+            "AWS_SECRET_ACCESS_KEY": issued["SecretAccessKey"],
+            "AWS_SESSION_TOKEN": issued["SessionToken"],
+        }
 
     def withdraw(self, name: str, action: str) -> None:
         """Take ``action`` out of the function's role (a deployment mistake, for tests)."""
