@@ -128,15 +128,13 @@ def test_rewind_to_a_generation_that_does_not_exist_is_refused(local: Registry, 
 def test_rewind_into_a_state_dir_holding_the_task_is_refused(local: Registry, tmp_path: Path):
     # Given a completed generation and a state dir holding task 0_0 already
     generation = Generation(local, tmp_path).completed()
-    task = tmp_path / "state" / generation.app_id / "0_0"
-    task.mkdir(parents=True)
-    (task / "kept").write_text("x")
+    task = generation.occupied(tmp_path / "state", "0_0")
 
     # When / Then: refused naming the folder (exit 1), the folder kept
     ran = _rewind(generation.app_id, "--state-dir", str(tmp_path / "state"), "--json")
     assert ran.status == 1, ran.err
     assert f"{task} is not empty" in ran.err
-    assert (task / "kept").read_text() == "x"
+    assert (task / ".checkpoint").read_text() == "0\n1\nsome-topic 1 7\n"
 
 
 @pytest.mark.kafka

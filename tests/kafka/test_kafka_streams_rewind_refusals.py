@@ -86,6 +86,13 @@ class Generation:
             self.registry.client, self.registry.root, servers, self.app_id, STORE
         )
 
+    def occupied(self, state_dir: Path, task: str) -> Path:
+        """``task``'s folder in ``state_dir`` holding a file already (an instance's state)."""
+        folder = state_dir / self.app_id / task
+        folder.mkdir(parents=True)
+        (folder / ".checkpoint").write_text("0\n1\nsome-topic 1 7\n")
+        return folder
+
     def files_of(self, partition: int) -> Path:
         return self.registry.directory / self.written[partition].prefix
 
@@ -140,9 +147,7 @@ def test_a_member_deleted_from_the_store_is_refused(registry: Registry, tmp_path
 def test_a_task_folder_not_empty_is_refused_and_kept(registry: Registry, tmp_path: Path):
     # Given a completed generation and a state directory holding task 0_1's state already
     generation = Generation(registry, tmp_path).completed()
-    task = tmp_path / "state" / generation.app_id / "0_1"
-    task.mkdir(parents=True)
-    (task / ".checkpoint").write_text("0\n1\nsome-topic 1 7\n")
+    generation.occupied(tmp_path / "state", "0_1")
 
     # When / Then: refused, the folder as it was
     _refused(generation, tmp_path / "state", r"0_1 is not empty")
