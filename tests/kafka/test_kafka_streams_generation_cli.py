@@ -20,7 +20,7 @@ from snapledger.local.kafka_app import STORE
 from snapledger.local.kafka_broker import KafkaBroker
 from tests.cli.support import Ran, run_cli
 from tests.kafka.conftest import Registry
-from tests.kafka.test_kafka_streams_rewind_refusals import NO_BROKER, Generation
+from tests.kafka.generation_members import NO_BROKER, Generation
 
 STORE_ARGS = ["--bootstrap-servers", NO_BROKER, "--store", STORE]
 
