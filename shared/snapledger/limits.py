@@ -25,6 +25,9 @@ MAX_UINT64 = 2**64 - 1
 MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_MANIFEST_FILES = 10_000
 MAX_OFFSETS = 2_048
+#: A Kafka Streams snapshot's input topic-partitions (the position its last changelog record
+#: carries): its ``offsets`` hold them and its own changelog partition's.
+MAX_INPUT_PARTITIONS = MAX_OFFSETS - 1
 #: The offsets' names and values together (each value counted as 20 bytes): they are
 #: stored in the snapshot's ledger item and event, under DynamoDB's 400 KB an item.
 MAX_OFFSETS_BYTES = 64 * 1024

@@ -131,3 +131,24 @@ def test_the_doc_and_the_java_reader_state_the_same_bounds():
         assert f"{value:,} (`{name}`)" in doc
         assert f"static final int {name} = {java_expr};" in java
         assert java_value == value
+
+
+def test_the_doc_names_every_seeder_command_and_every_field_it_prints():
+    # docs/kafka-streams-format.md's usage block shows each command of SeederMain, and names
+    # each field of the JSON lines catch-up and rewind print (their Outcome.json())
+    repo = Path(__file__).resolve().parents[2]
+    doc = (repo / "docs" / "kafka-streams-format.md").read_text()
+    seeder = repo / "kafka/seeder/src/main/java/dev/snapledger/kafka/seeder"
+    commands = re.search(
+        r"COMMANDS = List\.of\(([^)]*)\)", (seeder / "SeederMain.java").read_text()
+    )
+    assert commands is not None
+    for command in re.findall(r'"([a-z-]+)"', commands[1]):
+        assert f"kafka-seeder.jar {command} " in doc, command
+    for java in ("ChangelogCatchUp.java", "ChangelogRewind.java"):
+        body = (seeder / java).read_text()
+        printed = body[body.index("String json()") : body.index("String json()") + 800]
+        fields = re.findall(r'\\"([a-z_]+)\\":', printed)
+        assert fields, java
+        for name in fields:
+            assert f"`{name}`" in doc, f"{java}: {name}"

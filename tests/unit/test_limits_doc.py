@@ -225,6 +225,20 @@ def problem_chars_ok(n: int) -> bool:
     return _broken(("x" * n,))
 
 
+def input_partitions_ok(n: int) -> bool:
+    """Whether a Kafka Streams snapshot naming ``n`` input topic-partitions is written (the
+    snapshotter's check); one it writes must be accepted by registration."""
+    from snapledger.errors import InvalidRequestError
+    from snapledger.kafka_streams.snapshotter import snapshot_offsets
+
+    try:
+        offsets = snapshot_offsets("orders", 3, 300, {f"in-{i}": i for i in range(n)})
+    except InvalidRequestError:
+        return False
+    assert parses(manifest(offsets=offsets)), f"{n} input offsets written, then REJECTED"
+    return True
+
+
 PROBES: dict[str, Callable[[int], bool]] = {
     "MAX_LSN": lsn_ok,
     "MAX_EPOCH": lambda n: parses(manifest(epoch=n)),
@@ -237,6 +251,7 @@ PROBES: dict[str, Callable[[int], bool]] = {
     "MAX_POINTER_BYTES": pointer_bytes_ok,
     "MAX_OFFSETS": lambda n: parses(manifest(offsets={str(i): i for i in range(n)})),
     "MAX_OFFSETS_BYTES": lambda n: parses(offsets_of(n)),
+    "MAX_INPUT_PARTITIONS": input_partitions_ok,
     "MAX_PARQUET_FOOTER_BYTES": footer_ok,
     "MAX_HOURS": policy_hours_ok,
     "MAX_HOLD_HOURS": hold_hours_ok,

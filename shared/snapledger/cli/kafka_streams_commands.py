@@ -14,12 +14,12 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from snapledger.cli.app import BAD_ARGUMENTS, Options, cli, json_option
-from snapledger.client.control import Snapledger
+from snapledger.cli.app import BAD_ARGUMENTS, REFUSED, Options, cli, json_option
+from snapledger.client.control import RequestRefusedError, Snapledger
 from snapledger.client.transport import AwsTransport
 from snapledger.errors import SnapledgerError
 from snapledger.kafka_streams.schedule import (
@@ -32,7 +32,10 @@ from snapledger.kafka_streams.schedule import (
 )
 from snapledger.limits import MAX_PARTITION
 
-_COMMON = [
+if TYPE_CHECKING:
+    from snapledger.local.transport import LocalTransport
+
+_STORE_OPTIONS = [
     click.option("--bootstrap-servers", required=True, help="The Kafka cluster (host:port,...)."),
     click.option("--application-id", required=True, help="The application's application.id."),
     click.option(
@@ -48,20 +51,36 @@ _COMMON = [
 ]
 
 
-def _common(f: Callable[..., Any]) -> Callable[..., Any]:
-    for option in reversed(_COMMON):
+def store_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every ``kafka-streams`` command takes: the cluster, the application, the
+    store and the snapshot store."""
+    for option in reversed(_STORE_OPTIONS):
         f = option(f)
     return f
 
 
+def state_dir_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--state-dir`` (required): a Kafka Streams instance's ``state.dir``."""
+    return click.option(
+        "--state-dir",
+        required=True,
+        type=click.Path(file_okay=False, path_type=Path),
+        help=help,
+    )
+
+
+def _open_local(options: Options) -> LocalTransport:
+    from snapledger.local.transport import LocalTransport
+
+    return LocalTransport.open(options.home, function_logs=options.function_logs)
+
+
 @contextmanager
-def _registry(options: Options, root: str | None) -> Iterator[tuple[Snapledger, str, Any]]:
+def registry_for(options: Options, root: str | None) -> Iterator[tuple[Snapledger, str, Any]]:
     """The registry, the store root and what delivers a written snapshot's arrival (the
     local runtime's router; in AWS the S3 event does, so None)."""
     if options.local:
-        from snapledger.local.transport import LocalTransport
-
-        transport = LocalTransport.open(options.home, function_logs=options.function_logs)
+        transport = _open_local(options)
         try:
             yield (
                 Snapledger(transport),
@@ -76,21 +95,33 @@ def _registry(options: Options, root: str | None) -> Iterator[tuple[Snapledger, 
     yield Snapledger(AwsTransport(stack_name=options.stack, region=options.region)), root, None
 
 
-def _run(work: Callable[[], list[Any]]) -> int:
+def run_rows(
+    work: Callable[[], list[Any]],
+    line: Callable[[dict[str, Any]], str] | None = None,
+    *,
+    refusals: tuple[type[Exception], ...] = (),
+) -> int:
+    """Run ``work`` and print each row it returns (a dataclass or a dict): its JSON with
+    ``--json``, else ``line(fields)``. A SnapledgerError is printed on stderr: exit 1 when it
+    is one of ``refusals`` (the state refuses: the message says why), else 2 (as for the
+    functions' ``validation`` of what was sent)."""
     options = click.get_current_context().ensure_object(Options)
     try:
         rows = work()
     except SnapledgerError as exc:
         click.echo(f"snapledger: {exc}", err=True)
-        return BAD_ARGUMENTS
+        validation = (
+            isinstance(exc, RequestRefusedError) and exc.answer.get("error") == "validation"
+        )
+        return REFUSED if isinstance(exc, refusals) and not validation else BAD_ARGUMENTS
     for row in rows:
-        _echo(row, options)
+        _echo(row, options, line or _line)
     return 0
 
 
-def _echo(row: Any, options: Options) -> None:
-    fields = asdict(row)
-    click.echo(json.dumps(fields, default=str) if options.json else _line(fields))
+def _echo(row: Any, options: Options, line: Callable[[dict[str, Any]], str] | None = None) -> None:
+    fields = row if isinstance(row, dict) else asdict(row)
+    click.echo(json.dumps(fields, default=str) if options.json else (line or _line)(fields))
 
 
 def _line(fields: dict[str, Any]) -> str:
@@ -122,7 +153,7 @@ def kafka_streams() -> None:
 
 
 @kafka_streams.command("snapshot")
-@_common
+@store_options
 @click.option(
     "--partition",
     "partitions",
@@ -182,7 +213,7 @@ def snapshot(
         )
 
     def work() -> list[Any]:
-        with _registry(options, root) as (registry, uri, deliver):
+        with registry_for(options, root) as (registry, uri, deliver):
             snapshotter = StoreSnapshotter(
                 registry, uri, bootstrap_servers, application_id, store, on_written=deliver
             )
@@ -200,17 +231,12 @@ def snapshot(
             ).run()
             return []
 
-    return _run(work)
+    return run_rows(work)
 
 
 @kafka_streams.command("seed")
-@_common
-@click.option(
-    "--state-dir",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="The application's state.dir.",
-)
+@store_options
+@state_dir_option("The application's state.dir.")
 @click.option(
     "--tasks",
     default="all",
@@ -261,7 +287,7 @@ def seed(
 
     def work() -> list[Any]:
         wanted = None if tasks == "all" else [parse_task_id(t) for t in tasks.split(",")]
-        with _registry(options, root) as (registry, uri, _):
+        with registry_for(options, root) as (registry, uri, _):
             seeder = StoreSeeder(
                 registry,
                 uri,
@@ -273,4 +299,4 @@ def seed(
             )
             return seeder.seed(state_dir, wanted, subtopology=subtopology)
 
-    return _run(work)
+    return run_rows(work)

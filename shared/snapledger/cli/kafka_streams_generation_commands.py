@@ -1,25 +1,36 @@
 """``snapledger kafka-streams generation`` (request a generation of a store) and
 ``snapledger kafka-streams rewind`` (rewind the stopped application to a COMPLETED one).
 docs/kafka-streams.md, "Generations". Registered on the ``kafka-streams`` group when
-``cli/main.py`` imports it."""
+``cli/main.py`` imports it; the options, the registry and the output are the group's
+(``cli/kafka_streams_commands.py``)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import click
 
-from snapledger.cli.app import BAD_ARGUMENTS, Options, json_option
-from snapledger.cli.kafka_streams_commands import _common, _registry, kafka_streams
-from snapledger.errors import SnapledgerError
+from snapledger.cli.app import Options, json_option
+from snapledger.cli.kafka_streams_commands import (
+    kafka_streams,
+    registry_for,
+    run_rows,
+    state_dir_option,
+    store_options,
+)
+from snapledger.client.control import RequestRefusedError
 
 
 @kafka_streams.command("generation")
-@_common
+@store_options
 @click.option(
-    "--deadline-minutes", type=click.IntRange(1, 7 * 24 * 60), default=60, show_default=True
+    "--deadline-minutes",
+    type=click.IntRange(1, 7 * 24 * 60),
+    default=60,
+    show_default=True,
+    help="How long the generation may stay open before it FAILS.",
 )
 @json_option
 def generation(
@@ -35,30 +46,26 @@ def generation(
     from snapledger.kafka_streams.generation import request_generation
 
     options = click.get_current_context().ensure_object(Options)
-    try:
-        with _registry(options, root) as (registry, _uri, _deliver):
-            answer = request_generation(
-                registry,
-                bootstrap_servers,
-                application_id,
-                store,
-                deadline_minutes=deadline_minutes,
-            )
-    except SnapledgerError as exc:
-        click.echo(f"snapledger: {exc}", err=True)
-        return BAD_ARGUMENTS
-    click.echo(json.dumps(answer, default=str))
-    return 0
+
+    def work() -> list[Any]:
+        with registry_for(options, root) as (registry, _uri, _deliver):
+            return [
+                request_generation(
+                    registry,
+                    bootstrap_servers,
+                    application_id,
+                    store,
+                    deadline_minutes=deadline_minutes,
+                )
+            ]
+
+    # The registry's answer is printed as JSON with or without --json.
+    return run_rows(work, lambda fields: json.dumps(fields, default=str), refusals=_REFUSALS)
 
 
 @kafka_streams.command("rewind")
-@_common
-@click.option(
-    "--state-dir",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="The new instance's state.dir (its task folders must be empty).",
-)
+@store_options
+@state_dir_option("The new instance's state.dir (its task folders must be empty).")
 @click.option("--generation", "number", type=click.IntRange(1), help="Default: the newest.")
 @json_option
 def rewind(
@@ -72,21 +79,25 @@ def rewind(
 ) -> int:
     """Rewind the stopped application to a COMPLETED generation: its changelogs made to agree,
     its input offsets reset, every task placed from its member snapshot."""
-    from snapledger.kafka_streams.generation_rewind import GenerationRewind
+    from snapledger.kafka_streams.generation_rewind import GenerationRewind, GenerationRewindError
 
     options = click.get_current_context().ensure_object(Options)
-    try:
-        with _registry(options, root) as (registry, uri, _deliver):
+
+    def work() -> list[Any]:
+        with registry_for(options, root) as (registry, uri, _deliver):
             done = GenerationRewind(registry, uri, bootstrap_servers, application_id, store)
-            tasks = done.rewind(state_dir, number)
-    except SnapledgerError as exc:
-        click.echo(f"snapledger: {exc}", err=True)
-        return BAD_ARGUMENTS
-    for task in tasks:
-        click.echo(
-            json.dumps(asdict(task))
-            if options.json
-            else f"{task.task}: from {task.snapshot_id} at offset {task.lsn}; input from "
-            f"{task.input_offsets}; {task.puts} puts and {task.tombstones} tombstones appended"
-        )
-    return 0
+            return done.rewind(state_dir, number)
+
+    return run_rows(work, _rewound_line, refusals=(*_REFUSALS, GenerationRewindError))
+
+
+#: The registry refusing for its state (no such generation, one already open...): exit 1.
+_REFUSALS: tuple[type[Exception], ...] = (RequestRefusedError,)
+
+
+def _rewound_line(task: dict[str, Any]) -> str:
+    return (
+        f"{task['task']}: from {task['snapshot_id']} at offset {task['lsn']}; input from "
+        f"{task['input_offsets']}; {task['puts']} puts and {task['tombstones']} tombstones "
+        "appended"
+    )

@@ -2,13 +2,16 @@
 (docs/kafka-streams.md, "Generations"): every task starts from its member snapshot and every
 input partition is read again from the offset after the one the snapshot reflects.
 
-Checked before anything changes: the generation is COMPLETED; the consumer group (the
-application id) has no member; each member's task folder in ``state_dir`` is empty; each
-member names its input offsets (the application ran with the generation configuration); its
-changelog can still continue it (LSN + 1 at or past the log start, made less than
-``delete.retention.ms`` less ``clock_skew`` ago: else tombstones written after it may be gone
-and the tail would not say which keys to delete); its files download with the sizes and
-checksums registered. Then, in this order, each step safe to run again:
+Checked before anything changes, the registry's and the state directory's first (no Kafka
+call until they pass): the generation is COMPLETED; each member names its input offsets (the
+application ran with the generation configuration) and its manifest is in the store; each
+member's task folder in ``state_dir`` is empty. Then Kafka's: the consumer group (the
+application id) has no member; each member's changelog can still continue it (LSN + 1 at or
+past the log start, made less than ``delete.retention.ms`` less ``clock_skew`` ago: else
+tombstones written after it may be gone and the tail would not say which keys to delete).
+Last, its files download with the sizes and checksums registered (into a scratch folder
+removed on a refusal, with the state directory's folders the rewind created). Then, in this
+order, each step safe to run again:
 
 1. ``kafka-seeder rewind`` (one JVM for every task) appends to each changelog partition a
    compensating record for every key whose value after the generation differs from the
@@ -28,7 +31,8 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -36,7 +40,7 @@ from typing import Any
 
 from snapledger.client.control import Snapledger
 from snapledger.client.errors import SnapshotCorruptError
-from snapledger.client.reader import SnapshotReader
+from snapledger.client.reader import OpenedSnapshot, SnapshotReader
 from snapledger.client.storage import BlobStore
 from snapledger.errors import NotFoundError, SnapledgerError
 from snapledger.kafka_streams.catch_up import DEFAULT_TIMEOUT_S, REFUSED, java_command
@@ -77,6 +81,7 @@ class _Member:
     snapshot_id: str
     lsn: int
     inputs: dict[tuple[str, int], int]
+    opened: OpenedSnapshot  # its manifest, read (and checked) from the store
 
 
 @dataclass(frozen=True)
@@ -100,19 +105,16 @@ class GenerationRewind:
     def rewind(self, state_dir: Path, generation: int | None = None) -> list[RewoundTask]:
         """Rewind to ``generation`` (None: the newest) into the empty ``state_dir``."""
         found = self._completed(generation)
+        opened = [self._member(m, found["generation"]) for m in found["members"]]
+        app_dir = task_folder(state_dir, self.application_id, TaskId(0, 0)).parent
+        self._check_empty(app_dir, [member for member, _ in opened])
         changelog = describe_changelog(self.bootstrap_servers, self.stream)
         self._check_group_idle()
-        app_dir = task_folder(state_dir, self.application_id, TaskId(0, 0)).parent
-        app_dir.mkdir(parents=True, exist_ok=True)
-        with locked_app_dir(app_dir):
-            members = [self._member(m, found["generation"], changelog) for m in found["members"]]
-            for member in members:
-                target = app_dir / str(member.task)
-                if target.exists() and any(target.iterdir()):
-                    raise GenerationRewindError(
-                        f"{target} is not empty: rewind into a state directory without the "
-                        "generation's task folders (delete the instance's state first)"
-                    )
+        for member, made in opened:
+            self._check_continues(member, made, changelog)
+        members = [member for member, _ in opened]
+        with _made(app_dir), locked_app_dir(app_dir):
+            self._check_empty(app_dir, members)  # again, the lock held
             scratch = Path(tempfile.mkdtemp(prefix=".rewind-", dir=app_dir))
             try:
                 return self._apply(app_dir, scratch, members)
@@ -130,6 +132,16 @@ class GenerationRewind:
                 "rewound to; snapshot the missing partitions, or choose a completed one"
             )
         return found
+
+    @staticmethod
+    def _check_empty(app_dir: Path, members: Sequence[_Member]) -> None:
+        for member in members:
+            target = app_dir / str(member.task)
+            if target.exists() and any(target.iterdir()):
+                raise GenerationRewindError(
+                    f"{target} is not empty: rewind into a state directory without the "
+                    "generation's task folders (delete the instance's state first)"
+                )
 
     def _check_group_idle(self) -> None:
         kafka = confluent_kafka()
@@ -150,7 +162,9 @@ class GenerationRewind:
                 "stop every instance of the application before rewinding it"
             )
 
-    def _member(self, member: dict[str, Any], generation: int, changelog: Changelog) -> _Member:
+    def _member(self, member: dict[str, Any], generation: int) -> tuple[_Member, datetime | None]:
+        """The member with its input offsets, and when its snapshot was made (its manifest's
+        ``created_at``), read from the store: refused when either is missing."""
         partition, snapshot_id, lsn = member["partition"], member["snapshot_id"], member["lsn"]
         where = f"generation {generation}, partition {partition}: snapshot {snapshot_id}"
         own = f"{self.stream}-{partition}"
@@ -166,18 +180,28 @@ class GenerationRewind:
                 "(__iq.consistency.offset.vector.enabled__=true, statestore.cache.max.bytes=0) "
                 "and request a new generation"
             )
+        record = self.registry.snapshot(self.stream, partition, snapshot_id)["snapshot"]
+        try:
+            opened = SnapshotReader(self.root).open(record["manifest_key"])
+        except (SnapshotCorruptError, NotFoundError) as exc:
+            raise GenerationRewindError(
+                f"{where} cannot be read ({exc}): nothing was changed; request a new generation"
+            ) from exc
+        made = getattr(opened.descriptor, "created_at", None)
+        found = _Member(TaskId(self.subtopology, partition), snapshot_id, lsn, inputs, opened)
+        return found, made
+
+    def _check_continues(
+        self, member: _Member, made: datetime | None, changelog: Changelog
+    ) -> None:
+        partition, lsn = member.task.partition, member.lsn
+        where = f"partition {partition}: snapshot {member.snapshot_id}"
         offsets = changelog.partitions.get(partition)
         if offsets is None or lsn + 1 < offsets.log_start:
             raise GenerationRewindError(
                 f"{where} at {lsn}: the changelog no longer continues it (log start "
                 f"{offsets.log_start if offsets else 'none'})"
             )
-        record = self.registry.snapshot(self.stream, partition, snapshot_id)["snapshot"]
-        try:
-            opened = SnapshotReader(self.root).open(record["manifest_key"])
-        except (SnapshotCorruptError, NotFoundError) as exc:
-            raise GenerationRewindError(f"{where} cannot be read ({exc})") from exc
-        made = getattr(opened.descriptor, "created_at", None)
         retention = timedelta(milliseconds=changelog.delete_retention_ms)
         if not isinstance(made, datetime) or (
             datetime.now(UTC) - made.astimezone(UTC) + self.clock_skew >= retention
@@ -187,18 +211,14 @@ class GenerationRewind:
                 f"less the clock skew ({self.clock_skew}); compaction may have dropped "
                 "tombstones written after it, so the changelog cannot be made to agree with it"
             )
-        return _Member(TaskId(self.subtopology, partition), snapshot_id, lsn, inputs)
 
     # -- changes ---------------------------------------------------------------------------
 
     def _apply(self, app_dir: Path, scratch: Path, members: Sequence[_Member]) -> list[RewoundTask]:
         for member in members:  # downloads (and checks) every member before any change
-            record = self.registry.snapshot(self.stream, member.task.partition, member.snapshot_id)
             store_dir = scratch / self.application_id / str(member.task) / "rocksdb" / self.store
             try:
-                SnapshotReader(self.root).open(record["snapshot"]["manifest_key"]).download(
-                    store_dir
-                )
+                member.opened.download(store_dir)
             except (SnapshotCorruptError, NotFoundError) as exc:
                 raise GenerationRewindError(
                     f"partition {member.task.partition}: snapshot {member.snapshot_id} is "
@@ -268,3 +288,21 @@ class GenerationRewind:
                 f"resetting consumer group {self.application_id!r} failed ({exc}): the "
                 "changelogs already agree with the generation; run the rewind again"
             ) from exc
+
+
+@contextmanager
+def _made(app_dir: Path) -> Iterator[Path]:
+    """``app_dir``, created with its missing parents; when the body raises, the folders it
+    created are removed again (the lock file with them): a refused or failed rewind leaves no
+    folder behind in a state directory that had none."""
+    created = [p for p in (app_dir, *app_dir.parents) if not p.exists()]  # innermost first
+    app_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        yield app_dir
+    except BaseException:
+        if created:
+            (app_dir / ".lock").unlink(missing_ok=True)
+            for folder in created:
+                with suppress(OSError):  # not empty: something of value is in it; kept
+                    folder.rmdir()
+        raise

@@ -36,6 +36,7 @@ from snapledger.kafka_streams.changelog import (
 )
 from snapledger.kafka_streams.generation import OpenGeneration, open_generation
 from snapledger.kafka_streams.seed_format import TaskId
+from snapledger.limits import MAX_INPUT_PARTITIONS
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -149,7 +150,12 @@ class StoreSnapshotter:
             return PartitionSnapshot(
                 partition, base_id, base_lsn, result, None, note + "nothing new"
             )
-        input_offsets = result.input_offsets if result.applied else base_offsets
+        input_offsets = snapshot_offsets(
+            self.stream,
+            partition,
+            result.offset,
+            result.input_offsets if result.applied else base_offsets,
+        )
         writer = SnapshotWriter(
             self.root, self.stream, partition, producer=PRODUCER, s3_client=self.s3_client
         )
@@ -157,7 +163,7 @@ class StoreSnapshotter:
             result.offset,
             EPOCH,
             store_dir,
-            offsets={**input_offsets, f"{self.stream}-{partition}": result.offset},
+            offsets=input_offsets,
             created_at=result.end_read_at,
             generation=None if generation is None else generation.generation,
             changelog={
@@ -224,3 +230,19 @@ class StoreSnapshotter:
         inputs = dict(record.get("offsets") or {})
         inputs.pop(f"{self.stream}-{partition}", None)  # the changelog's own: written anew
         return snapshot_id, lsn, f"continues {snapshot_id}; ", inputs
+
+
+def snapshot_offsets(
+    stream: str, partition: int, lsn: int, inputs: dict[str, int]
+) -> dict[str, int]:
+    """A snapshot's ``offsets``: its input offsets and ``{"{stream}-{partition}": lsn}``.
+    Refused past ``MAX_INPUT_PARTITIONS`` input topic-partitions (the manifest's ``offsets``
+    hold ``MAX_OFFSETS`` entries, its own changelog partition's among them)."""
+    if len(inputs) > MAX_INPUT_PARTITIONS:
+        raise InvalidRequestError(
+            f"partition {partition}: the changelog's last record names {len(inputs):,} input "
+            f"topic-partitions, over the {MAX_INPUT_PARTITIONS:,} a snapshot's offsets hold "
+            "(MAX_INPUT_PARTITIONS, docs/limits.md): run the application without the generation "
+            "configuration (__iq.consistency.offset.vector.enabled__) to snapshot without them"
+        )
+    return {**inputs, f"{stream}-{partition}": lsn}

@@ -94,6 +94,18 @@ final class ChangelogRewind {
         return out;
     }
 
+    /**
+     * A compensating record's headers: Kafka Streams' own for a changelog record that carries
+     * its store's position ("v" = version 0, "c" = PositionSerde), as
+     * {@link ChangelogCatchUp#position} and Kafka Streams' restore read them.
+     */
+    static RecordHeaders positionHeaders(final Position position) {
+        final RecordHeaders headers = new RecordHeaders();
+        headers.add(new RecordHeader("v", new byte[] {0}));
+        headers.add(new RecordHeader("c", PositionSerde.serialize(position).array()));
+        return headers;
+    }
+
     static Outcome run(final SeedOptions options, final Map<String, Position> positions)
             throws SeedException, IOException {
         final String task = options.task().toString();
@@ -154,11 +166,9 @@ final class ChangelogRewind {
                     }
                     final long timestamp = wanted == null || wanted.timestamp() == null
                         ? System.currentTimeMillis() : wanted.timestamp();
-                    final RecordHeaders headers = new RecordHeaders();
-                    headers.add(new RecordHeader("v", new byte[] {0}));
-                    headers.add(new RecordHeader("c", PositionSerde.serialize(position).array()));
                     sent.add(producer.send(new ProducerRecord<>(changelog.topic(),
-                        changelog.partition(), timestamp, e.getKey().get(), value, headers)));
+                        changelog.partition(), timestamp, e.getKey().get(), value,
+                        positionHeaders(position))));
                     puts += value == null ? 0 : 1;
                     tombstones += value == null ? 1 : 0;
                 }
