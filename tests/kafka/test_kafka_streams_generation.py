@@ -86,6 +86,7 @@ def test_an_application_rewound_to_a_generation_restarts_from_its_state_and_offs
     kafka_topics.produce(servers, source, first)
     with instance("a") as a:
         assert a.wait_for_totals(totals(first)) == totals(first)
+        _settled(servers, changelog_topic(app_id), len(first))  # every order logged
         requested = request_generation(registry.client, servers, app_id, STORE)
         snapshotter.snapshot(work_dir=tmp_path)
         generation = registry.client.generation(changelog_topic(app_id))["generation"]
