@@ -59,6 +59,7 @@ from snapledger.services.gc import run_gc
 from snapledger.services.gc_deps import GcDeps
 from snapledger.services.queries import iter_snapshots
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 
 LINEAGES = 150
 SNAPSHOTS = 20
@@ -131,7 +132,7 @@ def populate(
         for n in range(snapshots):
             data = {f"part-{i:05d}.parquet": kv_parquet(f"{i}") for i in range(files)}
             key = write_snapshot(store, stream, partition, 100 * (n + 1), files=data)
-            register_manifest(key, ledger=ledger, store=store, clock=clock)
+            register_manifest(key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY)
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(lineage, range(lineages)))
@@ -147,6 +148,7 @@ def bench_deps(ledger: DynamoLedger, store: ObjectStore, clock: ManualClock, cli
         lineages=DynamoLineageIndex(table, client=client),
         policies=DynamoPolicyStore(table, client=client),
         jobs=DynamoJobStore(table, client=client),
+        layouts=NATIVE_ONLY,
     )
 
 

@@ -32,6 +32,7 @@ from snapledger.clock import SystemClock
 from snapledger.local.clients import local_dynamodb_client
 from snapledger.local.dynamodb_local import DynamoDBLocal
 from snapledger.services.registration import Outcome, register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 
 REGISTRATIONS = 100  # per round
 ROUNDS = 3
@@ -61,7 +62,9 @@ def run(config: Any) -> dict[str, object]:
             requests.clear()
             started = time.perf_counter()
             for key in batch:
-                result = register_manifest(key, ledger=ledger, store=store, clock=clock)
+                result = register_manifest(
+                    key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY
+                )
                 assert result.outcome is Outcome.BECAME_LATEST, result
             elapsed = time.perf_counter() - started
             registration_requests.extend(requests)
@@ -141,7 +144,11 @@ def _s3_requests_per_file() -> dict[str, object]:
             store.put(prefix + "_manifest.json", json.dumps(document).encode())
             counted.clear()
             result = register_manifest(
-                prefix + "_manifest.json", ledger=ledger, store=store, clock=SystemClock()
+                prefix + "_manifest.json",
+                ledger=ledger,
+                store=store,
+                clock=SystemClock(),
+                layouts=NATIVE_ONLY,
             )
             assert result.outcome is Outcome.BECAME_LATEST, result
             # the manifest, the listings (the manifest is one of the keys), a HeadObject per

@@ -56,11 +56,11 @@ from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.clock import ManualClock
 from snapledger.layouts import restate
-from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.models.ledger import LineageId
 from snapledger.ports import MAX_KEYS_PER_REQUEST, ObjectInfo
 from snapledger.services.gc import run_gc
 from snapledger.services.registration import Outcome, register_manifest
+from snapledger.strategies.catalog import LayoutCatalog
 
 SST_SIZES = (10, 100, 1_000)
 EXPIRED_SIZES = (10, 100, 1_000)

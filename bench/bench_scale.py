@@ -79,6 +79,7 @@ from snapledger.services import queries
 from snapledger.services.gc import run_gc
 from snapledger.services.lineage_combiner import LineageCombiner
 from snapledger.services.registration import COMBINER, Outcome, register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 
 HISTORIES = (10, 1_000, 10_000)
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -270,7 +271,12 @@ def _hot_lineage(config: Any) -> dict[str, object]:
                 # Unserialized: every writer its own combiner, i.e. none shared.
                 combiner = COMBINER if serialized else LineageCombiner()
                 return register_manifest(
-                    key, ledger=ledger, store=store, clock=SystemClock(), combiner=combiner
+                    key,
+                    ledger=ledger,
+                    store=store,
+                    clock=SystemClock(),
+                    combiner=combiner,
+                    layouts=NATIVE_ONLY,
                 )
 
             started = time.perf_counter()

@@ -35,12 +35,12 @@ from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.object_store import open_object_store
 from snapledger.adapters.table_definition import create_table_request
 from snapledger.clock import ManualClock
-from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.local.clients import local_dynamodb_client
 from snapledger.local.dynamodb_local import DynamoDBLocal
 from snapledger.ports import ObjectStore
 from snapledger.services.registration import register_manifest
 from snapledger.services.restate_heal import HEALED, heal_partition
+from snapledger.strategies.catalog import LayoutCatalog
 from tests.restate.harness import BUCKET, PREFIX, RestateHarness
 
 RESTATE_RETRY_INTERVAL_S = 2.0  # Restate 1.7's partition processor retry, as measured here

@@ -12,7 +12,7 @@ from constructs import Node
 from infra import names
 from snapledger.errors import InvalidRequestError
 from snapledger.layout import STREAM_PATTERN
-from snapledger.layouts.lineage import LayoutCatalog
+from snapledger.layouts.lineage import layout_config
 from snapledger.settings import DEFAULT_LEDGER_TTL_DAYS
 
 
@@ -54,7 +54,7 @@ class StackConfig:
     stale_after_hours: dict[str, float] = field(default_factory=dict)
     # Restate clusters writing into the bucket (docs/deploy.md, "Restate"): each prefix
     # (normalized: no '/' at either end) with its stream name, checked by snapledger's
-    # LayoutCatalog at synth, exactly as the functions read SNAPLEDGER_RESTATE_PREFIXES.
+    # layout_config at synth, exactly as the functions read SNAPLEDGER_RESTATE_PREFIXES.
     restate_prefixes: dict[str, str] = field(default_factory=dict)
     # Kafka Streams changelog topics (docs/deploy.md, "Kafka Streams"): their lineages have
     # the kafka-streams layout (SNAPLEDGER_KAFKA_STREAMS_STREAMS on register and gc), and the
@@ -203,7 +203,7 @@ _IAM_SPECIAL = re.compile(r"[*?$]")
 
 def restate_prefixes(raw: object) -> dict[str, str]:
     """``-c restatePrefixes``: a JSON object (or, from cdk.json, an object) of prefix to
-    stream name, normalized and checked by snapledger's own ``LayoutCatalog`` (its message
+    stream name, normalized and checked by snapledger's own ``layout_config`` (its message
     names the problem), and free of what IAM would read as a wildcard."""
     key = names.CTX_RESTATE_PREFIXES
     if raw is None or raw == "":
@@ -226,10 +226,10 @@ def restate_prefixes(raw: object) -> dict[str, str]:
                 "a wildcard or a variable in the policies scoped to it: choose a plain path"
             )
     try:
-        catalog = LayoutCatalog(raw)
+        config = layout_config(raw)
     except InvalidRequestError as exc:
         raise ValueError(f"{key}: {exc}") from exc
-    layouts = catalog.restate_layouts
+    layouts = config.restate
     outputs: dict[str, str] = {}
     for layout in layouts:
         output = names.restate_output_key(layout.stream)
@@ -244,7 +244,7 @@ def restate_prefixes(raw: object) -> dict[str, str]:
 
 def kafka_streams_streams(raw: object, restate: dict[str, str]) -> tuple[str, ...]:
     """``-c kafkaStreamsStreams``: a JSON list (or, from cdk.json, a list) of changelog
-    topics, each checked by snapledger's own ``LayoutCatalog`` as the functions read
+    topics, each checked by snapledger's own ``layout_config`` as the functions read
     SNAPLEDGER_KAFKA_STREAMS_STREAMS (a changelog topic's name, not a Restate stream), at most
     ``MAX_KAFKA_STREAMS_STREAMS`` of them; sorted, without repeats."""
     key = names.CTX_KAFKA_STREAMS_STREAMS
@@ -263,7 +263,7 @@ def kafka_streams_streams(raw: object, restate: dict[str, str]) -> tuple[str, ..
             "managed policies scoped to them can hold: deploy a stack per group of applications"
         )
     try:
-        LayoutCatalog(restate, topics)
+        layout_config(restate, topics)
     except InvalidRequestError as exc:
         raise ValueError(f"{key}: {exc}") from exc
     return topics

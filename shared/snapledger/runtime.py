@@ -16,9 +16,9 @@ Tests and the local runtime hand in their own with ``use_runtime(rt)`` (or the
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -28,7 +28,6 @@ from botocore.config import Config
 from snapledger.adapters.access_denied import report_access_denied
 from snapledger.clock import Clock, SystemClock
 from snapledger.errors import JobStartError
-from snapledger.layouts.lineage import NATIVE_ONLY, LayoutCatalog
 from snapledger.settings import (
     ENV_EMR_APPLICATION_ID,
     JobSettings,
@@ -62,6 +61,7 @@ if TYPE_CHECKING:
         ShardQueue,
         StreamLogStore,
     )
+    from snapledger.strategies.catalog import LayoutCatalog
 
 
 # Retries: botocore's standard mode (jittered backoff, throttles included); the ledger
@@ -73,6 +73,17 @@ CLIENT_CONFIG = Config(retries={"mode": "standard"}, connect_timeout=5, read_tim
 # ~11 ms with it, ~5 ms without), so the DynamoDB clients skip it.
 DYNAMODB_CLIENT_CONFIG = CLIENT_CONFIG.merge(Config(parameter_validation=False))
 LOCAL_REGION = "us-east-1"
+
+
+def _catalog(
+    restate_prefixes: Mapping[str, str] | None = None, kafka_streams: Iterable[str] = ()
+) -> LayoutCatalog:
+    """Each stream's layout strategy (``strategies/catalog.py``), built the first time a
+    function asks for it: the strategies load the registration checks and the GC steps
+    they bind, which a function that reads no snapshot never imports (issue 29)."""
+    from snapledger.strategies.catalog import LayoutCatalog
+
+    return LayoutCatalog(restate_prefixes, kafka_streams)
 
 
 @dataclass(frozen=True)
@@ -98,7 +109,7 @@ class Runtime:
     #: Legal holds on snapshot objects (SNAPLEDGER_PROTECT_LATEST); None: not protected.
     holds: ObjectHolds | None = None
     #: Each stream's snapshot layout (SNAPLEDGER_RESTATE_PREFIXES; native for the rest).
-    layouts: LayoutCatalog = NATIVE_ONLY
+    layouts: LayoutCatalog = field(default_factory=_catalog)
 
 
 @dataclass(frozen=True)
@@ -298,7 +309,7 @@ class ComposedRuntime(Runtime):
 
     @cached_property
     def layouts(self) -> LayoutCatalog:
-        return LayoutCatalog(self.settings.restate_prefixes, self.settings.kafka_streams_streams)
+        return _catalog(self.settings.restate_prefixes, self.settings.kafka_streams_streams)
 
     @cached_property
     def _dynamodb(self) -> DynamoDBClient:

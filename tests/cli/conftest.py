@@ -12,6 +12,7 @@ from snapledger.local.handlers import HANDLERS, LogsRouted
 from snapledger.local.router import call_handler
 from snapledger.runtime import runtime_override
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import make_runtime, moto_ledger, write_segments, write_snapshot
 
 
@@ -62,7 +63,9 @@ def seeded(rt):
     for lsn in (100, 200, 300):
         key = write_snapshot(rt.store, "orders", 3, lsn)
         ids.append(
-            register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock).snapshot_id
+            register_manifest(
+                key, ledger=rt.ledger, store=rt.store, clock=rt.clock, layouts=NATIVE_ONLY
+            ).snapshot_id
         )
     write_segments(rt.store, "orders", 3, (0, 99), (100, 399))
     write_segments(rt.store, "payments", 0, (0, 49))

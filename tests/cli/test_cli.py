@@ -12,6 +12,7 @@ from snapledger.cli.refusals import readable_fields
 from snapledger.cli.render import make_console, render
 from snapledger.local.handlers import invoke
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.cli.conftest import InProcess
 from tests.cli.support import run_cli
 from tests.support import write_segments, write_snapshot
@@ -104,7 +105,14 @@ def test_a_stream_snapshot_from_request_to_restore(seeded, rt):
     assert ran.status == 0 and (requested["generation"], requested["status"]) == (1, "REQUESTED")
     assert requested["min_lsn"] == {"3": 350}
     key = write_snapshot(rt.store, "orders", 3, 360, generation=1)
-    register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock, streams=rt.streams)
+    register_manifest(
+        key,
+        ledger=rt.ledger,
+        store=rt.store,
+        clock=rt.clock,
+        streams=rt.streams,
+        layouts=NATIVE_ONLY,
+    )
     ran = run_cli("--local", "--json", "generation", "orders")
     assert ran.status == 0 and ran.json()["generation"]["status"] == "COMPLETED"
     status, out, _ = run("generations", "orders")

@@ -13,6 +13,7 @@ from snapledger.cli import app as cli_app
 from snapledger.cli import confirm, job_commands, waiting
 from snapledger.cli.confirm import lowered_retention
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.cli.conftest import InProcess
 from tests.cli.support import run_cli
 from tests.support import write_snapshot
@@ -90,7 +91,14 @@ def test_bootstrap_and_restore_stream_wait_too(seeded, rt, jobs_go):
     # Given a completed generation 1
     assert run("stream-snapshot", "orders", "--partitions", "3").status == 0
     key = write_snapshot(rt.store, "orders", 3, 360, generation=1)
-    register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock, streams=rt.streams)
+    register_manifest(
+        key,
+        ledger=rt.ledger,
+        store=rt.store,
+        clock=rt.clock,
+        streams=rt.streams,
+        layouts=NATIVE_ONLY,
+    )
     ran = run("restore-stream", "orders", "--generation", "1", "--wait")
     assert ran.status == 1 and "CANCELLED after" in ran.out and "cancelled by ann" in ran.out
 

@@ -4,6 +4,7 @@ marker past ``REASON_CHARS``, so a row is one line in a pipe; ``--json`` has it 
 from __future__ import annotations
 
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.cli.support import run_cli
 from tests.cli.test_cli_terminal import at_80_columns, fits
 from tests.support import write_snapshot
@@ -14,7 +15,9 @@ def rejected(rt) -> str:
     registered: REJECTED. Its id."""
     key = write_snapshot(rt.store, "orders", 3, 400)
     rt.store.delete_many([key.replace("_manifest.json", "part-00000.parquet")])
-    return register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock).snapshot_id
+    return register_manifest(
+        key, ledger=rt.ledger, store=rt.store, clock=rt.clock, layouts=NATIVE_ONLY
+    ).snapshot_id
 
 
 def test_list_shows_a_rejected_snapshots_reason_in_its_row(seeded, rt):

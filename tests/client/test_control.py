@@ -13,6 +13,7 @@ from snapledger.client.control import (
     Snapledger,
 )
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import write_segments, write_snapshot
 
 
@@ -33,7 +34,11 @@ def test_queries_answer_as_the_console_does(registry) -> None:
     ids = []
     for lsn in (100, 200):
         key = write_snapshot(rt.store, "orders", 3, lsn, offsets={"orders-3": lsn})
-        ids.append(register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock))
+        ids.append(
+            register_manifest(
+                key, ledger=rt.ledger, store=rt.store, clock=rt.clock, layouts=NATIVE_ONLY
+            )
+        )
     assert client.latest("orders", 3)["head"]["latest_lsn"] == 200
     listed = client.snapshots("orders", 3)["snapshots"]
     assert [(s["lsn"], s["format"], s["offsets"]) for s in listed] == [
@@ -55,7 +60,7 @@ def test_a_refusal_raises_with_the_answer(registry) -> None:
 def test_a_restore_then_its_job_by_id(registry) -> None:
     client, rt = registry
     key = write_snapshot(rt.store, "orders", 3, 100)
-    register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock)
+    register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock, layouts=NATIVE_ONLY)
     write_segments(rt.store, "orders", 3, (0, 99), (100, 399))
     job = client.restore("orders", 3, target_lsn=300)
     assert job["state"] == "SUBMITTED"

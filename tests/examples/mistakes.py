@@ -21,6 +21,7 @@ from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.client import SnapshotWriter, WrittenSnapshot
 from snapledger.clock import ManualClock
 from snapledger.services.registration import RegistrationResult, register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 
 STREAM, PARTITION = "orders", 3
 ROWS = [("a", b"1"), ("b", b"2"), ("c", b"3")]
@@ -37,7 +38,9 @@ class Scene:
         self.writer = SnapshotWriter(f"file://{root}", STREAM, PARTITION)
 
     def register(self, key: str) -> RegistrationResult:
-        return register_manifest(key, ledger=self.ledger, store=self.store, clock=self.clock)
+        return register_manifest(
+            key, ledger=self.ledger, store=self.store, clock=self.clock, layouts=NATIVE_ONLY
+        )
 
     def manifest(self, written: WrittenSnapshot) -> dict[str, Any]:
         return json.loads(self.store.get(written.manifest_key))  # type: ignore[no-any-return]

@@ -7,9 +7,9 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.runtime import Runtime, use_runtime
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import LayoutCatalog
 from tests.restate.fixtures import PREFIX, STREAM, Written, write_latest, write_restate_snapshot
 
 __all__ = ["LAYOUTS", "PREFIX", "STREAM", "damage", "latest_names", "seed_restate"]

@@ -14,6 +14,7 @@ from snapledger.services.generations import request_stream_snapshot
 from snapledger.services.launch import LaunchDeps, launch
 from snapledger.services.policies import set_policy
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import write_segments, write_snapshot
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
@@ -30,7 +31,9 @@ def seeded(rt):
     for lsn in (100, 200, 300):
         sid = DOCUMENTED_ID if lsn == 100 else None
         key = write_snapshot(rt.store, "orders", 3, lsn, snapshot_id=sid)
-        register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock)
+        register_manifest(
+            key, ledger=rt.ledger, store=rt.store, clock=rt.clock, layouts=NATIVE_ONLY
+        )
         rt.clock.advance(timedelta(hours=1))
     write_segments(rt.store, "orders", 3, (0, 300))
     request = LaunchRequest.model_validate(
@@ -45,7 +48,14 @@ def seeded(rt):
     # generation 1 of orders, completed by its one member (events/query-generation.json)
     request_stream_snapshot(rt.streams, "orders", [3], clock=rt.clock)
     key = write_snapshot(rt.store, "orders", 3, 300, generation=1)
-    register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock, streams=rt.streams)
+    register_manifest(
+        key,
+        ledger=rt.ledger,
+        store=rt.store,
+        clock=rt.clock,
+        streams=rt.streams,
+        layouts=NATIVE_ONLY,
+    )
 
 
 def test_there_is_a_payload_for_every_query_action():

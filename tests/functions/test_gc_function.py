@@ -12,6 +12,7 @@ import pytest
 
 from snapledger.services.gc_fanout import GcShard, ShardLineage
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.functions.support import FakeLambdaContext, sample_event, sqs_event
 from tests.support import write_snapshot
 
@@ -33,7 +34,9 @@ def aged(rt):
         key = write_snapshot(
             rt.store, "orders", 3, lsn, snapshot_id=DOCUMENTED_ID if n == 0 else None
         )
-        register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock)
+        register_manifest(
+            key, ledger=rt.ledger, store=rt.store, clock=rt.clock, layouts=NATIVE_ONLY
+        )
         rt.clock.advance(timedelta(days=2))
 
 

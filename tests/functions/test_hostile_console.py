@@ -20,6 +20,7 @@ from snapledger.entrypoints import gc
 from snapledger.entrypoints.query import actions
 from snapledger.runtime import runtime
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.functions.restate_seed import STREAM as RESTATE_STREAM
 from tests.functions.restate_seed import seed_restate
 from tests.support import write_segments, write_snapshot
@@ -47,10 +48,12 @@ def seeded(rt):
     orders/4 with one snapshot."""
     for lsn in (100, 200, 300):
         key = write_snapshot(rt.store, "orders", 3, lsn, snapshot_id=ULID if lsn == 100 else None)
-        register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock)
+        register_manifest(
+            key, ledger=rt.ledger, store=rt.store, clock=rt.clock, layouts=NATIVE_ONLY
+        )
         rt.clock.advance(timedelta(hours=1))
     key = write_snapshot(rt.store, "orders", 4, 100)
-    register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock)
+    register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock, layouts=NATIVE_ONLY)
     write_segments(rt.store, "orders", 3, (0, 400))
 
 

@@ -17,6 +17,7 @@ from snapledger.models.ledger import LineageId
 from snapledger.runtime import use_runtime
 from snapledger.services.generations import request_stream_snapshot
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.functions.support import emitted_metrics, s3_put_event, sample_event
 from tests.support import FakeRunner, write_segments, write_snapshot
 
@@ -51,13 +52,22 @@ def seeded(rt):
         write_segments(rt.store, "payments", partition, (0, 49), (50, 99))
     for lsn in (100, 200):
         key = write_snapshot(rt.store, "orders", 3, lsn)
-        register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock)
+        register_manifest(
+            key, ledger=rt.ledger, store=rt.store, clock=rt.clock, layouts=NATIVE_ONLY
+        )
     request_stream_snapshot(rt.streams, "orders", range(4), clock=rt.clock)
     for partition in range(4):
         key = write_snapshot(
             rt.store, "orders", partition, 150 + partition, generation=1, offsets={"t": partition}
         )
-        register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock, streams=rt.streams)
+        register_manifest(
+            key,
+            ledger=rt.ledger,
+            store=rt.store,
+            clock=rt.clock,
+            streams=rt.streams,
+            layouts=NATIVE_ONLY,
+        )
 
 
 def eventbridge_request(detail_type, detail, event_id="6a7e8feb-b491-4cf7-a9f1-bf3703467718"):

@@ -10,6 +10,7 @@ import pytest
 
 from snapledger.models.ledger import SnapshotStatus
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import write_history, write_segments, write_snapshot
 
 
@@ -32,6 +33,6 @@ def test_a_deleted_base_is_refused_like_an_opaque_one(rt, launch_handler, contex
     assert rt.runner.started == {} and rt.jobs.list_jobs().items == []
     # the refusal of an opaque base, for the same shape
     key = write_snapshot(rt.store, "orders", 3, 50, files={"CURRENT": b"M\n"}, format="opaque")
-    register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock)
+    register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock, layouts=NATIVE_ONLY)
     opaque = launch_handler({**payload, "from": {"lsn": 60}}, context)
     assert set(opaque) == set(answer) and opaque["error"] == answer["error"], opaque

@@ -9,6 +9,7 @@ import pytest
 
 from snapledger.services.policies import reset_policy, set_policy
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.functions.support import emitted_metrics, item_count
 from tests.support import write_snapshot
 
@@ -24,11 +25,13 @@ def seeded(rt):
     for lsn in (100, 200, 300):
         sid = KNOWN_ID if lsn == 100 else None
         key = write_snapshot(rt.store, lsn=lsn, snapshot_id=sid)
-        result = register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock)
+        result = register_manifest(
+            key, ledger=rt.ledger, store=rt.store, clock=rt.clock, layouts=NATIVE_ONLY
+        )
         ids[lsn] = result.snapshot_id
         rt.clock.advance(timedelta(hours=1))
     bad = write_snapshot(rt.store, lsn=400, manifest=b"[]")
-    register_manifest(bad, ledger=rt.ledger, store=rt.store, clock=rt.clock)
+    register_manifest(bad, ledger=rt.ledger, store=rt.store, clock=rt.clock, layouts=NATIVE_ONLY)
     return ids
 
 

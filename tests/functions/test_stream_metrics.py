@@ -21,6 +21,7 @@ from snapledger.models.ledger import LineageId
 from snapledger.ports import JobRunStatus
 from snapledger.runtime import use_runtime
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.functions.support import (
     emf_blobs,
     emitted_metrics,
@@ -61,7 +62,7 @@ def emr_event(run_id: str, state: str) -> dict:
 def snapshot_of(rt, stream: str, lsn: int, **kwargs) -> None:
     write_segments(rt.store, stream, 3, (0, lsn - 1), (lsn, lsn + 99))
     key = write_snapshot(rt.store, stream, 3, lsn, **kwargs)
-    register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock)
+    register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock, layouts=NATIVE_ONLY)
 
 
 def test_a_blob_with_a_total_publishes_under_service_and_under_service_and_stream(
@@ -172,7 +173,9 @@ def test_gc_emits_each_lineages_staleness_and_each_streams_deletions(rt, handler
     sizes = {}
     for n, lsn in enumerate(range(100, 700, 100)):
         key = write_snapshot(rt.store, "orders", 3, lsn)
-        register_manifest(key, ledger=rt.ledger, store=rt.store, clock=rt.clock)
+        register_manifest(
+            key, ledger=rt.ledger, store=rt.store, clock=rt.clock, layouts=NATIVE_ONLY
+        )
         if n == 0:
             snapshot_of(rt, "payments", 50)
         rt.clock.advance(timedelta(days=1))

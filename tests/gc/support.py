@@ -14,6 +14,7 @@ from snapledger.models.ledger import LineageId, SnapshotRecord, SnapshotStatus
 from snapledger.services.gc_deps import GcDeps
 from snapledger.services.queries import iter_snapshots
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import kv_parquet, write_snapshot
 
 
@@ -27,6 +28,7 @@ def gc_deps(ledger, store, clock, runner=None) -> GcDeps:
         jobs=DynamoJobStore(ledger.table_name, client=ledger.client),
         runner=runner,
         streams=DynamoStreamLog(ledger.table_name, client=ledger.client),
+        layouts=NATIVE_ONLY,
     )
 
 
@@ -39,7 +41,7 @@ def register(ledger, store, clock, lsn: int, *, stream="orders", partition=3, fi
     """Write a snapshot with ``files`` data files, register it, return its snapshot id."""
     data = {f"part-{i:05d}.parquet": kv_parquet(f"{stream}-{lsn}-{i}") for i in range(files)}
     key = write_snapshot(store, stream, partition, lsn, files=data, **kw)
-    result = register_manifest(key, ledger=ledger, store=store, clock=clock)
+    result = register_manifest(key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY)
     assert result.snapshot_id is not None
     return result.snapshot_id
 

@@ -18,6 +18,7 @@ from snapledger.services import generation_reads, generations
 from snapledger.services.gc import run_gc
 from snapledger.services.policies import set_policy
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.gc.support import gc_deps, records, stream_log
 from tests.support import write_snapshot
 
@@ -70,7 +71,9 @@ def generation_of_one(ledger, streams, store, clock, lsn):
     result = generations.request_stream_snapshot(streams, "orders", [0], clock=clock)
     number = result.generation.generation
     key = write_snapshot(store, "orders", 0, lsn, generation=number)
-    answer = register_manifest(key, ledger=ledger, store=store, clock=clock, streams=streams)
+    answer = register_manifest(
+        key, ledger=ledger, store=store, clock=clock, streams=streams, layouts=NATIVE_ONLY
+    )
     assert answer.generation_completed
     return answer.snapshot_id
 
@@ -88,11 +91,19 @@ def test_gc_keeps_the_newest_completed_generations_members(ledger, store, clock)
     first = generation_of_one(ledger, streams, store, clock, 100)
     second = generation_of_one(ledger, streams, store, clock, 200)
     plain = register_manifest(
-        write_snapshot(store, "orders", 0, 250), ledger=ledger, store=store, clock=clock
+        write_snapshot(store, "orders", 0, 250),
+        ledger=ledger,
+        store=store,
+        clock=clock,
+        layouts=NATIVE_ONLY,
     )
     third = generation_of_one(ledger, streams, store, clock, 300)
     register_manifest(
-        write_snapshot(store, "orders", 0, 400), ledger=ledger, store=store, clock=clock
+        write_snapshot(store, "orders", 0, 400),
+        ledger=ledger,
+        store=store,
+        clock=clock,
+        layouts=NATIVE_ONLY,
     )
     clock.advance(DAY)
     report = run_gc(deps, dry_run=True).to_dict()
@@ -124,7 +135,9 @@ def test_a_run_fails_an_overdue_generation_and_a_dry_run_does_not(ledger, store,
         streams, "orders", [0, 1], clock=clock, deadline=clock.now() + timedelta(minutes=10)
     )
     key = write_snapshot(store, "orders", 0, 100, generation=1)
-    register_manifest(key, ledger=ledger, store=store, clock=clock, streams=streams)
+    register_manifest(
+        key, ledger=ledger, store=store, clock=clock, streams=streams, layouts=NATIVE_ONLY
+    )
     clock.advance(timedelta(minutes=11))
     assert run_gc(deps, dry_run=True).to_dict()["generations_failed"] == []
     assert (

@@ -23,8 +23,6 @@ from snapledger.core.gc_rules import restorable_newer
 from snapledger.core.retention import plan
 from snapledger.errors import InvalidRequestError
 from snapledger.gc_settings import GcConfig
-from snapledger.layouts.kafka_streams import retention_margin
-from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.layouts.restate_keys import SST_MAGIC_BYTES
 from snapledger.models.ledger import LineageId, SnapshotStatus
 from snapledger.models.manifest import ManifestV1
@@ -33,6 +31,8 @@ from snapledger.models.snapshot import ChangelogHorizon
 from snapledger.services.gc import run_gc
 from snapledger.services.registration import Outcome, register_manifest
 from snapledger.settings import ENV_KAFKA_STREAMS_STREAMS, LedgerSettings, settings_from_env
+from snapledger.strategies.catalog import LayoutCatalog
+from snapledger.strategies.kafka_streams import retention_margin
 from tests.gc.builders import T0, head_for, record
 from tests.gc.support import gc_deps, statuses
 from tests.support import manifest_document, moto_ledger, write_snapshot

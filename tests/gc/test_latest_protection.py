@@ -35,6 +35,7 @@ from snapledger.services.gc import run_gc
 from snapledger.services.gc_deps import GcDeps
 from snapledger.services.registration import Outcome, register_manifest
 from snapledger.settings import ENV_PROTECT_LATEST, LedgerSettings, settings_from_env
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.gc.support import events_of, gc_deps, prefix_of, records
 from tests.gc.test_crash import Crash, CrashingLedger, CrashingStore, Faults
 from tests.support import kv_parquet, legal_holds, moto_ledger, write_snapshot
@@ -80,7 +81,12 @@ def write(store, lsn: int, **kw) -> str:
 
 def register(key: str, ledger, store, clock, *, holds=True):
     return register_manifest(
-        key, ledger=ledger, store=store, clock=clock, holds=store if holds else None
+        key,
+        ledger=ledger,
+        store=store,
+        clock=clock,
+        holds=store if holds else None,
+        layouts=NATIVE_ONLY,
     )
 
 
@@ -181,7 +187,9 @@ def test_a_failed_hold_fails_the_registration_and_nothing_is_recorded(
 
     key = write(store, 100)
     with pytest.raises(InvalidRequestError):
-        register_manifest(key, ledger=ledger, store=store, clock=clock, holds=RefusingHolds())
+        register_manifest(
+            key, ledger=ledger, store=store, clock=clock, holds=RefusingHolds(), layouts=NATIVE_ONLY
+        )
     assert records(ledger) == {}
 
 

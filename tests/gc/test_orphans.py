@@ -13,6 +13,7 @@ from snapledger.models.gc_commands import ClaimOrphan
 from snapledger.models.ledger import SnapshotStatus
 from snapledger.services.gc import run_gc
 from snapledger.services.registration import Outcome, register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.gc.support import (
     age_objects,
     assert_ledger_and_store_agree,
@@ -93,7 +94,7 @@ def test_a_manifest_arriving_after_the_claim_is_a_conflict_not_a_registration(
     assert records(ledger)[50].status is SnapshotStatus.DELETED
     # When the manifest finally arrives (files gone or not)
     store.put(key, manifest)
-    result = register_manifest(key, ledger=ledger, store=store, clock=clock)
+    result = register_manifest(key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY)
     # Then it is not registered: the record of the swept prefix stands
     assert result.outcome is Outcome.CONFLICT
     assert records(ledger)[50].status is SnapshotStatus.DELETED

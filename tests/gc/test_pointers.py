@@ -21,6 +21,7 @@ from snapledger.services import generations
 from snapledger.services.gc import run_gc
 from snapledger.services.policies import set_policy
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.gc.support import (
     assert_ledger_and_store_agree,
     gc_deps,
@@ -58,7 +59,9 @@ class PointerWritesFail:
 
 def register_at(ledger, store, clock, lsn: int) -> str:
     key = write_snapshot(store, "orders", 3, lsn)
-    return register_manifest(key, ledger=ledger, store=store, clock=clock).snapshot_id
+    return register_manifest(
+        key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY
+    ).snapshot_id
 
 
 def pointer_names(store) -> tuple[int, str]:
@@ -74,7 +77,9 @@ def stuck(ledger, store, clock):
     previous = register_at(ledger, store, clock, 20)
     key = write_snapshot(store, "orders", 3, 30)
     with pytest.raises(StoreUnavailableError):  # committed, then the pointer write failed
-        register_manifest(key, ledger=ledger, store=PointerWritesFail(store), clock=clock)
+        register_manifest(
+            key, ledger=ledger, store=PointerWritesFail(store), clock=clock, layouts=NATIVE_ONLY
+        )
     clock.advance(2 * DAY)
     latest = records(ledger)[30].snapshot_id
     assert pointer_names(store) == (20, previous)
@@ -183,7 +188,9 @@ def test_the_member_generation_json_names_is_kept(ledger, store, clock):
     set_policy(streams, "orders", {"min_generations": 0}, default=default, clock=clock)
     number = generations.request_stream_snapshot(streams, "orders", [3], clock=clock)
     key = write_snapshot(store, "orders", 3, 10, generation=number.generation.generation)
-    member = register_manifest(key, ledger=ledger, store=store, clock=clock, streams=streams)
+    member = register_manifest(
+        key, ledger=ledger, store=store, clock=clock, streams=streams, layouts=NATIVE_ONLY
+    )
     assert member.generation_completed
     register_at(ledger, store, clock, 20)
     register_at(ledger, store, clock, 30)

@@ -31,8 +31,8 @@ from infra.constructs.function_roles import IF_MATCH_ONLY, RESTATE_POINTER_WRITE
 from infra.constructs.functions import RESTATE_FUNCTIONS
 from infra.constructs.restate_nodes import LATEST_WRITE_CONDITIONS
 from infra.nag import acknowledgments_withheld
-from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.settings import ENV_RESTATE_PREFIXES, LedgerSettings, settings_from_env
+from snapledger.strategies.catalog import LayoutCatalog
 from tests.infra.conftest import Synthesized, synthesize_app
 
 # Two clusters, the second written with stray slashes (normalized at synth).

@@ -219,6 +219,31 @@ def test_function_code_imports_only_what_lambda_provides() -> None:
     )
 
 
+def test_function_code_ships_every_snapledger_module_it_imports() -> None:
+    # Given the function code asset, without the workstation's packages
+    out = stage_function_code(
+        names.FUNCTIONS_DIR, names.SHARED_PACKAGE_DIR, names.LAMBDA_EXCLUDED_SUBPACKAGES
+    )
+    # Then every snapledger module its code imports, at module level or lazily (the
+    # runtime builds the layout catalog, snapledger.strategies, when first asked), is in it
+    imported = set()
+    for path in out.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+    ours = {m for m in imported if m.split(".")[0] == "snapledger"}
+    missing = sorted(
+        m
+        for m in ours
+        if not (out / f"{m.replace('.', '/')}.py").exists()
+        and not (out / m.replace(".", "/") / "__init__.py").exists()
+    )
+    assert "snapledger.strategies.catalog" in ours
+    assert missing == []
+
+
 def test_job_package_imports_only_pyspark_and_the_standard_library() -> None:
     # A --py-files zip cannot carry compiled packages (DESIGN.md, "Data plane").
     allowed = set(sys.stdlib_module_names) | {"jobs", "pyspark", "py4j", "snapledger"}

@@ -18,6 +18,7 @@ from snapledger.models.requests import LaunchRequest
 from snapledger.services.generations import request_stream_snapshot
 from snapledger.services.launch import LaunchDeps, launch
 from snapledger.services.registration import register_manifests
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import FakeRunner, make_runtime, moto_ledger
 
 pytestmark = pytest.mark.spark
@@ -60,7 +61,9 @@ def test_a_stream_restored_to_a_generation_equals_each_partitions_replay(spark, 
                 generation=1,
             )
             keys.append(written.manifest_key)
-        answers = register_manifests(keys, ledger=ledger, store=store, clock=clock, streams=streams)
+        answers = register_manifests(
+            keys, ledger=ledger, store=store, clock=clock, streams=streams, layouts=NATIVE_ONLY
+        )
         assert [a.generation_counted for a in answers] == [True] * 4
         assert streams.get_generation("orders", 1).status.value == "COMPLETED"
 

@@ -16,11 +16,11 @@ import pytest
 from snapledger.kafka_streams.generation import request_generation
 from snapledger.kafka_streams.generation_rewind import GenerationRewind, GenerationRewindError
 from snapledger.kafka_streams.snapshotter import StoreSnapshotter
-from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.local import kafka_topics
 from snapledger.local.kafka_app import STORE, KafkaStreamsApp, changelog_topic
 from snapledger.local.kafka_broker import KafkaBroker
 from snapledger.runtime import replaced, runtime, use_runtime
+from snapledger.strategies.catalog import LayoutCatalog
 from tests.kafka.conftest import Registry
 from tests.kafka.orders import orders, totals
 

@@ -20,11 +20,11 @@ from snapledger.errors import SnapledgerError
 from snapledger.kafka_streams.schedule import SnapshotSchedule
 from snapledger.kafka_streams.sidecar import SnapshotSidecar
 from snapledger.kafka_streams.snapshotter import PartitionSnapshot, StoreSnapshotter
-from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.local import kafka_topics
 from snapledger.local.kafka_app import STORE, changelog_topic
 from snapledger.local.kafka_broker import KafkaBroker
 from snapledger.runtime import replaced, runtime, use_runtime
+from snapledger.strategies.catalog import LayoutCatalog
 from tests.kafka.conftest import Registry
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]

@@ -19,11 +19,11 @@ import pytest
 from snapledger.kafka_streams import catch_up as catch_up_module
 from snapledger.kafka_streams.seed import StoreSeeder
 from snapledger.kafka_streams.snapshotter import StoreSnapshotter
-from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.local import kafka_topics
 from snapledger.local.kafka_app import STORE, KafkaStreamsApp, changelog_topic
 from snapledger.local.kafka_broker import KafkaBroker
 from snapledger.runtime import replaced, runtime, use_runtime
+from snapledger.strategies.catalog import LayoutCatalog
 from tests.kafka.conftest import Registry
 from tests.kafka.orders import orders as _orders
 from tests.kafka.orders import totals as _totals

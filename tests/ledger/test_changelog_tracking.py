@@ -12,6 +12,7 @@ from snapledger.models.ledger import LineageId
 from snapledger.services.changelog_tracking import track_segment
 from snapledger.services.launch import LaunchDeps
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import FakeRunner, write_segments, write_snapshot
 
 THRESHOLDS = CompactionConfig(
@@ -58,7 +59,9 @@ def test_threshold_crossing_starts_one_compaction_from_the_latest(
     deps, segments, store, ledger, clock
 ):
     # Given a latest snapshot at LSN 99 and the changelog after it
-    register_manifest(write_snapshot(store, lsn=99), ledger=ledger, store=store, clock=clock)
+    register_manifest(
+        write_snapshot(store, lsn=99), ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY
+    )
     arrive(store, deps, segments, 0, 99)
     below = arrive(store, deps, segments, 100, 299)
     assert below.backlog_records == 200 and below.compaction_job_id is None

@@ -14,6 +14,7 @@ from snapledger.models.ledger import RECENT_COMMANDS_KEPT, LineageId, SnapshotSt
 from snapledger.models.policy import RetentionPolicy
 from snapledger.services.policies import reset_policy, set_policy
 from snapledger.services.registration import Outcome, register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import create_ledger, local_client, write_snapshot
 
 pytestmark = [pytest.mark.ddblocal, pytest.mark.slow]
@@ -43,7 +44,7 @@ def test_sixteen_threads_registering_two_hundred_snapshots(dynamodb_local, store
 
     # When 16 threads register them at once
     def register(key):
-        return register_manifest(key, ledger=ledger, store=store, clock=clock)
+        return register_manifest(key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY)
 
     with ThreadPoolExecutor(THREADS) as pool:
         results = list(pool.map(register, deliveries))  # any exception fails the test

@@ -14,6 +14,7 @@ from snapledger.models.events import StreamSnapshotMemberCounted, StreamSnapshot
 from snapledger.models.generations import GenerationStatus
 from snapledger.services import generation_reads, generations
 from snapledger.services.registration import Outcome, register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import write_snapshot
 
 STREAM = "orders"
@@ -46,7 +47,9 @@ class RequestAfterFirstRead:
 
 
 def register(key, ledger, streams, store, clock):
-    return register_manifest(key, ledger=ledger, store=store, clock=clock, streams=streams)
+    return register_manifest(
+        key, ledger=ledger, store=store, clock=clock, streams=streams, layouts=NATIVE_ONLY
+    )
 
 
 def test_a_request_committing_between_the_head_read_and_the_commit_is_seen(

@@ -18,6 +18,7 @@ from snapledger.models.generations import GenerationStatus
 from snapledger.models.ledger import LineageId
 from snapledger.services import generation_reads, generations
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import moto_ledger, write_snapshot
 
 STREAM = "orders"
@@ -82,7 +83,7 @@ def test_generations_complete_exactly_when_every_member_counted(tmp_path_factory
             key = write_snapshot(store, STREAM, partition, lsn, generation=g)
             keys.append(key)
             answer = register_manifest(
-                key, ledger=ledger, store=store, clock=clock, streams=streams
+                key, ledger=ledger, store=store, clock=clock, streams=streams, layouts=NATIVE_ONLY
             )
             expected = _model_count(model.get(g), partition, lsn, clock.now())
             assert answer.generation_counted is expected, answer.generation_reason
@@ -111,7 +112,14 @@ def test_generations_complete_exactly_when_every_member_counted(tmp_path_factory
                 if keys:
                     key = keys[arg % len(keys)]
                     before = streams.get_head(STREAM)
-                    register_manifest(key, ledger=ledger, store=store, clock=clock, streams=streams)
+                    register_manifest(
+                        key,
+                        ledger=ledger,
+                        store=store,
+                        clock=clock,
+                        streams=streams,
+                        layouts=NATIVE_ONLY,
+                    )
                     assert streams.get_head(STREAM) == before  # a redelivery changes nothing
             else:
                 clock.advance(timedelta(minutes=arg))

@@ -25,6 +25,7 @@ from snapledger.services.registration import (
     register_manifest,
     register_manifests,
 )
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import write_snapshot
 
 STREAM = "orders"
@@ -36,7 +37,9 @@ def streams(ledger) -> DynamoStreamLog:
 
 
 def register(key, ledger, streams, store, clock):
-    return register_manifest(key, ledger=ledger, store=store, clock=clock, streams=streams)
+    return register_manifest(
+        key, ledger=ledger, store=store, clock=clock, streams=streams, layouts=NATIVE_ONLY
+    )
 
 
 def request(streams, clock, partitions=(0, 1, 2), **options):
@@ -281,13 +284,15 @@ def test_a_crash_before_generation_json_is_repaired_by_the_redelivery(
     key = member(store, 0, 100, g)
     crashing.crash = True
     [failed] = register_manifests(
-        [key], ledger=ledger, store=crashing, clock=clock, streams=streams
+        [key], ledger=ledger, store=crashing, clock=clock, streams=streams, layouts=NATIVE_ONLY
     )
     assert isinstance(failed, RegistrationFailed)  # retried by its queue
     assert generation_reads.get_generation(streams, STREAM, g).status is GenerationStatus.COMPLETED
     assert generation_json(store) is None
     crashing.crash = False
-    [again] = register_manifests([key], ledger=ledger, store=crashing, clock=clock, streams=streams)
+    [again] = register_manifests(
+        [key], ledger=ledger, store=crashing, clock=clock, streams=streams, layouts=NATIVE_ONLY
+    )
     assert again.outcome is Outcome.DUPLICATE
     assert generation_json(store).generation == g
 

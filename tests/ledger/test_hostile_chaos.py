@@ -22,6 +22,7 @@ from snapledger.ids import new_ulid
 from snapledger.layout import parse_manifest_key
 from snapledger.models.ledger import SnapshotStatus
 from snapledger.services.gc import run_gc
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.functions.support import POWERTOOLS_ENV
 from tests.gc.support import age_objects, gc_deps
 from tests.support import kv_parquet, make_runtime, manifest_document, write_snapshot
@@ -182,7 +183,7 @@ def _deliver(keys, rt, expected_failures):
     while queue:
         batch, queue = queue[:10], queue[10:]
         messages = [
-            QueuedMessage(f"m{n}-{key}", lineage_group(key) or "", key)
+            QueuedMessage(f"m{n}-{key}", lineage_group(key, layouts=NATIVE_ONLY) or "", key)
             for n, (key, _) in enumerate(batch)
         ]
         answer, retry = register_queued(messages, rt, NoMetrics())

@@ -18,6 +18,7 @@ from snapledger.limits import MAX_CURSOR_CHARS, MAX_SORT_KEY_BYTES
 from snapledger.models.ledger import LineageId
 from snapledger.services import queries
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import write_snapshot
 
 ORDERS_3 = LineageId(stream="orders", partition=3)
@@ -49,7 +50,7 @@ def two_lineages(ledger, store, clock):
     for lineage in (ORDERS_3, ORDERS_4):
         for lsn in (100, 200, 300):
             key = write_snapshot(store, lineage.stream, lineage.partition, lsn)
-            register_manifest(key, ledger=ledger, store=store, clock=clock)
+            register_manifest(key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY)
 
 
 PK3 = codec.lineage_pk(ORDERS_3)

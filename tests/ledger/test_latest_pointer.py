@@ -22,6 +22,7 @@ from snapledger.services.registration import (
     register_manifest,
     register_manifests,
 )
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import moto_ledger, write_snapshot
 
 ORDERS_3 = LineageId(stream="orders", partition=3)
@@ -36,7 +37,7 @@ def pointer(store) -> LatestPointer | None:
 
 def test_the_pointer_names_the_latest_with_its_files_and_matches_its_schema(ledger, store, clock):
     key = write_snapshot(store, lsn=100, offsets={"orders-3": 101})
-    result = register_manifest(key, ledger=ledger, store=store, clock=clock)
+    result = register_manifest(key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY)
     assert result.outcome is Outcome.BECAME_LATEST
 
     raw = json.loads(store.get(POINTER))
@@ -53,10 +54,10 @@ def test_the_pointer_names_the_latest_with_its_files_and_matches_its_schema(ledg
 
 def test_an_older_snapshot_registered_later_leaves_the_pointer(ledger, store, clock):
     newer = register_manifest(
-        write_snapshot(store, lsn=200), ledger=ledger, store=store, clock=clock
+        write_snapshot(store, lsn=200), ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY
     )
     older = register_manifest(
-        write_snapshot(store, lsn=100), ledger=ledger, store=store, clock=clock
+        write_snapshot(store, lsn=100), ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY
     )
     assert older.outcome is Outcome.RECORDED
     assert pointer(store).snapshot_id == newer.snapshot_id
@@ -64,10 +65,12 @@ def test_an_older_snapshot_registered_later_leaves_the_pointer(ledger, store, cl
 
 def test_a_stale_publisher_never_moves_the_pointer_back(ledger, store, clock):
     first = register_manifest(
-        write_snapshot(store, lsn=100), ledger=ledger, store=store, clock=clock
+        write_snapshot(store, lsn=100), ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY
     )
     stale_head = ledger.get_head(ORDERS_3)
-    register_manifest(write_snapshot(store, lsn=300), ledger=ledger, store=store, clock=clock)
+    register_manifest(
+        write_snapshot(store, lsn=300), ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY
+    )
     # A publisher that read HEAD before the second registration
     outcome = publish_latest(ORDERS_3, stale_head, ledger=ledger, store=store)
     assert outcome is PointerOutcome.CURRENT
@@ -77,7 +80,7 @@ def test_a_stale_publisher_never_moves_the_pointer_back(ledger, store, clock):
 def test_an_unreadable_pointer_is_replaced(ledger, store, clock):
     store.put(POINTER, b"{not json")
     result = register_manifest(
-        write_snapshot(store, lsn=100), ledger=ledger, store=store, clock=clock
+        write_snapshot(store, lsn=100), ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY
     )
     assert pointer(store).snapshot_id == result.snapshot_id
 
@@ -114,12 +117,16 @@ def test_a_crash_between_commit_and_pointer_write_is_repaired_by_the_redelivery(
     crashing = CrashingStore(store)
     key = write_snapshot(store, lsn=100)
     crashing.crash = True
-    [failed] = register_manifests([key], ledger=ledger, store=crashing, clock=clock)
+    [failed] = register_manifests(
+        [key], ledger=ledger, store=crashing, clock=clock, layouts=NATIVE_ONLY
+    )
     # The ledger committed, the pointer was not written: the message is retried
     assert isinstance(failed, RegistrationFailed)
     assert ledger.get_head(ORDERS_3).latest_lsn == 100 and pointer(store) is None
     crashing.crash = False
-    [again] = register_manifests([key], ledger=ledger, store=crashing, clock=clock)
+    [again] = register_manifests(
+        [key], ledger=ledger, store=crashing, clock=clock, layouts=NATIVE_ONLY
+    )
     assert again.outcome is Outcome.DUPLICATE
     assert pointer(store).lsn == 100
 
@@ -150,10 +157,14 @@ def test_any_order_of_deliveries_and_crashes_converges_and_never_goes_back(
         keys = [write_snapshot(store, lsn=100 * (n + 1)) for n in range(6)]
         for index, crash in deliveries:
             crashing.crash = crash
-            register_manifests([keys[index]], ledger=ledger, store=crashing, clock=clock)
+            register_manifests(
+                [keys[index]], ledger=ledger, store=crashing, clock=clock, layouts=NATIVE_ONLY
+            )
         crashing.crash = False
         for index in sorted({index for index, _ in deliveries}):
-            register_manifests([keys[index]], ledger=ledger, store=crashing, clock=clock)
+            register_manifests(
+                [keys[index]], ledger=ledger, store=crashing, clock=clock, layouts=NATIVE_ONLY
+            )
         head = ledger.get_head(ORDERS_3)
         final = pointer(store)
         assert final is not None
@@ -165,7 +176,13 @@ def test_gc_and_the_orphan_sweep_leave_the_pointer(ledger, store, clock):
     from tests.gc.support import age_objects, gc_deps
 
     for lsn in (100, 200, 300, 400):
-        register_manifest(write_snapshot(store, lsn=lsn), ledger=ledger, store=store, clock=clock)
+        register_manifest(
+            write_snapshot(store, lsn=lsn),
+            ledger=ledger,
+            store=store,
+            clock=clock,
+            layouts=NATIVE_ONLY,
+        )
     before = store.get(POINTER)
     from datetime import timedelta
 
@@ -188,10 +205,10 @@ def test_a_redelivered_manifest_writes_no_pointer_when_it_is_current(
     ledger, store, clock, delivered_twice
 ):
     key = write_snapshot(store, lsn=100)
-    register_manifest(key, ledger=ledger, store=store, clock=clock)
+    register_manifest(key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY)
     crashing = CrashingStore(store)
     if delivered_twice:
-        register_manifests([key], ledger=ledger, store=crashing, clock=clock)
+        register_manifests([key], ledger=ledger, store=crashing, clock=clock, layouts=NATIVE_ONLY)
     assert crashing.written == []
 
 
@@ -204,7 +221,9 @@ def test_concurrent_registrations_of_one_lineage_leave_the_pointer_on_the_latest
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(
             pool.map(
-                lambda key: register_manifests([key], ledger=ledger, store=store, clock=clock)[0],
+                lambda key: register_manifests(
+                    [key], ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY
+                )[0],
                 reversed(keys),
             )
         )
@@ -268,12 +287,14 @@ class RecordingStore:
 @pytest.mark.parametrize("how", ["next_registration", "redelivery"])
 def test_a_planted_huge_lsn_pointer_is_replaced_conditionally(ledger, store, clock, how):
     first = write_snapshot(store, lsn=100)
-    register_manifest(first, ledger=ledger, store=store, clock=clock)
+    register_manifest(first, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY)
     store.put(POINTER, planted(pointer(store), lsn=MAX_LSN))
     _, planted_tag = store.get_versioned(POINTER)
     recording = RecordingStore(store)
     key = write_snapshot(store, lsn=200) if how == "next_registration" else first
-    [result] = register_manifests([key], ledger=ledger, store=recording, clock=clock)
+    [result] = register_manifests(
+        [key], ledger=ledger, store=recording, clock=clock, layouts=NATIVE_ONLY
+    )
     assert result.outcome is (
         Outcome.BECAME_LATEST if how == "next_registration" else Outcome.DUPLICATE
     )
@@ -284,12 +305,14 @@ def test_a_planted_huge_lsn_pointer_is_replaced_conditionally(ledger, store, clo
 
 def test_a_pointer_copied_from_another_lineage_is_replaced(ledger, store, clock):
     payments = write_snapshot(store, "payments", 9, lsn=900)
-    register_manifest(payments, ledger=ledger, store=store, clock=clock)
+    register_manifest(payments, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY)
     mine = write_snapshot(store, lsn=100)
-    register_manifest(mine, ledger=ledger, store=store, clock=clock)
+    register_manifest(mine, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY)
     store.put(POINTER, store.get(latest_pointer_key("payments", 9)))  # copied over
     assert pointer(store).stream == "payments"
-    [again] = register_manifests([mine], ledger=ledger, store=store, clock=clock)
+    [again] = register_manifests(
+        [mine], ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY
+    )
     assert again.outcome is Outcome.DUPLICATE
     assert pointer(store) == exact_pointer(ledger, store)
     assert (pointer(store).stream, pointer(store).partition, pointer(store).lsn) == (
@@ -311,7 +334,7 @@ def test_a_pointer_copied_from_another_lineage_is_replaced(ledger, store, clock)
 )
 def test_a_pointer_naming_the_latest_but_not_exactly_is_replaced(ledger, store, clock, change):
     key = write_snapshot(store, lsn=100, offsets={"orders-3": 101})
-    register_manifest(key, ledger=ledger, store=store, clock=clock)
+    register_manifest(key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY)
     store.put(POINTER, planted(pointer(store), **change))
     assert (
         publish_latest(ORDERS_3, ledger.get_head(ORDERS_3), ledger=ledger, store=store)
@@ -323,9 +346,13 @@ def test_a_pointer_naming_the_latest_but_not_exactly_is_replaced(ledger, store, 
 def test_a_pointer_newer_than_the_head_held_but_not_the_ledger_s_is_kept(ledger, store, clock):
     # The ledger moved past a stale publisher's HEAD: what it names is the ledger's latest
     # (checked by a consistent read of HEAD), so it is kept, and never moved back.
-    register_manifest(write_snapshot(store, lsn=100), ledger=ledger, store=store, clock=clock)
+    register_manifest(
+        write_snapshot(store, lsn=100), ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY
+    )
     stale = ledger.get_head(ORDERS_3)
-    register_manifest(write_snapshot(store, lsn=300), ledger=ledger, store=store, clock=clock)
+    register_manifest(
+        write_snapshot(store, lsn=300), ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY
+    )
     current = store.get(POINTER)
     recording = RecordingStore(store)
     outcome = publish_latest(ORDERS_3, stale, ledger=ledger, store=recording)
@@ -346,7 +373,7 @@ def test_a_garbage_pointer_object_is_replaced_never_raised(ledger, store, clock,
     from snapledger.limits import MAX_POINTER_BYTES
 
     key = write_snapshot(store, lsn=100)
-    register_manifest(key, ledger=ledger, store=store, clock=clock)
+    register_manifest(key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY)
     exact = store.get(POINTER)
     store.put(
         POINTER,
@@ -361,7 +388,9 @@ def test_a_garbage_pointer_object_is_replaced_never_raised(ledger, store, clock,
     )
     _, tag = store.get_versioned(POINTER)
     recording = RecordingStore(store)
-    [again] = register_manifests([key], ledger=ledger, store=recording, clock=clock)
+    [again] = register_manifests(
+        [key], ledger=ledger, store=recording, clock=clock, layouts=NATIVE_ONLY
+    )
     assert again.outcome is Outcome.DUPLICATE
     assert store.get(POINTER) == exact
     assert recording.writes == [("replace", tag)]
@@ -371,7 +400,7 @@ def test_the_pointer_is_read_no_further_than_its_bound(ledger, store, clock):
     from snapledger.limits import MAX_POINTER_BYTES
 
     key = write_snapshot(store, lsn=100)
-    register_manifest(key, ledger=ledger, store=store, clock=clock)
+    register_manifest(key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY)
     store.put(POINTER, b" " * (3 * MAX_POINTER_BYTES))
     data, _ = store.get_versioned(POINTER, max_bytes=MAX_POINTER_BYTES)
     assert len(data) == MAX_POINTER_BYTES + 1
@@ -428,7 +457,12 @@ def test_a_planted_generation_json_is_replaced_at_the_next_publish(ledger, store
 
     # a redelivered member's registration publishes generation.json again
     [again] = register_manifests(
-        [key], ledger=ledger, store=Recording(store), clock=clock, streams=streams
+        [key],
+        ledger=ledger,
+        store=Recording(store),
+        clock=clock,
+        streams=streams,
+        layouts=NATIVE_ONLY,
     )
     assert again.outcome is Outcome.DUPLICATE
     assert GenerationPointer.model_validate_json(store.get(GENERATION_JSON)) == real

@@ -18,6 +18,7 @@ from snapledger.models.requests import LaunchRequest
 from snapledger.services.job_state import record_job_state, update_job
 from snapledger.services.launch import LaunchDeps, launch
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import FakeRunner, write_segments, write_snapshot
 
 ORDERS_3 = LineageId(stream="orders", partition=3)
@@ -43,7 +44,7 @@ def deps(ledger, store, clock, runner):
 def latest(ledger, store, clock):
     key = write_snapshot(store, lsn=99)
     write_segments(store, "orders", 3, (0, 99), (100, 199), (200, 299))
-    return register_manifest(key, ledger=ledger, store=store, clock=clock)
+    return register_manifest(key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY)
 
 
 def restore(**kw):
@@ -295,7 +296,7 @@ def test_an_opaque_base_is_refused_at_launch_naming_it_and_what_to_do(
     from snapledger.errors import InvalidRequestError
 
     key = write_snapshot(store, lsn=199, files={"CURRENT": b"MANIFEST-000001\n"}, format="opaque")
-    opaque = register_manifest(key, ledger=ledger, store=store, clock=clock)
+    opaque = register_manifest(key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY)
     with pytest.raises(InvalidRequestError, match=r"\(LSN 199\) is opaque: the jobs read only"):
         launch(restore(), request_id="req-opaque", deps=deps)
     assert opaque.snapshot_id is not None and not runner.started

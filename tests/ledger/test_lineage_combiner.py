@@ -12,6 +12,7 @@ from snapledger.errors import StoreUnavailableError
 from snapledger.models.ledger import LineageId
 from snapledger.services.lineage_combiner import LineageCombiner
 from snapledger.services.registration import Outcome, register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import moto_ledger, write_snapshot
 
 ORDERS_3 = LineageId(stream="orders", partition=3)
@@ -55,7 +56,9 @@ def test_commands_queued_behind_the_writer_are_committed_together(store, clock):
         keys = [write_snapshot(store, lsn=lsn) for lsn in range(100, 106)]
 
         def register(key):
-            return register_manifest(key, ledger=gated, store=store, clock=clock, combiner=combiner)
+            return register_manifest(
+                key, ledger=gated, store=store, clock=clock, combiner=combiner, layouts=NATIVE_ONLY
+            )
 
         with ThreadPoolExecutor(6) as pool:
             # Given one writer inside its load, and five registrations queued behind it
@@ -88,9 +91,13 @@ def test_a_failed_transaction_fails_each_of_its_commands_and_the_next_one_works(
         combiner = LineageCombiner()
         key = write_snapshot(store, lsn=100)
         with pytest.raises(StoreUnavailableError):
-            register_manifest(key, ledger=gated, store=store, clock=clock, combiner=combiner)
+            register_manifest(
+                key, ledger=gated, store=store, clock=clock, combiner=combiner, layouts=NATIVE_ONLY
+            )
         assert combiner._lineages == {}
-        again = register_manifest(key, ledger=gated, store=store, clock=clock, combiner=combiner)
+        again = register_manifest(
+            key, ledger=gated, store=store, clock=clock, combiner=combiner, layouts=NATIVE_ONLY
+        )
         assert again.outcome is Outcome.BECAME_LATEST
 
 
@@ -129,7 +136,12 @@ def test_a_command_the_table_refuses_never_fails_the_others_of_its_batch(store, 
         poison = parse_manifest_key(keys[1]).snapshot_id
         refusing = RefusesOne(ledger, poison)
         answers = register_manifests(
-            keys, ledger=refusing, store=store, clock=clock, combiner=LineageCombiner()
+            keys,
+            ledger=refusing,
+            store=store,
+            clock=clock,
+            combiner=LineageCombiner(),
+            layouts=NATIVE_ONLY,
         )
         assert isinstance(answers[1], RegistrationFailed)
         # each of the others committed alone, in order: each advanced the latest

@@ -18,6 +18,7 @@ from snapledger.models.policy import RetentionPolicy
 from snapledger.services import queries
 from snapledger.services.commands import execute
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import long_history, moto_ledger, write_history, write_snapshot
 
 ORDERS_3 = LineageId(stream="orders", partition=3)
@@ -88,7 +89,9 @@ def test_the_indexes_follow_what_commands_do(ledger, store, clock):
     ids = {}
     for lsn in (100, 200, 300, 400):
         key = write_snapshot(store, lsn=lsn)
-        ids[lsn] = register_manifest(key, ledger=ledger, store=store, clock=clock).snapshot_id
+        ids[lsn] = register_manifest(
+            key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY
+        ).snapshot_id
         clock.advance(timedelta(hours=1))
     start = clock.now() - timedelta(hours=4)
     assert queries.as_of_lsn(ledger, ORDERS_3, 250).snapshot_id == ids[200]
@@ -176,7 +179,9 @@ def test_as_of_a_time_is_the_highest_lsn_recorded_by_then_late_arrivals_included
     ids = {}
     for lsn in (100, 300, 200):  # 200 arrives after 300
         key = write_snapshot(store, lsn=lsn)
-        ids[lsn] = register_manifest(key, ledger=ledger, store=store, clock=clock).snapshot_id
+        ids[lsn] = register_manifest(
+            key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY
+        ).snapshot_id
         clock.advance(timedelta(hours=1))
     start = clock.now() - timedelta(hours=3)
 

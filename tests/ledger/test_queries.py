@@ -10,6 +10,7 @@ from snapledger.errors import InvalidRequestError, NotFoundError
 from snapledger.models.ledger import LineageId
 from snapledger.services import queries
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import write_snapshot
 
 ORDERS_3 = LineageId(stream="orders", partition=3)
@@ -21,10 +22,12 @@ def registered(ledger, store, clock):
     ids = {}
     for lsn in (100, 200, 300, 400, 500):
         key = write_snapshot(store, lsn=lsn)
-        ids[lsn] = register_manifest(key, ledger=ledger, store=store, clock=clock).snapshot_id
+        ids[lsn] = register_manifest(
+            key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY
+        ).snapshot_id
         clock.advance(timedelta(hours=1))
     bad = write_snapshot(store, lsn=600, files={"a": b"1"}, manifest=b"[]")
-    register_manifest(bad, ledger=ledger, store=store, clock=clock)
+    register_manifest(bad, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY)
     return ids
 
 

@@ -15,13 +15,14 @@ from snapledger.ids import new_ulid
 from snapledger.layout import snapshot_prefix
 from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
 from snapledger.services.registration import Outcome, register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import kv_parquet, manifest_document, write_snapshot
 
 ORDERS_3 = LineageId(stream="orders", partition=3)
 
 
 def register(key, ledger, store, clock):
-    return register_manifest(key, ledger=ledger, store=store, clock=clock)
+    return register_manifest(key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY)
 
 
 def test_newer_snapshot_becomes_latest_and_older_one_is_recorded(ledger, store, clock):

@@ -26,6 +26,7 @@ from snapledger.services.job_state import record_job_state
 from snapledger.services.launch import LaunchDeps, launch
 from snapledger.services.policies import set_policy
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.gc.support import age_objects, gc_deps, prefix_of, records, stream_log
 from tests.support import FakeRunner, moto_ledger, write_history, write_segments, write_snapshot
 
@@ -134,12 +135,16 @@ class Ledgered:
     def register(self, epoch: int) -> None:
         self.lsn += 100
         key = write_snapshot(self.store, lsn=self.lsn, epoch=epoch)
-        register_manifest(key, ledger=self.ledger, store=self.store, clock=self.clock)
+        register_manifest(
+            key, ledger=self.ledger, store=self.store, clock=self.clock, layouts=NATIVE_ONLY
+        )
 
     def invalid(self, _: int) -> None:
         self.lsn += 100
         key = write_snapshot(self.store, lsn=self.lsn, manifest=b"not json")
-        register_manifest(key, ledger=self.ledger, store=self.store, clock=self.clock)
+        register_manifest(
+            key, ledger=self.ledger, store=self.store, clock=self.clock, layouts=NATIVE_ONLY
+        )
 
     def hold_rejected(self, days: int) -> None:
         rejected = [
@@ -325,7 +330,11 @@ def test_gc_cleans_up_rejected_and_expiring_records_it_reads_from_the_index(ledg
     files are deleted and the records become DELETED, with their TTL."""
     deps = gc_deps(ledger, store, clock)
     register = lambda lsn, **kw: register_manifest(  # noqa: E731
-        write_snapshot(store, lsn=lsn, **kw), ledger=ledger, store=store, clock=clock
+        write_snapshot(store, lsn=lsn, **kw),
+        ledger=ledger,
+        store=store,
+        clock=clock,
+        layouts=NATIVE_ONLY,
     )
     register(100, epoch=2)
     rejected = register(50, epoch=1)  # fenced
@@ -344,7 +353,13 @@ def test_objects_written_again_after_a_deletion_are_claimed_and_deleted(ledger, 
     deps = gc_deps(ledger, store, clock)
     config = GcConfig(default_min_count=1)
     for lsn in (10, 20):
-        register_manifest(write_snapshot(store, lsn=lsn), ledger=ledger, store=store, clock=clock)
+        register_manifest(
+            write_snapshot(store, lsn=lsn),
+            ledger=ledger,
+            store=store,
+            clock=clock,
+            layouts=NATIVE_ONLY,
+        )
     clock.advance(2 * DAY)
     run_gc(deps, config=config)
     gone = records(ledger)[10]

@@ -17,6 +17,7 @@ from snapledger.models.ledger import LineageId
 from snapledger.services.commands import RetryPolicy, execute
 from snapledger.services.lineage_combiner import LineageCombiner
 from snapledger.services.registration import Outcome, register_manifest, register_manifests
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import moto_ledger, write_snapshot
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -48,7 +49,12 @@ def test_a_write_that_committed_but_lost_its_answer_is_reported_as_success(store
         key = write_snapshot(store, lsn=100)
         # When the snapshot is registered
         result = register_manifest(
-            key, ledger=ledger, store=store, clock=clock, retry=RetryPolicy(base_delay=0)
+            key,
+            ledger=ledger,
+            store=store,
+            clock=clock,
+            retry=RetryPolicy(base_delay=0),
+            layouts=NATIVE_ONLY,
         )
         # Then the caller hears that it became latest, and it was written once
         assert ledger.client.lost == 1
@@ -147,7 +153,12 @@ def test_a_batch_that_committed_but_lost_its_answer_is_reported_with_each_comman
         keys = [write_snapshot(store, lsn=lsn) for lsn in (100, 300, 200)]
         # When three manifests of one lineage are registered together (one transaction)
         results = register_manifests(
-            keys, ledger=ledger, store=store, clock=clock, retry=RetryPolicy(base_delay=0)
+            keys,
+            ledger=ledger,
+            store=store,
+            clock=clock,
+            retry=RetryPolicy(base_delay=0),
+            layouts=NATIVE_ONLY,
         )
         # Then each hears its own outcome, read back from the events that landed, once
         assert ledger.client.lost == 1
@@ -188,12 +199,22 @@ def test_a_batch_whose_first_command_another_writer_committed_is_decided_again(s
         raced = RacedAfterFirstLoad(
             ledger,
             lambda: register_manifest(
-                first, ledger=ledger, store=store, clock=clock, combiner=LineageCombiner()
+                first,
+                ledger=ledger,
+                store=store,
+                clock=clock,
+                combiner=LineageCombiner(),
+                layouts=NATIVE_ONLY,
             ),
         )
         # When both are registered together
         results = register_manifests(
-            [first, second], ledger=raced, store=store, clock=clock, retry=RetryPolicy(base_delay=0)
+            [first, second],
+            ledger=raced,
+            store=store,
+            clock=clock,
+            retry=RetryPolicy(base_delay=0),
+            layouts=NATIVE_ONLY,
         )
         # Then the batch is not taken for ours: it is decided again, the first a duplicate
         # and the second registered; nothing twice

@@ -23,7 +23,6 @@ import pytest
 from snapledger.adapters.object_store import open_object_store
 from snapledger.clock import ManualClock
 from snapledger.gc_settings import GcConfig
-from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.local.handlers import HANDLERS
 from snapledger.local.router import Router
 from snapledger.models.ledger import LineageId, SnapshotStatus
@@ -32,6 +31,7 @@ from snapledger.services.gc import run_gc
 from snapledger.services.holds import hold_snapshot
 from snapledger.services.queries import iter_snapshots
 from snapledger.services.restate_heal import restore_from_chosen
+from snapledger.strategies.catalog import LayoutCatalog
 from tests.functions.support import POWERTOOLS_ENV
 from tests.gc.support import events_of, gc_deps
 from tests.restate.fixtures import write_restate_snapshot

@@ -17,12 +17,12 @@ import pytest
 from snapledger.entrypoints.register import manifest_registrar
 from snapledger.errors import StaleVersionError
 from snapledger.gc_settings import GcConfig
-from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.models.ledger import LineageId
 from snapledger.services.gc import run_gc
 from snapledger.services.holds import hold_snapshot
 from snapledger.services.registration import register_manifest
 from snapledger.services.restate_pointer import MAX_REWRITES
+from snapledger.strategies.catalog import LayoutCatalog
 from tests.gc.support import age_objects, gc_deps, records, statuses
 from tests.ledger.conftest import clock, ledger, store
 from tests.restate.fixtures import PREFIX, STREAM, write_latest, write_restate_snapshot

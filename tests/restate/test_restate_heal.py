@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from snapledger.errors import InvalidRequestError, NotFoundError
-from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.limits import MAX_RECORDED_PROBLEMS
 from snapledger.models.ledger import LineageId
 from snapledger.services.registration import register_manifest
@@ -23,6 +22,7 @@ from snapledger.services.restate_heal import (
     heal_partition,
     restore_from_chosen,
 )
+from snapledger.strategies.catalog import LayoutCatalog
 from tests.gc.support import events_of
 from tests.ledger.conftest import clock, ledger, store
 from tests.restate.fixtures import PREFIX, STREAM, write_latest, write_restate_snapshot

@@ -11,9 +11,9 @@ import pytest
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.clock import ManualClock
 from snapledger.errors import InvalidRequestError
-from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.models.ledger import LineageId, SnapshotStatus
 from snapledger.services.registration import Outcome, register_manifest
+from snapledger.strategies.catalog import LayoutCatalog
 from tests.restate.fixtures import (
     FINGERPRINT,
     PREFIX,

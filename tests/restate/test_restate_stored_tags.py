@@ -13,10 +13,10 @@ import pytest
 from snapledger.adapters.object_store import open_object_store
 from snapledger.clock import ManualClock
 from snapledger.errors import InvalidRequestError
-from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.models.ledger import LineageId
 from snapledger.services.registration import register_manifest
 from snapledger.services.restate_heal import HEALED, HEALTHY, heal_partition, restore_from_chosen
+from snapledger.strategies.catalog import LayoutCatalog
 from tests.restate.fixtures import PREFIX, STREAM, write_latest, write_restate_snapshot
 from tests.support import moto_ledger
 

@@ -209,6 +209,67 @@ def test_a_planted_back_import_is_found(sources, contract, module, code, said):
     assert any(said in line for line in found), found
 
 
+LAYOUTS_BELOW = "snapledger.services is in a layer above snapledger.layouts"
+
+
+@pytest.mark.parametrize(
+    ("module", "code", "said"),
+    [
+        # The layouts (the strategy protocol, the catalog's protocol, the keys) are below the
+        # services with no exception: a lazy import, as the strategies once made, fails...
+        (
+            "snapledger.layouts.strategy",
+            "def f():\n    from snapledger.services.gc_steps import NativeSteps",
+            LAYOUTS_BELOW,
+        ),
+        (
+            "snapledger.layouts.native_keys",
+            "def f():\n    from snapledger.services.manifest_checks import command_for",
+            LAYOUTS_BELOW,
+        ),
+        (
+            "snapledger.layouts.restate_prefix",
+            "from snapledger.services import restate_snapshots",
+            LAYOUTS_BELOW,
+        ),
+        # ...and so does an annotation's import
+        (
+            "snapledger.layouts.lineage",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+            "    from snapledger.services.gc_steps import CollectedStrategy",
+            LAYOUTS_BELOW,
+        ),
+        # The services are given the catalog: they never import a strategy
+        (
+            "snapledger.services.registration",
+            "from snapledger.strategies.catalog import NATIVE_ONLY",
+            "snapledger.strategies is in a layer above snapledger.services",
+        ),
+        (
+            "snapledger.services.restate_gc",
+            "def f():\n    from snapledger.strategies.restate import RestateLayout",
+            "snapledger.strategies is in a layer above snapledger.services",
+        ),
+        # The stack checks its layouts' context with the pure configuration, not the
+        # strategies (which load the services)
+        ("infra.config", "from snapledger.strategies.catalog import LayoutCatalog", STACK),
+    ],
+)
+def test_the_strategies_sit_above_the_services_and_the_layouts_below(
+    sources, contract, module, code, said
+):
+    found = layers.violations(planted(sources, module, code), contract)
+    assert any(line.startswith(f"{module}:") and said in line for line in found), found
+
+
+def test_no_pair_lets_a_layout_module_import_a_service(contract):
+    assert [
+        (a, b)
+        for a, b in contract.ignore | contract.types_only
+        if a.startswith("snapledger.layouts") and b.startswith("snapledger.services")
+    ] == []
+
+
 def test_an_import_module_of_a_computed_name_is_refused_unless_allowed(sources, contract):
     code = (
         "import importlib\n"

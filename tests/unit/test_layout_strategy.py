@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.layouts.strategy import LayoutStrategy, Placed, Refused
+from snapledger.strategies.catalog import LayoutCatalog
 
 SOURCE = Path(__file__).resolve().parents[2] / "shared" / "snapledger"
 #: The services and entry points that must ask the strategy (the issue's list).
@@ -27,13 +27,18 @@ ASKERS = (
     "entrypoints/registration_queue.py",
     "local/router.py",
 )
-#: The layout modules a strategy's user may import: the protocol and the catalog.
-ALLOWED_LAYOUT_MODULES = {"snapledger.layouts.strategy", "snapledger.layouts.lineage"}
+#: The layout modules a strategy's user may import: the protocols (the strategy's and the
+#: catalog's) and, in the composition (the local router), the catalog itself.
+ALLOWED_LAYOUT_MODULES = {
+    "snapledger.layouts.strategy",
+    "snapledger.layouts.lineage",
+    "snapledger.strategies.catalog",
+}
 LAYOUT_NAMES = {"native", "restate", "kafka-streams", "kafka_streams"}
 #: Words that name one layout in an identifier (a class, a function, a call).
 LAYOUT_WORDS = ("restate", "kafka", "native")
 #: The catalog's default (no layout configured: every stream native), not a branch.
-CATALOG_NAMES = {"NATIVE_ONLY", "snapledger.layouts.lineage.NATIVE_ONLY"}
+CATALOG_NAMES = {"NATIVE_ONLY", "snapledger.strategies.catalog.NATIVE_ONLY"}
 
 
 def _imports(tree: ast.AST) -> list[str]:
@@ -77,12 +82,12 @@ def test_registration_and_gc_never_branch_on_a_layout(path: str) -> None:
     # Given a module that registers, routes or collects snapshots
     tree = ast.parse((SOURCE / path).read_text(encoding="utf-8"))
 
-    # Then it imports no layout module but the protocol and the catalog, nor any service
-    # of one layout (e.g. services.restate_snapshots)
+    # Then it imports no layout or strategy module but the protocols and the catalog, nor
+    # any service of one layout (e.g. services.restate_snapshots)
     layout_imports = [
         name
         for name in _imports(tree)
-        if name.startswith("snapledger.layouts.")
+        if name.startswith(("snapledger.layouts.", "snapledger.strategies."))
         and not any(name.startswith(m) for m in ALLOWED_LAYOUT_MODULES)
     ]
     assert layout_imports == [], f"{path} imports layout modules {layout_imports}"

@@ -21,6 +21,7 @@ from snapledger.ids import new_ulid
 from snapledger.models.events import LedgerEvent, TrimPointAdvanced
 from snapledger.models.ledger import LineageId, SnapshotStatus, StreamHead, snapshot_sort_key
 from snapledger.services.registration import Outcome, register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.support import manifest_document, moto_ledger, write_snapshot
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,7 +41,9 @@ def store(tmp_path: Path) -> FileObjectStore:
 
 
 def register(key: str, ledger: DynamoLedger, store: FileObjectStore) -> Outcome:
-    return register_manifest(key, ledger=ledger, store=store, clock=ManualClock()).outcome
+    return register_manifest(
+        key, ledger=ledger, store=store, clock=ManualClock(), layouts=NATIVE_ONLY
+    ).outcome
 
 
 def test_today_a_manifest_whose_files_are_missing_is_rejected_for_good(ledger, store) -> None:
@@ -52,7 +55,9 @@ def test_today_a_manifest_whose_files_are_missing_is_rejected_for_good(ledger, s
     present = {"part-00000.parquet": data["part-00000.parquet"]}
     key = write_snapshot(store, lsn=100, snapshot_id=sid, files=present, manifest=listed)
     late = key.removesuffix("_manifest.json") + "part-00001.parquet"
-    first = register_manifest(key, ledger=ledger, store=store, clock=ManualClock())
+    first = register_manifest(
+        key, ledger=ledger, store=store, clock=ManualClock(), layouts=NATIVE_ONLY
+    )
     assert first.outcome is Outcome.REJECTED
     # the file arriving afterwards changes nothing: the answer is recorded, not retried
     store.put(late, data["part-00001.parquet"])

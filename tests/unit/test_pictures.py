@@ -23,6 +23,7 @@ from snapledger.services.holds import hold_snapshot
 from snapledger.services.launch import LaunchDeps, launch
 from snapledger.services.policies import set_policy
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import NATIVE_ONLY
 from tests.gc.support import gc_deps
 from tests.support import make_runtime, moto_ledger, write_segments, write_snapshot
 
@@ -42,7 +43,11 @@ def answers(tmp_path):
         ids = []
         for lsn in (100, 200, 300, 400, 500):
             key = write_snapshot(store, "orders", 3, lsn)
-            ids.append(register_manifest(key, ledger=ledger, store=store, clock=clock).snapshot_id)
+            ids.append(
+                register_manifest(
+                    key, ledger=ledger, store=store, clock=clock, layouts=NATIVE_ONLY
+                ).snapshot_id
+            )
             clock.advance(timedelta(hours=1))
         write_segments(store, "orders", 3, (0, 600))
         hold_snapshot(ledger, ORDERS_3, ids[1], clock=clock, reason="audit")

@@ -20,13 +20,13 @@ from snapledger.clock import ManualClock
 from snapledger.core.retention import Kept, RetentionPlan
 from snapledger.gc_settings import MIN_ORPHAN_GRACE_HOURS, GcConfig
 from snapledger.layouts import restate, restate_keys
-from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.limits import MAX_RECORDED_PROBLEMS
 from snapledger.models.ledger import LineageId
 from snapledger.models.retention_reasons import KeepReason
 from snapledger.ports import MAX_KEYS_PER_REQUEST
 from snapledger.services import restate_evictions, restate_pointer, restate_snapshots
 from snapledger.services.registration import register_manifest
+from snapledger.strategies.catalog import LayoutCatalog
 from tests.restate.fixtures import PREFIX, STREAM, write_restate_snapshot
 from tests.restate.harness import RestateHarness
 from tests.restate.test_restate_end_to_end import NUM_RETAINED

@@ -41,8 +41,8 @@ from snapledger.entrypoints.s3_events import (
     key_in_store,
 )
 from snapledger.entrypoints.stream_metrics import emit_for_stream
-from snapledger.layouts.lineage import LayoutCatalog
-from snapledger.layouts.strategy import Refused
+from snapledger.layouts.lineage import Layouts
+from snapledger.layouts.strategy import LayoutStrategy, Refused
 from snapledger.ports import QueuedManifest, RegistrationQueue
 from snapledger.services.registration import (
     Outcome,
@@ -214,7 +214,7 @@ def manifest_registrar(rt: Runtime) -> Callable[[str], str]:
 
 
 def _triage(
-    arrival: Arrival, store_uri: str, layouts: LayoutCatalog
+    arrival: Arrival, store_uri: str, layouts: Layouts[LayoutStrategy]
 ) -> tuple[RecordAnswer | None, str | None]:
     """The answer of a record that names no manifest, or the manifest key it names."""
     if isinstance(arrival, InvalidRecord):
@@ -231,7 +231,7 @@ def _queue(
     queued: list[tuple[int, ObjectArrival, str]],
     queue: RegistrationQueue,
     batch: RegistrationBatch,
-    layouts: LayoutCatalog,
+    layouts: Layouts[LayoutStrategy],
 ) -> list[RecordAnswer]:
     messages = [
         QueuedManifest(
@@ -287,7 +287,7 @@ def _answer(
 
 
 def _manifest_key(
-    arrival: ObjectArrival, store_uri: str, layouts: LayoutCatalog
+    arrival: ObjectArrival, store_uri: str, layouts: Layouts[LayoutStrategy]
 ) -> tuple[str, str | None]:
     """The manifest key relative to the store root (any layout's, as ``layouts`` places
     it), or why the object is not one."""

@@ -19,15 +19,15 @@ from typing import Any, Literal
 from pydantic import Field
 
 from snapledger.entrypoints.payloads import AwsEvent
-from snapledger.layouts.lineage import NATIVE_ONLY, LayoutCatalog
-from snapledger.layouts.strategy import Refused
+from snapledger.layouts.lineage import Layouts
+from snapledger.layouts.strategy import LayoutStrategy, Refused
 
 SQS_EVENT = "SQS event"
 #: SQS allows up to 128 characters in a message group id.
 MAX_GROUP_ID = 128
 
 
-def lineage_group(key: str, layouts: LayoutCatalog = NATIVE_ONLY) -> str | None:
+def lineage_group(key: str, layouts: Layouts[LayoutStrategy]) -> str | None:
     """The message group of a manifest key (any layout's, as ``layouts`` places it): its
     lineage, or None if it names none."""
     placed = layouts.place(key)

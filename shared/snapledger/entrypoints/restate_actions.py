@@ -24,8 +24,8 @@ from pydantic import Field, StringConstraints, model_validator
 from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload
 from snapledger.errors import InvalidRequestError, StaleVersionError
 from snapledger.layout import STREAM_PATTERN
-from snapledger.layouts.lineage import RestateLayout
 from snapledger.layouts.restate import SNAPSHOT_ID_PATTERN, RestatePointerError
+from snapledger.layouts.restate_prefix import RestatePrefix
 from snapledger.limits import MAX_PARTITION
 from snapledger.models.base import one_of_error
 from snapledger.models.ledger import LineageId
@@ -106,7 +106,7 @@ class RestateRestoreRequest(LineagePayload):
     )
 
 
-def restate_layout(rt: "Runtime", stream: str) -> RestateLayout:
+def restate_layout(rt: "Runtime", stream: str) -> RestatePrefix:
     """The stream's Restate layout; InvalidRequestError naming it when it is not one."""
     layout = rt.layouts.restate_for(stream)
     if layout is None:
@@ -141,7 +141,7 @@ def heal(rt: "Runtime", request: RestateHealRequest, budget: Budget | None = Non
 
 
 def _heal_one(
-    rt: "Runtime", layout: RestateLayout, partition: int, *, dry_run: bool
+    rt: "Runtime", layout: RestatePrefix, partition: int, *, dry_run: bool
 ) -> HealOutcome:
     try:
         return heal_partition(rt.ledger, rt.store, rt.clock, layout, partition, dry_run=dry_run)

@@ -1,15 +1,13 @@
-"""Snapshot layouts: how a producer writes snapshots into the bucket.
+"""Snapshot layouts: how a producer writes snapshots into the bucket, as pure keys.
 
-A layout is one module holding a ``LayoutStrategy`` (``layouts/strategy.py``): its keys,
-what registration checks, who owns its pointer object, what GC may delete and how a
-consumer boots from it. ``native`` (``layouts/native.py``) is snapledger's own (a
-``_manifest.json`` per snapshot, ``latest.json`` kept by snapledger); ``restate``
-(``layouts/restate_strategy.py``, keys and documents in ``restate_keys.py`` and
-``restate.py``) is a foreign layout snapledger adopts unchanged; ``kafka-streams``
-(``layouts/kafka_streams.py``) keeps a Kafka Streams task's RocksDB store folders under
-the native keys. The catalog
-(``layouts/lineage.py``) registers them per stream. Keys and checks here are pure; the I/O
-is the services' (docs/layouts.md).
+A layout is one strategy (``snapledger.strategies``) satisfying ``LayoutStrategy``
+(``layouts/strategy.py``): its keys, what registration checks, who owns its pointer
+object, what GC may delete and how a consumer boots from it. This package, below the
+services, holds what they may know of a layout: the protocols (``strategy.py``, and
+``lineage.py``'s ``Layouts``: the catalog they are given), the keys (``native_keys.py``;
+Restate's ``restate_keys.py``, ``restate_prefix.py`` and the documents in ``restate.py``)
+and the configuration check (``lineage.py``: ``layout_config``). Pure: the I/O is the
+services', which the strategies bind (docs/layouts.md).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 ```
 
 Split from ``restate.py`` (which re-exports all of it) so that placing a key, which every
-function may do at its cold start (``layouts/lineage.py``), builds none of the documents'
+function may do at its cold start (``strategies/catalog.py``), builds none of the documents'
 models. Pure.
 """
 

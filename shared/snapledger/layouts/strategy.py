@@ -1,11 +1,11 @@
 """The layout strategy: everything registration, GC and a consumer need to know of a layout.
 
-A layout (native, restate, kafka-streams, …) is one module holding one class that
-satisfies ``LayoutStrategy``; the ``LayoutCatalog`` (``layouts/lineage.py``) registers it
-for the streams that use it. Registration, GC, the orphan sweep and the local router ask
-the strategy; none of them branches on a layout's name (``tests/unit/
-test_layout_strategy.py`` checks that they import no layout module and call nothing
-layout-specific). What a strategy answers:
+A layout (native, restate, kafka-streams, …) is one module of ``snapledger.strategies``
+holding one class that satisfies ``LayoutStrategy``; the ``LayoutCatalog``
+(``strategies/catalog.py``) registers it for the streams that use it. Registration, GC,
+the orphan sweep and the local router ask the strategy; none of them branches on a
+layout's name (``tests/unit/test_layout_strategy.py`` checks that they import no layout
+module and call nothing layout-specific). What a strategy answers:
 
 - **keys**: ``root(partition)`` (the folder every snapshot of a lineage is directly
   under), ``folder(partition, prefix)`` (the snapshot a folder holds, or None: not one of
@@ -19,14 +19,15 @@ layout-specific). What a strategy answers:
 - **who owns the pointer**: ``owner`` (snapledger publishes ``latest.json`` for its own;
   a producer's pointer is only healed, by compare-and-swap);
 - **what GC may delete**: ``gc_steps`` (heal before planning, evictions after listing,
-  the pointer objects GC reads, repairs and keeps, pruning after deleting) and
+  the pointer objects GC reads, repairs and keeps, pruning after deleting), which GC
+  declares itself (``services/gc_steps.py``: ``CollectedStrategy``), and
   ``unrestorable`` (why a retained snapshot is not counted toward ``min_count``: the
   next restorable one takes its slot; ``core/retention.py``);
 - **how a consumer boots**: ``boot`` (the documented step, e.g. a module to call).
 
-The keys and checks are pure; a strategy's I/O steps are services (registration's
-checks, GC's steps) it imports when they are called, so a service holding a strategy
-never imports a layout module. docs/layouts.md lists the contract and how to add one.
+This protocol, the keys and the checks here are pure, below the services; a strategy
+(above them) imports the services that do its I/O, so a service holding a strategy never
+imports one. docs/layouts.md lists the contract and how to add one.
 """
 
 from __future__ import annotations
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
     from snapledger.models.commands import RegisterSnapshot
     from snapledger.models.manifest import ManifestV1
     from snapledger.ports import ObjectHolds, ObjectStore
-    from snapledger.services.gc_steps import LineageSteps, StepsContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,10 +133,6 @@ class LayoutStrategy(Protocol):
     ) -> tuple[RegisterSnapshot, ManifestV1 | None]:
         """The arrived manifest read and checked: its command, and the native manifest
         when it is one and valid (what ``latest.json`` is published from)."""
-        ...
-
-    def gc_steps(self, context: StepsContext) -> LineageSteps:
-        """GC's layout-specific steps for one lineage's pass (``services/gc_steps.py``)."""
         ...
 
     def facts(self, records: Iterable[SnapshotRecord]) -> LineageFacts:

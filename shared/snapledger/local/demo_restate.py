@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from snapledger.clock import ManualClock
-from snapledger.layouts.lineage import RestateLayout
 from snapledger.local.aws_events import LOCAL_BUCKET
 from snapledger.local.demo_report import Report
 from snapledger.local.handlers import HANDLERS, invoke
@@ -45,6 +44,7 @@ from snapledger.models.ledger import LineageId, SnapshotStatus
 from snapledger.runtime import Runtime, use_runtime
 from snapledger.services.queries import iter_snapshots
 from snapledger.services.restate_heal import restore_from_chosen
+from snapledger.strategies.restate import RestateLayout
 
 PREFIX = "restate/cluster-a"
 STREAM = "payments"

@@ -33,10 +33,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from snapledger.layout import CHANGELOG, SNAPSHOTS
-from snapledger.layouts.lineage import NATIVE_ONLY, LayoutCatalog
 from snapledger.layouts.strategy import Refused
 from snapledger.local.aws_events import LOCAL_BUCKET, emr_job_state_change, s3_object_created
 from snapledger.ports import ObjectInfo, ObjectStore
+from snapledger.strategies.catalog import NATIVE_ONLY, LayoutCatalog
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 #: A file's version: what changes when it is written to or replaced.

@@ -48,13 +48,13 @@ from snapledger.adapters.table_definition import (
 from snapledger.clock import SystemClock
 from snapledger.core.compaction_trigger import CompactionConfig
 from snapledger.gc_settings import GcConfig
-from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.local.aws_events import LOCAL_BUCKET
 from snapledger.local.clients import ensure_bucket, local_dynamodb_client, local_s3_client
 from snapledger.local.dynamodb_local import REPO_ROOT, DynamoDBLocal, free_port, require_checkout
 from snapledger.ports import JobRunner, ObjectStore
 from snapledger.runtime import Runtime, reset_runtime, use_runtime
 from snapledger.stack_names import METRICS_NAMESPACE
+from snapledger.strategies.catalog import LayoutCatalog
 
 DEFAULT_HOME = REPO_ROOT / ".local" / "state"
 RUNTIME_FILE = "runtime.json"

@@ -31,7 +31,7 @@ from types import FrameType
 from typing import Any
 
 from snapledger.errors import InvalidRequestError
-from snapledger.layouts.lineage import LayoutCatalog
+from snapledger.layouts.lineage import layout_config
 from snapledger.local.aws_events import LOCAL_BUCKET
 from snapledger.local.dynamodb_local import NotACheckoutError, free_port
 from snapledger.local.handlers import HANDLERS
@@ -49,7 +49,7 @@ class BadArgumentError(ValueError):
 
 def parse_restate_prefixes(values: Iterable[str]) -> dict[str, str]:
     """``PREFIX=STREAM`` arguments as the mapping ``SNAPLEDGER_RESTATE_PREFIXES`` holds,
-    checked as the deploy's ``-c restatePrefixes`` is (``LayoutCatalog``)."""
+    checked as the deploy's ``-c restatePrefixes`` is (``layout_config``)."""
     prefixes: dict[str, str] = {}
     for value in values:
         prefix, equals, stream = value.partition("=")
@@ -59,7 +59,7 @@ def parse_restate_prefixes(values: Iterable[str]) -> dict[str, str]:
             )
         prefixes[prefix.strip()] = stream.strip()
     try:
-        LayoutCatalog(prefixes)
+        layout_config(prefixes)
     except InvalidRequestError as exc:
         raise BadArgumentError(f"--restate-prefix: {exc}") from exc
     return prefixes

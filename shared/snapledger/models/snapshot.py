@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class ChangelogHorizon(BaseModel):
     """How far back the changelog a snapshot was built from could be read, as its producer
     found it (a Kafka Streams changelog topic): what tells whether the changelog can still
-    continue the snapshot (``layouts/kafka_streams.py``)."""
+    continue the snapshot (``strategies/kafka_streams.py``)."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from snapledger.clock import Clock
-from snapledger.layouts.lineage import NATIVE_ONLY, LayoutCatalog
+from snapledger.layouts.lineage import Layouts
 from snapledger.ports import (
     JobRunner,
     JobStore,
@@ -21,7 +21,7 @@ from snapledger.ports import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from snapledger.services.gc_steps import CollectedStrategy
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,9 @@ class GcDeps:
     lineages: LineageIndex
     policies: PolicyStore
     jobs: JobStore
+    #: Each stream's snapshot layout (the catalog the composition builds:
+    #: ``strategies/catalog.py``; Restate prefixes, Kafka Streams topics, native for the rest).
+    layouts: Layouts[CollectedStrategy]
     runner: JobRunner | None = None  # None: stuck jobs are reported, not reconciled
     shards: ShardQueue | None = None  # None: every run works its lineages itself
     #: The streams' own logs: which stream snapshots' members to keep, and failing the
@@ -42,8 +45,6 @@ class GcDeps:
     #: Hands a manifest the ledger has no record of to registration (the queue in AWS,
     #: in-process locally) and says what became of it; None: such a prefix is only kept.
     register: Callable[[str], str] | None = None
-    #: Each stream's snapshot layout (Restate prefixes; native for every other stream).
-    layouts: LayoutCatalog = NATIVE_ONLY
 
 
 class Budget:

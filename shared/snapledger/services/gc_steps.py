@@ -13,6 +13,9 @@
    pointer's list reconciled);
 6. ``after_deleting``: what follows the deletions (a producer's list pruned).
 
+GC asks them of a ``CollectedStrategy``: a layout's strategy (``layouts/strategy.py``)
+with its ``gc_steps``, which ``GcDeps.layouts`` gives for each stream.
+
 ``NativeSteps`` is snapledger's own (``latest.json`` and ``generation.json``, nothing
 before or after); a foreign layout's steps live in its service module
 (``services/restate_gc.py``).
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from snapledger.core.retention import Named
+from snapledger.layouts.strategy import LayoutStrategy
 from snapledger.models.ledger import Head, SnapshotRecord
 from snapledger.ports import ObjectInfo
 from snapledger.services.deletion_batch import Finish
@@ -74,6 +78,14 @@ class LineageSteps(Protocol):
     ) -> None: ...
 
     def after_deleting(self, finish: Finish, pointers: Pointers) -> Finish: ...
+
+
+class CollectedStrategy(LayoutStrategy, Protocol):
+    """A layout's strategy as GC asks it: with its steps."""
+
+    def gc_steps(self, context: StepsContext) -> LineageSteps:
+        """GC's layout-specific steps for one lineage's pass (the module docstring)."""
+        ...
 
 
 @dataclass(frozen=True)

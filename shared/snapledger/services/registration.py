@@ -13,8 +13,8 @@ from enum import StrEnum
 
 from snapledger.clock import Clock
 from snapledger.layout import SnapshotLocation
-from snapledger.layouts.lineage import NATIVE_ONLY, LayoutCatalog
-from snapledger.layouts.strategy import Refused
+from snapledger.layouts.lineage import Layouts
+from snapledger.layouts.strategy import LayoutStrategy, Refused
 from snapledger.models.commands import RegisterSnapshot
 from snapledger.models.events import LatestAdvanced, SnapshotRegistered, SnapshotRejected
 from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
@@ -87,7 +87,7 @@ def register_manifest(
     combiner: LineageCombiner = COMBINER,
     streams: StreamLogStore | None = None,
     holds: ObjectHolds | None = None,
-    layouts: LayoutCatalog = NATIVE_ONLY,
+    layouts: Layouts[LayoutStrategy],
 ) -> RegistrationResult:
     """Record the snapshot whose ``_manifest.json`` is at ``key`` (relative to the root)."""
     (answer,) = register_manifests(
@@ -116,7 +116,7 @@ def register_manifests(
     combiner: LineageCombiner = COMBINER,
     streams: StreamLogStore | None = None,
     holds: ObjectHolds | None = None,
-    layouts: LayoutCatalog = NATIVE_ONLY,
+    layouts: Layouts[LayoutStrategy],
 ) -> list[RegistrationResult | RegistrationFailed]:
     """Record each manifest of ``keys``; one answer per key, in order.
 

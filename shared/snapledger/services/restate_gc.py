@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from snapledger.layouts.restate_strategy import RestateLayout
+from snapledger.layouts.restate_prefix import RestatePrefix
 from snapledger.models.gc_commands import DeletedPrefix
 from snapledger.models.ledger import SnapshotRecord
 from snapledger.services import restate_evictions, restate_retained
@@ -32,7 +32,7 @@ class RestateSteps:
     """A Restate lineage's steps (see the module docstring)."""
 
     context: StepsContext
-    layout: RestateLayout
+    layout: RestatePrefix
     lists_every_folder: bool = True
     _pointers: RestatePointers | None = field(default=None, repr=False)
 

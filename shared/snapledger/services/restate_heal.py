@@ -36,7 +36,7 @@ from snapledger.errors import (
     StaleVersionError,
 )
 from snapledger.layouts import restate
-from snapledger.layouts.lineage import RestateLayout
+from snapledger.layouts.restate_prefix import RestatePrefix
 from snapledger.limits import MAX_MANIFEST_BYTES
 from snapledger.models.commands import RecordBrokenSnapshot, RecordRepoint
 from snapledger.models.ledger import LineageId, SnapshotRecord, SnapshotStatus, snapshot_sort_key
@@ -81,7 +81,7 @@ _SHOWN = ("partition", "state", "names", "problems", "healed_to", "note")
 
 def snapshot_problems(
     store: ObjectStore,
-    layout: RestateLayout,
+    layout: RestatePrefix,
     partition: int,
     lsn: int,
     snapshot_id: str,
@@ -113,7 +113,7 @@ def heal_partition(
     ledger: Ledger,
     store: ObjectStore,
     clock: Clock,
-    layout: RestateLayout,
+    layout: RestatePrefix,
     partition: int,
     *,
     dry_run: bool = False,
@@ -176,7 +176,7 @@ def _repoint(
     ledger: Ledger,
     store: ObjectStore,
     clock: Clock,
-    layout: RestateLayout,
+    layout: RestatePrefix,
     *,
     read: restate_pointer.ReadLatest,
     target: SnapshotRecord,
@@ -238,7 +238,7 @@ def restore_from_chosen(
     ledger: Ledger,
     store: ObjectStore,
     clock: Clock,
-    layout: RestateLayout,
+    layout: RestatePrefix,
     partition: int,
     *,
     snapshot_id: str,
@@ -358,7 +358,7 @@ def _record_broken(
 def _healthy_retained(
     ledger: Ledger,
     store: ObjectStore,
-    layout: RestateLayout,
+    layout: RestatePrefix,
     lineage: LineageId,
     latest: restate.RestateLatest,
 ) -> tuple[SnapshotRecord | None, list[tuple[SnapshotRecord, list[str]]]]:

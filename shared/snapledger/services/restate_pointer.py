@@ -21,7 +21,7 @@ from snapledger.core.manifest_rules import ManifestRejectedError
 from snapledger.core.retention import Named
 from snapledger.errors import ManifestTooLargeError, StaleVersionError
 from snapledger.layouts import restate
-from snapledger.layouts.restate_strategy import RestateLayout
+from snapledger.layouts.restate_prefix import RestatePrefix
 from snapledger.limits import MAX_POINTER_BYTES
 from snapledger.models.ledger import snapshot_sort_key
 from snapledger.models.retention_reasons import KeepReason
@@ -46,7 +46,7 @@ class ReadLatest:
     etag: str
 
 
-def read_latest(store: ObjectStore, layout: RestateLayout, partition: int) -> ReadLatest | None:
+def read_latest(store: ObjectStore, layout: RestatePrefix, partition: int) -> ReadLatest | None:
     """The partition's latest.json and its ETag; None if there is none. Raises
     PointerUnreadableError (with the reason) for anything that is not one."""
     key = layout.latest_key(partition)
@@ -68,7 +68,7 @@ def read_latest(store: ObjectStore, layout: RestateLayout, partition: int) -> Re
 
 def rewrite(
     store: ObjectStore,
-    layout: RestateLayout,
+    layout: RestatePrefix,
     partition: int,
     change: Callable[[restate.RestateLatest], bytes | None],
     *,
@@ -102,7 +102,7 @@ def rewrite(
 
 def prune(
     store: ObjectStore,
-    layout: RestateLayout,
+    layout: RestatePrefix,
     partition: int,
     deleted: Iterable[str],
     *,
@@ -126,7 +126,7 @@ class RestatePointers:
     """GC's view of a Restate lineage's latest.json (see the module docstring)."""
 
     store: ObjectStore
-    layout: RestateLayout
+    layout: RestatePrefix
     partition: int
     #: latest.json as this run already read it (heal's read), if it still stands.
     known: ReadLatest | None = None

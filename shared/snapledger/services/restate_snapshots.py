@@ -24,7 +24,7 @@ from snapledger.core.manifest_rules import (
 )
 from snapledger.errors import ManifestTooLargeError, NotFoundError
 from snapledger.layouts import restate
-from snapledger.layouts.lineage import RestateArrival
+from snapledger.layouts.restate_prefix import RestateArrival
 from snapledger.limits import MAX_MANIFEST_BYTES, MAX_PROBLEM_CHARS, MAX_RECORDED_PROBLEMS
 from snapledger.models.commands import (
     ArrivedManifest,

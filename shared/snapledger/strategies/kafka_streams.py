@@ -1,7 +1,9 @@
-"""The Kafka Streams layout: a task's RocksDB store folder, snapshotted from its changelog.
+"""The Kafka Streams layout's strategy: a task's RocksDB store folder, snapshotted from its
+changelog.
 
 A stream of this layout is a Kafka Streams store's changelog topic (named
-``{application.id}-{store}-changelog``; configured in ``SNAPLEDGER_KAFKA_STREAMS_STREAMS``),
+``{application.id}-{store}-changelog``; configured in ``SNAPLEDGER_KAFKA_STREAMS_STREAMS``,
+checked by ``layouts/lineage.py``),
 each partition a lineage. Its snapshots use the native keys and pointer
 (``snapshots/{topic}/{partition}/{lsn:020d}-{ulid}/… _manifest.json``; snapledger owns
 ``latest.json``); the LSN is the changelog offset of the last record applied.
@@ -29,27 +31,19 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from snapledger import layout as keys
-from snapledger.errors import InvalidKeyError, InvalidRequestError
 from snapledger.layouts import LayoutName, PointerOwner
-from snapledger.layouts.native import NativeKeys
-from snapledger.layouts.strategy import (
-    LineageFacts,
-    Placed,
-    broken_reason,
-)
+from snapledger.layouts.native_keys import NativeKeys
+from snapledger.layouts.strategy import LineageFacts, Placed, broken_reason
+from snapledger.models.commands import RegisterSnapshot
 from snapledger.models.ledger import SnapshotRecord, SnapshotStatus
+from snapledger.models.manifest import ManifestV1
+from snapledger.ports import ObjectHolds, ObjectStore
+from snapledger.services.gc_steps import LineageSteps, NativeSteps, StepsContext
+from snapledger.services.manifest_checks import command_for
+from snapledger.services.restate_snapshots import sst_footers
 
-if TYPE_CHECKING:
-    from snapledger.models.commands import RegisterSnapshot
-    from snapledger.models.manifest import ManifestV1
-    from snapledger.ports import ObjectHolds, ObjectStore
-    from snapledger.services.gc_steps import LineageSteps, StepsContext
-
-#: Kafka Streams names every store's changelog topic ``{application.id}-{store}-changelog``.
-CHANGELOG_SUFFIX = "-changelog"
 #: A store's RocksDB folder (``{task}/rocksdb/{store}/``), as the snapshotter writes it and
 #: the seed places it: flat file names (RocksDB keeps no sub-folders there).
 _STORE_FILE = re.compile(r"[^/]+")
@@ -81,13 +75,9 @@ class KafkaStreamsLayout(NativeKeys):
     def register_command(
         self, placed: Placed, store: ObjectStore, holds: ObjectHolds | None
     ) -> tuple[RegisterSnapshot, ManifestV1 | None]:
-        from snapledger.services.manifest_checks import command_for
-
         return command_for(placed.location, placed.key, store, holds, extra=store_problems)
 
     def gc_steps(self, context: StepsContext) -> LineageSteps:
-        from snapledger.services.gc_steps import NativeSteps
-
         return NativeSteps(context)
 
     def facts(self, records: Iterable[SnapshotRecord]) -> LineageFacts:
@@ -133,8 +123,6 @@ def store_problems(
 ) -> list[str]:
     """What a Kafka Streams snapshot's manifest and files must be beyond the native checks
     (the module docstring); one problem per rule broken (each SST at fault named)."""
-    from snapledger.services.restate_snapshots import sst_footers
-
     problems = []
     if manifest.format != "opaque":
         problems.append(
@@ -172,19 +160,3 @@ def store_problems(
                 "which delete.retention.ms is measured from"
             )
     return problems
-
-
-def kafka_streams_layout(stream: str) -> KafkaStreamsLayout:
-    """The layout of a configured changelog topic (``SNAPLEDGER_KAFKA_STREAMS_STREAMS``)."""
-    try:
-        keys.check_stream_name(stream)
-    except InvalidKeyError as exc:
-        raise InvalidRequestError(f"Kafka Streams stream {stream!r}: {exc}") from exc
-    application_and_store = stream.removesuffix(CHANGELOG_SUFFIX)
-    if not stream.endswith(CHANGELOG_SUFFIX) or "-" not in application_and_store.strip("-"):
-        raise InvalidRequestError(
-            f"Kafka Streams stream {stream!r} is not a changelog topic's name: Kafka Streams "
-            "names a store's changelog {application.id}-{store}-changelog (e.g. "
-            "totals-app-totals-changelog); give that topic's name"
-        )
-    return KafkaStreamsLayout(stream)
