@@ -11,6 +11,8 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p 'process
 KAFKA_APP_JAR := kafka/app/target/kafka-streams-totals.jar
 # The Kafka Streams task-folder seeder (kafka/seeder; docs/kafka-streams-format.md), likewise.
 SEEDER_JAR := kafka/seeder/target/kafka-seeder.jar
+# The test processes `make test` runs the suite in (pytest-xdist; 0: one process, no workers).
+TEST_WORKERS ?= 2
 
 .PHONY: setup test lint format bench demo demo-restate demo-kafka synth schema clean
 
@@ -44,7 +46,7 @@ $(SEEDER_JAR): kafka/seeder/pom.xml $(shell find kafka/seeder/src/main -type f 2
 	tools/install-aws-sdk-v2.sh
 
 test: setup
-	$(UV) run --frozen pytest $(PYTEST_ARGS)
+	$(UV) run --frozen pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The import layers ([tool.layers] in pyproject.toml) and the module and class sizes
 # ([tool.sizes]) first: the fastest, standard library only.

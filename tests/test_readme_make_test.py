@@ -21,7 +21,10 @@ def test_readme_says_how_long_make_test_takes_and_how_to_run_a_part():
     assert (ROOT / "tests" / "restate").is_dir()
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     [recipe] = re.findall(r"^test:.*\n\t(.+)$", makefile, re.MULTILINE)
-    assert recipe.endswith("pytest $(PYTEST_ARGS)")
+    assert recipe.endswith("pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)")
+    # ...and runs the suite in the worker processes README names, one with TEST_WORKERS=0
+    assert re.search(r"^TEST_WORKERS \?= 2$", makefile, re.MULTILINE)
+    assert "in 2 test processes" in readme and "make test TEST_WORKERS=0" in readme
 
 
 def test_the_markers_readme_names_are_the_ones_pyproject_declares():
