@@ -10,9 +10,9 @@ from pathlib import Path
 from snapledger.client.writer import SnapshotWriter, WrittenSnapshot
 from snapledger.kafka_streams.generation_rewind import GenerationRewind
 from snapledger.kafka_streams.snapshotter import PRODUCER
-from snapledger.layouts.lineage import LayoutCatalog
 from snapledger.local.kafka_app import STORE, changelog_topic
 from snapledger.runtime import replaced, runtime, use_runtime
+from snapledger.strategies.catalog import LayoutCatalog
 from tests.kafka.conftest import Registry
 
 #: A closed port: any Kafka call fails (after its timeout), so a test passing with it made none.
