@@ -78,10 +78,11 @@ def test_no_wait_answers_before_the_job_ends_and_a_wait_says_its_end_once(home, 
     assert "output: snapshots/orders/0/" in waited.out
     for out in (ran.out, waited.out):
         assert not SPARK_LINE.search(out), out
+    # the last process using the handed-over DynamoDB Local stopped it; its last line (the
+    # job's end) is in its log by then: the ledger may say SUCCESS before the line is printed
+    assert _stopped(home), (home / RUNTIME_FILE).read_text()
     spark_log = Path(log).read_text()
     assert SPARK_LINE.search(spark_log) and f"job {answer['job_id']}: SUCCESS" in spark_log
-    # the last process using the handed-over DynamoDB Local stopped it
-    assert _stopped(home), (home / RUNTIME_FILE).read_text()
 
 
 def test_a_wait_follows_the_job_and_says_its_real_end_once(home, capsys):
