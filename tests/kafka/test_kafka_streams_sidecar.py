@@ -36,16 +36,23 @@ class Changelog:
     """A store's changelog topic (3 partitions, compacted) with nothing reading it, the
     registry knowing it as a Kafka Streams lineage."""
 
-    def __init__(self, broker: KafkaBroker, registry: Registry, tmp_path: Path) -> None:
+    def __init__(
+        self, broker: KafkaBroker, registry: Registry, tmp_path: Path, *, create: bool = True
+    ) -> None:
         self.servers = broker.bootstrap_servers
         self.app_id = f"sidecar-{next(_names)}"
         self.topic = changelog_topic(self.app_id)
-        kafka_topics.create_topics(
-            self.servers, [self.topic], partitions=3, config={"cleanup.policy": "compact"}
-        )
+        if create:
+            self.create()
         use_runtime(replaced(runtime(), layouts=LayoutCatalog(kafka_streams=[self.topic])))
         self.registry = registry
         self.tmp = tmp_path
+
+    def create(self) -> None:
+        """The topic, as the application creates it at its first start."""
+        kafka_topics.create_topics(
+            self.servers, [self.topic], partitions=3, config={"cleanup.policy": "compact"}
+        )
 
     def write(self, partition: int, count: int) -> None:
         from confluent_kafka import Producer
@@ -228,3 +235,37 @@ def test_sigterm_finishes_the_snapshot_in_flight_and_stops(changelog: Changelog)
     idle.run()
     assert time.monotonic() - started < 5
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_sidecar_started_before_the_application_waits_for_its_changelog(
+    kafka_broker, registry, tmp_path, caplog
+):
+    # Given a sidecar started before the application has created its changelog (a sidecar
+    # container that starts first), run on a thread of its own
+    changelog = Changelog(kafka_broker, registry, tmp_path, create=False)
+    sidecar = SnapshotSidecar(
+        changelog.snapshotter(),
+        SnapshotSchedule(every_records=2),
+        poll_seconds=0.2,
+        work_dir=changelog.tmp,
+    )
+    thread = threading.Thread(target=sidecar.run, daemon=True)
+    with caplog.at_level("ERROR", logger="snapledger.kafka_streams.sidecar"):
+        thread.start()
+        # When the topic is still missing after a few polls, it has not stopped
+        time.sleep(1.5)
+        assert thread.is_alive()
+        assert "waiting for the changelog" in caplog.text
+        assert changelog.topic in caplog.text
+        # ...and once the application creates it and writes to it
+        changelog.create()
+        changelog.write(1, 2)
+        deadline = time.monotonic() + 60
+        while changelog.latest_lsn(1) is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        sidecar.stop()
+        thread.join(timeout=60)
+    # Then it snapshotted the partition that fell due, and stopped when asked
+    assert changelog.latest_lsn(1) == 1
+    assert not thread.is_alive()
+    assert changelog.manifest_ids() == changelog.registered_ids()

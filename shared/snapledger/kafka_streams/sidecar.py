@@ -3,11 +3,13 @@ the application runs (``snapledger kafka-streams snapshot --every-records N
 --every-seconds T``; docs/kafka-streams.md, "Snapshots on a schedule").
 
 It starts from each partition's latest REGISTERED snapshot in the ledger (a restart does not
-snapshot everything again), then every ``poll_seconds`` reads the changelog's end offsets
-(one ListOffsets call for all partitions), asks the schedule (``schedule.py``) which
-partitions are due and snapshots those with ``StoreSnapshotter`` (one seeder process for the
-batch). A failed batch is run again partition by partition, so one failing partition does
-not hold back the others; a failed partition is logged and retried, alone, at the next poll.
+snapshot everything again; a changelog not created yet is looked for again every poll, so
+the sidecar may start before the application), then every ``poll_seconds`` reads the
+changelog's end offsets (one ListOffsets call for all partitions), asks the schedule
+(``schedule.py``) which partitions are due and snapshots those with ``StoreSnapshotter``
+(one seeder process for the batch). A failed batch is run again partition by partition, so
+one failing partition does not hold back the others; a failed partition is logged and
+retried, alone, at the next poll.
 SIGTERM or SIGINT lets the run in flight finish (its snapshots written, manifest last, and
 delivered), starts no other, and returns.
 """
@@ -27,6 +29,7 @@ from typing import Any
 
 from snapledger.errors import InvalidRequestError
 from snapledger.kafka_streams.changelog import (
+    ChangelogError,
     changelog_admin,
     check_partition,
     describe_changelog,
@@ -174,10 +177,9 @@ class SnapshotSidecar:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 previous[signum] = signal.signal(signum, self._on_signal)
         try:
-            if self._admin is None:
-                self.start()
             while not self._stopping:
-                self.poll_once()
+                if self._admin is not None or self._started():
+                    self.poll_once()
                 deadline = time.monotonic() + self.poll_seconds
                 while not self._stopping and time.monotonic() < deadline:
                     time.sleep(min(_STOP_CHECK_S, max(0.0, deadline - time.monotonic())))
@@ -185,6 +187,16 @@ class SnapshotSidecar:
             log.info("the snapshot sidecar of %s stopped", self.snapshotter.stream)
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+    def _started(self) -> bool:
+        """``start``; False when the changelog cannot be read yet (the application has not
+        created it, or the brokers are unreachable): logged, tried again at the next poll."""
+        try:
+            self.start()
+        except ChangelogError as exc:
+            log.error("waiting for the changelog (looked for again next poll): %s", exc)
+            return False
+        return True
 
     def _on_signal(self, _signum: int, _frame: FrameType | None) -> None:
         # Only a flag: the handler runs between two bytecodes of the main thread, which may

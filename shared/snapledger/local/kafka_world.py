@@ -74,6 +74,10 @@ class KafkaWorld:
     router: Router
     clock: ManualClock
     work: Path
+    #: The registry's DynamoDB Local and home folder (its ``file://`` store): what another
+    #: process joins it with (``LocalRuntime(home=..., endpoint=...)``).
+    endpoint: str
+    home: Path
     apps: list[KafkaStreamsApp] = field(default_factory=list)
 
     @property
@@ -191,7 +195,16 @@ def kafka_world(work: Path) -> Iterator[KafkaWorld]:
         rt = replace(runtime, clock=clock)
         use_runtime(rt)
         router = Router(rt.store, HANDLERS)
-        world = KafkaWorld(broker, Snapledger(InProcess()), local.store_uri, router, clock, work)
+        world = KafkaWorld(
+            broker,
+            Snapledger(InProcess()),
+            local.store_uri,
+            router,
+            clock,
+            work,
+            endpoint=str(local.endpoint),
+            home=local.home,
+        )
         try:
             yield world
         finally:  # an instance a failed step left running
