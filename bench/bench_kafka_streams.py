@@ -20,7 +20,8 @@ the lowest ratio any boot from a snapshot could reach here at that size.
 
 Throughput: ``THROUGHPUT_RECORDS`` orders on a topic of their own, processed from the start
 by a new instance (a new application id) per trial, timed from RUNNING until its changelog
-holds one record per order; trials alternate without and with snapshots, ``TRIALS`` pairs.
+holds one record per order; ``TRIALS`` pairs of a trial without and one with snapshots, in
+alternating order.
 With snapshots, the sidecar runs beside the instance in a process of its own
 (bench/kafka_sidecar.py: ``SnapshotSidecar``, as ``kafka-streams snapshot --every-seconds``
 runs it) at CPU priority ``nice -n SIDECAR_NICE``, as a sidecar sharing the application's
@@ -52,7 +53,9 @@ from snapledger.local.kafka_app import STORE, changelog_topic
 from snapledger.local.kafka_world import PARTITIONS, KafkaWorld, kafka_world, produce_fast
 
 KEYS = tuple(int(k) for k in os.environ.get("KAFKA_BENCH_KEYS", "1000000,5000000").split(","))
-THROUGHPUT_RECORDS = int(os.environ.get("KAFKA_BENCH_THROUGHPUT_RECORDS", "600000"))
+#: Orders per throughput trial: enough for several snapshot intervals at the ~80,000 orders/s
+#: one instance processes here.
+THROUGHPUT_RECORDS = int(os.environ.get("KAFKA_BENCH_THROUGHPUT_RECORDS", "2400000"))
 TAIL_SHARE = 0.01
 TRIALS = 5
 #: Boots of an instance with nothing to restore (``empty_boot_s``: their median).
@@ -187,8 +190,14 @@ def _throughput_figures(world: KafkaWorld, records: int) -> dict[str, object]:
     produce_fast(world.servers, topic, _orders(records))
     without, with_, made_counts, ratios = [], [], [], []
     for trial in range(TRIALS):
-        base, _ = _trial(world, 2 * trial, topic, records, snapshots=False)
-        loaded, made = _trial(world, 2 * trial + 1, topic, records, snapshots=True)
+        # alternately without first and with first: a drift of the machine's speed over
+        # the run counts against both sides alike
+        if trial % 2 == 0:
+            base, _ = _trial(world, 2 * trial, topic, records, snapshots=False)
+            loaded, made = _trial(world, 2 * trial + 1, topic, records, snapshots=True)
+        else:
+            loaded, made = _trial(world, 2 * trial, topic, records, snapshots=True)
+            base, _ = _trial(world, 2 * trial + 1, topic, records, snapshots=False)
         without.append(round(base))
         with_.append(round(loaded))
         made_counts.append(made)

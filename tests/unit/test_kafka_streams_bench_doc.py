@@ -19,6 +19,7 @@ ROWS = {
     "of which start to RUNNING, s": ("boot_snapshot_start_s", "{:.1f}"),
     "boot by replaying the changelog, s": ("boot_replay_s", "{:.1f}"),
     "ratio (target ≤ 0.1, moonshot 0.05)": ("boot_ratio", "{:.3f}"),
+    "lowest ratio a boot could reach here (empty boot ÷ replay)": ("boot_floor_ratio", "{:.3f}"),
     "records restored at boot": ("restored_at_boot", "{:,}"),
     "records written after the snapshots": ("written_after_snapshot", "{:,}"),
     "records the replay restored": ("replay_restored", "{:,}"),
@@ -65,10 +66,15 @@ def test_the_throughput_and_fixed_costs_quoted_are_the_saved_run():
     )
     assert f"{FIGURES['throughput_records']:,} orders" in section
     assert f"every {FIGURES['throughput_snapshot_interval_s']:.0f} s" in section
+    assert f"`nice -n {FIGURES['throughput_sidecar_nice']}`" in section
+    made = FIGURES["throughput_snapshots_made"]
+    assert f"registered {min(made)}-{max(made)} partition snapshots" in section
     assert (
         f"an instance with nothing to restore reached RUNNING in {FIGURES['empty_boot_s']:.1f} s"
         in section
     )
+    boots = ", ".join(f"{b:.1f}" for b in FIGURES["empty_boots_s"])
+    assert f"(median of {boots} s)" in section
 
 
 def test_the_boot_figures_in_the_text_are_the_saved_run():
