@@ -269,3 +269,42 @@ def test_a_sidecar_started_before_the_application_waits_for_its_changelog(
     assert changelog.latest_lsn(1) == 1
     assert not thread.is_alive()
     assert changelog.manifest_ids() == changelog.registered_ids()
+
+
+class _RecordsRuns(StoreSnapshotter):
+    """A snapshotter that records the partitions of each run (each a seeder JVM start)."""
+
+    runs: list[list[int]] = []
+
+    def snapshot(self, partitions=None, *, work_dir=None):  # type: ignore[no-untyped-def]
+        self.runs.append(sorted(partitions or []))
+        return super().snapshot(partitions, work_dir=work_dir)
+
+
+def test_the_partitions_of_one_pass_fall_due_again_together(changelog: Changelog):
+    # Given two partitions with records and a sidecar due every 60 s with a change, its
+    # clock in the test's hands (the catch-ups themselves read the wall clock, later)
+    changelog.write(0, 2)
+    changelog.write(1, 3)
+    start = datetime.now(UTC)
+    now = [start]
+    _RecordsRuns.runs = []
+    sidecar = SnapshotSidecar(
+        changelog.snapshotter(_RecordsRuns),
+        SnapshotSchedule(every_seconds=60),
+        work_dir=changelog.tmp,
+        clock=lambda: now[0],
+    )
+    sidecar.start()
+    now[0] = start + timedelta(seconds=60)
+    assert _written(sidecar.poll_once().made) == {0: 1, 1: 2}
+    # When both get new records and 60 s pass from the poll that snapshotted them
+    changelog.write(0, 1)
+    changelog.write(1, 1)
+    now[0] += timedelta(seconds=59)
+    assert sidecar.poll_once().due == []
+    now[0] += timedelta(seconds=1)
+    again = sidecar.poll_once()
+    # Then both are due at that poll and snapshotted in one run (one seeder start)
+    assert (again.due, _written(again.made)) == ([0, 1], {0: 2, 1: 3})
+    assert _RecordsRuns.runs == [[0, 1], [0, 1]]

@@ -151,15 +151,18 @@ class SnapshotSidecar:
                 result.failed[group[0]] = str(exc)
                 continue
             for run in made:
-                self._done(run)
+                self._done(run, now)
                 result.made.append(run)
         return result
 
-    def _done(self, run: PartitionSnapshot) -> None:
+    def _done(self, run: PartitionSnapshot, poll_started: datetime) -> None:
         self.failing.discard(run.partition)
         mark = self.marks[run.partition]
         if run.written is not None:
-            self.marks[run.partition] = mark.snapshotted(run.written.lsn, run.catch_up.end_read_at)
+            # Timed from the poll, not from each partition's own read (seconds apart in one
+            # pass): the partitions of a pass fall due again together, at one next pass and
+            # one seeder JVM start, and none waits longer than every_seconds.
+            self.marks[run.partition] = mark.snapshotted(run.written.lsn, poll_started)
         else:
             self.marks[run.partition] = mark.nothing_new_below(run.catch_up.end_offset)
         if self.on_snapshot is not None:
