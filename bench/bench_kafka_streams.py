@@ -20,15 +20,15 @@ the lowest ratio any boot from a snapshot could reach here at that size.
 
 Throughput: ``THROUGHPUT_RECORDS`` orders on a topic of their own, processed from the start
 by a new instance (a new application id) per trial, timed from RUNNING until its changelog
-holds one record per order; ``TRIALS`` pairs of a trial without and one with snapshots, in
-alternating order.
-With snapshots, the sidecar runs beside the instance in a process of its own
-(bench/kafka_sidecar.py: ``SnapshotSidecar``, as ``kafka-streams snapshot --every-seconds``
+holds one record per order. For each snapshot interval T of ``SNAPSHOT_INTERVALS_S``,
+``TRIALS`` pairs of a trial without and one with snapshots, in alternating order. With
+snapshots, the sidecar runs beside the instance in a process of its own
+(bench/kafka_sidecar.py: ``SnapshotSidecar``, as ``kafka-streams snapshot --every-seconds T``
 runs it) at CPU priority ``nice -n SIDECAR_NICE``, as a sidecar sharing the application's
-host should run; it snapshots each partition whose changelog grew every
-``SNAPSHOT_INTERVAL_S``. ``throughput_ratio_*`` is (with / without) per pair: median, min,
-max; ``throughput_snapshots_made`` the partition snapshots each "with" trial made and
-registered while it ran.
+host should run; it snapshots each partition whose changelog grew every T seconds.
+``every_{T}s.ratio_*`` is (with / without) per pair: median, min, max;
+``every_{T}s.snapshots_made`` the partition snapshots each "with" trial registered while it
+ran.
 
 ``python -m bench --only kafka_streams`` (``KAFKA_BENCH_KEYS=1000000,5000000`` and
 ``KAFKA_BENCH_THROUGHPUT_RECORDS`` set the sizes; 0 records: no throughput trials). The
@@ -37,6 +37,7 @@ saved run: docs/bench/kafka-streams.json.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -53,16 +54,16 @@ from snapledger.local.kafka_app import STORE, changelog_topic
 from snapledger.local.kafka_world import PARTITIONS, KafkaWorld, kafka_world, produce_fast
 
 KEYS = tuple(int(k) for k in os.environ.get("KAFKA_BENCH_KEYS", "1000000,5000000").split(","))
-#: Orders per throughput trial: enough for several snapshot intervals at the ~80,000 orders/s
-#: one instance processes here.
-THROUGHPUT_RECORDS = int(os.environ.get("KAFKA_BENCH_THROUGHPUT_RECORDS", "2400000"))
+#: Orders per throughput trial: about 40 s at the ~120,000 orders/s one instance processes here,
+#: so that a 15 s interval makes snapshots during the trial.
+THROUGHPUT_RECORDS = int(os.environ.get("KAFKA_BENCH_THROUGHPUT_RECORDS", "4800000"))
 TAIL_SHARE = 0.01
-TRIALS = 5
+TRIALS = 3
 #: Boots of an instance with nothing to restore (``empty_boot_s``: their median).
 EMPTY_BOOTS = 3
-#: While a throughput trial runs with snapshots: the sidecar's schedule (a partition whose
-#: changelog grew is snapshotted this long after its last snapshot) and CPU priority.
-SNAPSHOT_INTERVAL_S = 5.0
+#: While a throughput trial runs with snapshots: the sidecar's schedules (a partition whose
+#: changelog grew is snapshotted this many seconds after its last snapshot) and CPU priority.
+SNAPSHOT_INTERVALS_S = (5, 15)
 SIDECAR_NICE = 19
 
 
@@ -116,13 +117,14 @@ def _boot_figures(world: KafkaWorld, keys: int, empty_boot_s: float) -> dict[str
 
 
 def _trial(
-    world: KafkaWorld, n: int, topic: str, records: int, snapshots: bool
+    world: KafkaWorld, n: int, topic: str, records: int, *, interval: int | None
 ) -> tuple[float, int]:
     """Records per second one new instance processes ``topic``'s orders at; and the
-    snapshots the sidecar registered meanwhile (0 without it)."""
+    snapshots the sidecar registered meanwhile, snapshotting every ``interval`` seconds
+    (None: no sidecar, 0)."""
     app_id = f"tp-{n}"
     # the sidecar first, as a sidecar container starts: it waits for the changelog
-    sidecar = _start_sidecar(world, app_id) if snapshots else None
+    sidecar = None if interval is None else _start_sidecar(world, app_id, interval)
     ended = float("inf")
     try:
         app = world.app(app_id, app_id, topic, "tp-out").start()
@@ -138,9 +140,9 @@ def _trial(
     return records / seconds, made
 
 
-def _start_sidecar(world: KafkaWorld, app_id: str) -> subprocess.Popen[str]:
+def _start_sidecar(world: KafkaWorld, app_id: str, interval: int) -> subprocess.Popen[str]:
     """The sidecar (bench/kafka_sidecar.py) at ``SIDECAR_NICE``, polling every second,
-    snapshotting a partition every ``SNAPSHOT_INTERVAL_S`` while its changelog grows; once
+    snapshotting a partition every ``interval`` seconds while its changelog grows; once
     it has started (its imports and the registry joined)."""
     command = [
         *(["nice", "-n", str(SIDECAR_NICE)] if SIDECAR_NICE else []),
@@ -158,7 +160,7 @@ def _start_sidecar(world: KafkaWorld, app_id: str) -> subprocess.Popen[str]:
         "--store",
         STORE,
         "--every-seconds",
-        str(int(SNAPSHOT_INTERVAL_S)),
+        str(interval),
         "--work",
         str(world.work / "sidecar" / app_id),
     ]
@@ -188,32 +190,40 @@ def _throughput_figures(world: KafkaWorld, records: int) -> dict[str, object]:
     topic = "tp-in"
     kafka_topics.create_topics(world.servers, [topic, "tp-out"], partitions=PARTITIONS)
     produce_fast(world.servers, topic, _orders(records))
-    without, with_, made_counts, ratios = [], [], [], []
-    for trial in range(TRIALS):
-        # alternately without first and with first: a drift of the machine's speed over
-        # the run counts against both sides alike
-        if trial % 2 == 0:
-            base, _ = _trial(world, 2 * trial, topic, records, snapshots=False)
-            loaded, made = _trial(world, 2 * trial + 1, topic, records, snapshots=True)
-        else:
-            loaded, made = _trial(world, 2 * trial, topic, records, snapshots=True)
-            base, _ = _trial(world, 2 * trial + 1, topic, records, snapshots=False)
-        without.append(round(base))
-        with_.append(round(loaded))
-        made_counts.append(made)
-        ratios.append(round(loaded / base, 3))
-    return {
+    figures: dict[str, object] = {
         "throughput_records": records,
-        "throughput_snapshot_interval_s": SNAPSHOT_INTERVAL_S,
-        "throughput_without_rps": without,
-        "throughput_with_rps": with_,
         "throughput_sidecar_nice": SIDECAR_NICE,
-        "throughput_snapshots_made": made_counts,
-        "throughput_ratios": ratios,
-        "throughput_ratio_median": statistics.median(ratios),
-        "throughput_ratio_min": min(ratios),
-        "throughput_ratio_max": max(ratios),
     }
+    trials = itertools.count()
+    for interval in SNAPSHOT_INTERVALS_S:
+        without, with_, made_counts, ratios = [], [], [], []
+        for pair in range(TRIALS):
+            # alternately without first and with first: a drift of the machine's speed
+            # over the run counts against both sides alike
+            order = (False, True) if pair % 2 == 0 else (True, False)
+            done = {
+                snapshots: _trial(
+                    world, next(trials), topic, records, interval=interval if snapshots else None
+                )
+                for snapshots in order
+            }
+            (base, _), (loaded, made) = done[False], done[True]
+            without.append(round(base))
+            with_.append(round(loaded))
+            made_counts.append(made)
+            ratios.append(round(loaded / base, 3))
+        figures.update(
+            {
+                f"every_{interval}s.without_rps": without,
+                f"every_{interval}s.with_rps": with_,
+                f"every_{interval}s.snapshots_made": made_counts,
+                f"every_{interval}s.ratios": ratios,
+                f"every_{interval}s.ratio_median": statistics.median(ratios),
+                f"every_{interval}s.ratio_min": min(ratios),
+                f"every_{interval}s.ratio_max": max(ratios),
+            }
+        )
+    return figures
 
 
 def measure(work: Path, keys: tuple[int, ...], throughput_records: int) -> dict[str, object]:

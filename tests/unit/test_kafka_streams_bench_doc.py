@@ -45,7 +45,9 @@ def _section() -> str:
 
 def test_the_boot_table_is_the_saved_run():
     # Given the saved run's sizes, When the doc's table is read
-    sizes = sorted({int(k.split(".")[0].removeprefix("keys_")) for k in FIGURES if "." in k})
+    sizes = sorted(
+        {int(k.split(".")[0].removeprefix("keys_")) for k in FIGURES if k.startswith("keys_")}
+    )
     rows = re.findall(r"^\| (.+?) \| (.+) \|$", _section(), re.MULTILINE)
     table = {label: cells.split(" | ") for label, cells in rows}
     header = table.pop(next(label for label in table if label.startswith("figure")))
@@ -56,30 +58,44 @@ def test_the_boot_table_is_the_saved_run():
         assert table[label] == [_cell(FIGURES[f"keys_{s}.{key}"], fmt) for s in sizes], label
 
 
+def _intervals() -> list[int]:
+    return sorted(
+        {
+            int(k.split(".")[0].removeprefix("every_").removesuffix("s"))
+            for k in FIGURES
+            if k.startswith("every_")
+        }
+    )
+
+
 def test_the_throughput_and_fixed_costs_quoted_are_the_saved_run():
     section = " ".join(_section().split())
-    ratios = ", ".join(f"{r:.2f}" for r in FIGURES["throughput_ratios"])
-    assert (
-        f"median {FIGURES['throughput_ratio_median']:.2f} (min "
-        f"{FIGURES['throughput_ratio_min']:.2f}, max {FIGURES['throughput_ratio_max']:.2f}; "
-        f"pairs {ratios})" in section
-    )
     assert f"{FIGURES['throughput_records']:,} orders" in section
-    assert f"every {FIGURES['throughput_snapshot_interval_s']:.0f} s" in section
     assert f"`nice -n {FIGURES['throughput_sidecar_nice']}`" in section
-    made = FIGURES["throughput_snapshots_made"]
-    assert f"registered {min(made)}-{max(made)} partition snapshots" in section
+    assert _intervals(), "the saved run has throughput trials"
+    for interval in _intervals():
+        # each interval's line: its trials' snapshots and ratios
+        run = {
+            k.split(".", 1)[1]: v for k, v in FIGURES.items() if k.startswith(f"every_{interval}s.")
+        }
+        ratios = ", ".join(f"{r:.2f}" for r in run["ratios"])
+        made = run["snapshots_made"]
+        assert (
+            f"every {interval} s: {min(made)}-{max(made)} partition snapshots registered per "
+            f"trial; median {run['ratio_median']:.2f} (min {run['ratio_min']:.2f}, max "
+            f"{run['ratio_max']:.2f}; pairs {ratios})" in section
+        ), interval
     assert (
         f"an instance with nothing to restore reached RUNNING in {FIGURES['empty_boot_s']:.1f} s"
         in section
     )
     boots = ", ".join(f"{b:.1f}" for b in FIGURES["empty_boots_s"])
-    assert f"(median of {boots} s)" in section
+    assert f"(median of {boots} s" in section
 
 
 def test_the_boot_figures_in_the_text_are_the_saved_run():
     section = " ".join(_section().split())
-    sizes = sorted({k.split(".")[0] for k in FIGURES if "." in k})
+    sizes = sorted({k.split(".")[0] for k in FIGURES if k.startswith("keys_")})
     seeds = [FIGURES[f"{s}.boot_snapshot_seed_s"] for s in sizes]
     assert f"took {min(seeds):.1f}-{max(seeds):.1f} s" in section
     largest = sizes[-1]
@@ -91,6 +107,11 @@ def test_the_boot_figures_in_the_text_are_the_saved_run():
         for s in sizes
     )
     assert f"({ratios})" in section
+    floors = ", ".join(
+        f"{FIGURES[f'{s}.boot_floor_ratio']:.2f} at {int(s.removeprefix('keys_')) // 1_000_000}M"
+        for s in sizes
+    )
+    assert f"({floors})" in section
     load = re.search(r"load average (\d+-\d+)", RUN["_run"]["machine"])
     assert load is not None and f"(load average {load[1]})" in section
 

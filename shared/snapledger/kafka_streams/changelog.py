@@ -107,14 +107,24 @@ def describe_changelog(bootstrap_servers: str, topic: str, *, timeout_s: float =
         {"bootstrap.servers": bootstrap_servers, "group.id": "snapledger-changelog"}
     )
     try:
-        metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        try:
+            metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        except kafka.KafkaException as exc:
+            raise ChangelogError(
+                f"reading the partitions of topic {topic!r} at {bootstrap_servers} failed: {exc}"
+            ) from exc
         if metadata is None or metadata.error is not None:
             raise ChangelogError(f"topic {topic!r} not found at {bootstrap_servers}")
         partitions = {}
         for number in sorted(metadata.partitions):
-            low, high = consumer.get_watermark_offsets(
-                kafka.TopicPartition(topic, number), timeout=timeout_s
-            )
+            try:
+                low, high = consumer.get_watermark_offsets(
+                    kafka.TopicPartition(topic, number), timeout=timeout_s
+                )
+            except kafka.KafkaException as exc:  # e.g. a new topic's leader not elected yet
+                raise ChangelogError(
+                    f"reading the offsets of {topic}-{number} at {bootstrap_servers} failed: {exc}"
+                ) from exc
             partitions[number] = ChangelogPartition(number, low, high)
     finally:
         consumer.close()

@@ -1,0 +1,73 @@
+"""``describe_changelog`` turns the Kafka client's errors into ``ChangelogError`` (which the
+snapshot sidecar waits out at start: docs/kafka-streams.md, "Snapshots on a schedule"),
+including those of a topic just created, whose partitions have no leader yet: the client
+raising from its metadata or offsets reads, not only from the config read."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import confluent_kafka
+import confluent_kafka.admin
+import pytest
+
+from snapledger.kafka_streams.changelog import ChangelogError, describe_changelog
+
+TOPIC = "app-totals-changelog"
+NOT_LEADER = confluent_kafka.KafkaError(confluent_kafka.KafkaError.NOT_LEADER_FOR_PARTITION)
+
+
+class _Admin:
+    """Answers the config read: no ``delete.retention.ms`` set."""
+
+    def __init__(self, _config: dict[str, Any]) -> None:
+        pass
+
+    def describe_configs(self, resources, request_timeout):  # type: ignore[no-untyped-def]
+        done = SimpleNamespace(result=lambda timeout: {})
+        return {resources[0]: done}
+
+
+class _Consumer:
+    """Partition 0 answers; reads raise ``NOT_LEADER`` where ``raising`` says."""
+
+    raising: str = ""
+
+    def __init__(self, _config: dict[str, Any]) -> None:
+        pass
+
+    def list_topics(self, topic, timeout):  # type: ignore[no-untyped-def]
+        if self.raising == "list_topics":
+            raise confluent_kafka.KafkaException(NOT_LEADER)
+        partitions = {0: None, 1: None}
+        return SimpleNamespace(topics={topic: SimpleNamespace(error=None, partitions=partitions)})
+
+    def get_watermark_offsets(self, partition, timeout):  # type: ignore[no-untyped-def]
+        if self.raising == "offsets" and partition.partition == 1:
+            raise confluent_kafka.KafkaException(NOT_LEADER)
+        return (0, 10)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def client(monkeypatch) -> type[_Consumer]:
+    monkeypatch.setattr(confluent_kafka.admin, "AdminClient", _Admin)
+    monkeypatch.setattr(confluent_kafka, "Consumer", _Consumer)
+    _Consumer.raising = ""
+    return _Consumer
+
+
+def test_the_partitions_offsets_are_read(client):
+    changelog = describe_changelog("127.0.0.1:9", TOPIC)
+    assert sorted(changelog.partitions) == [0, 1]
+    assert changelog.partitions[1].log_start == 0
+
+
+@pytest.mark.parametrize("raising", ["list_topics", "offsets"])
+def test_a_client_error_is_a_changelog_error_naming_the_topic(client, raising):
+    client.raising = raising
+    with pytest.raises(ChangelogError, match=rf"{TOPIC}.*127\.0\.0\.1:9 failed:.*[Ll]eader"):
+        describe_changelog("127.0.0.1:9", TOPIC)
