@@ -15,8 +15,9 @@ replayed), timed to RUNNING. ``boot_ratio`` = a / b (target <= 0.1, moonshot 0.0
 records past the snapshots' offsets): must be <=. ``empty_boot_s`` is the start to RUNNING
 of an instance with nothing to restore (an empty input topic), the median of
 ``EMPTY_BOOTS`` (the first also warms the file cache): the JVM start, the clients, the group
-join and the tasks' start that every boot pays; ``boot_floor_ratio`` = ``empty_boot_s`` / b,
-the lowest ratio any boot from a snapshot could reach here at that size.
+join and the tasks' start that every boot pays; ``boot_floor_ratio`` = ``empty_boot_s`` / b:
+the ratio a boot from a snapshot would have if it cost no more than that. The empty boots run
+first, with colder caches than B's and C's, so B may beat it.
 
 Throughput: ``THROUGHPUT_RECORDS`` orders on a topic of their own, processed from the start
 by a new instance (a new application id) per trial, timed from RUNNING until its changelog

@@ -34,7 +34,8 @@ class PartitionMark:
     """What the sidecar knows of a partition: ``covered_to`` is the first changelog offset
     its last snapshot does not cover (LSN + 1; the log start without a snapshot; the end
     offset a run found nothing new below), ``lsn`` that snapshot's LSN (None: none yet) and
-    ``since`` when it was made (without one: when the sidecar started)."""
+    ``since`` when it was made (by the sidecar: when the poll that started its pass began; from
+    the ledger: its changelog read; without one: when the sidecar started)."""
 
     partition: int
     covered_to: int
