@@ -16,12 +16,14 @@ from typing import Any
 from jsonschema import Draft4Validator, FormatChecker
 from pydantic import BaseModel, ValidationError
 
+from snapledger.adapters import dynamodb_stream_records as records
 from snapledger.adapters.dynamodb_codec import (
     KNOWN_STREAM_EVENT_TYPES,
     event_item,
     stream_event_item,
 )
 from snapledger.adapters.table_definition import PARTITION_KEY, SORT_KEY
+from snapledger.entrypoints.ledger_events import RecordFormat
 from snapledger.models.event_schema import SCHEMA_SUFFIX, event_json_schema
 from snapledger.models.events import EVENT_ADAPTER, STREAM_EVENT_ADAPTER
 from snapledger.models.schema_export import EVENT_SCHEMA_DIR
@@ -30,6 +32,13 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLE_RECORD = Path(__file__).parent / "events" / "pipes-dynamodb-stream-insert.json"
 EXAMPLE_TIME = "2026-11-23T10:15:30.123456Z"
 # What EventBridge adds around the detail (account and region of the samples in tests/events).
+#: How the enrichment reads the table stream's records: as functions/ledger_events.py wires it.
+STREAM_RECORDS = RecordFormat(
+    event=records.event_of,
+    event_type=records.event_type_of,
+    undecodable=records.undecodable_event,
+    known_event_types=records.EVENT_TYPES,
+)
 ENVELOPE = {"version": "0", "account": "111122223333", "region": "us-west-2", "resources": []}
 
 _FORMATS = FormatChecker()

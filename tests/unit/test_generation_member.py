@@ -13,11 +13,10 @@ from snapledger.core.stream import StreamState, decide_stream, evolve_stream_all
 from snapledger.models.commands import CountGenerationMember, RequestStreamSnapshot
 from snapledger.models.events import (
     STREAM_EVENT_ADAPTER,
-    StreamMember,
     StreamSnapshotCompleted,
     StreamSnapshotMemberCounted,
 )
-from snapledger.models.generations import CountedMember
+from snapledger.models.generations import CountedMember, StreamMember
 from snapledger.models.pointer import GenerationPointerMember
 from snapledger.models.snapshot import GenerationMember, SnapshotFields
 from tests.unit.model_scan import declared_models

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from snapledger.adapters import dynamodb_codec as codec
-from snapledger.adapters import dynamodb_stream_records as records
-from snapledger.entrypoints.ledger_events import RecordFormat, publish_records
+from snapledger.entrypoints.ledger_events import publish_records
 from snapledger.models import upcasting
 from snapledger.models.events import SnapshotEvicted, StreamSnapshotCompleted
 from snapledger.models.upcasting import (
@@ -19,15 +18,9 @@ from snapledger.models.upcasting import (
     UpcasterChainError,
     check_chains,
 )
-from tests.bus_events_support import stream_record
+from tests.bus_events_support import STREAM_RECORDS, stream_record
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "2026-11-28"
-STREAM_RECORDS = RecordFormat(
-    event=records.event_of,
-    event_type=records.event_type_of,
-    undecodable=records.undecodable_event,
-    known_event_types=records.EVENT_TYPES,
-)
 
 
 def _golden_item(event_type: str) -> dict[str, Any]:

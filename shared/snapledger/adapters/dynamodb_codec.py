@@ -28,6 +28,7 @@ from snapledger.adapters.table_definition import (
     TTL_ATTRIBUTE,
 )
 from snapledger.limits import MAX_HOLD_HOURS, MAX_SORT_KEY_BYTES
+from snapledger.models.event_evolution import current_type_name
 from snapledger.models.events import (
     EVENT_ADAPTER,
     STREAM_EVENT_ADAPTER,
@@ -351,9 +352,16 @@ def event_from_item(item: Item) -> LedgerEvent:
     return EVENT_ADAPTER.validate_python(stored_event_fields(item))
 
 
+def item_event_type(item: Item) -> str | None:
+    """The type an ``EV#`` item's event reads as: its ``type``, a renamed one's current name
+    (``models/event_evolution.py``); None when it has no string ``type``."""
+    value = item.get("type")
+    stored = value.get("S") if isinstance(value, dict) else None
+    return current_type_name(stored) if isinstance(stored, str) else None
+
+
 def any_event_from_item(item: Item) -> LedgerEvent | StreamEvent:
     """The event of an ``EV#`` item of either log, told apart by its ``type``."""
-    event_type = item.get("type", {}).get("S") if isinstance(item.get("type"), dict) else None
-    if event_type in KNOWN_STREAM_EVENT_TYPES:
+    if item_event_type(item) in KNOWN_STREAM_EVENT_TYPES:
         return stream_event_from_item(item)
     return event_from_item(item)

@@ -167,7 +167,8 @@ class DynamoLogTable(LedgerTableClient):
             forward=True,
         )
         # Readers skip event types a newer version added (docs/ledger.md: wire names).
-        known_items = [i for i in items if i.get("type", {}).get("S") in known]
+        # A renamed type's items read as its current name (models/event_evolution.py).
+        known_items = [i for i in items if codec.item_event_type(i) in known]
         return Page([decode(i) for i in known_items], next_cursor)
 
     def _batch_get(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:

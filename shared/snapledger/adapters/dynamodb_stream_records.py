@@ -21,6 +21,7 @@ from snapledger.adapters.dynamodb_codec import (
 )
 from snapledger.adapters.table_definition import PARTITION_KEY, SORT_KEY
 from snapledger.models.bus_events import EVENT_TYPE_ATTRIBUTE, LedgerEventUndecodable
+from snapledger.models.event_evolution import current_type_name
 from snapledger.models.events import LedgerEvent, StreamEvent
 from snapledger.models.upcasting import EventVersionError
 
@@ -63,9 +64,11 @@ def _not_dynamodb_json_reason(image: Mapping[str, Any]) -> str:
 
 
 def event_type_of(record: Any) -> str | None:
-    """The ``type`` attribute of the record's item, if it is a string."""
+    """The type the record's item reads as, if its ``type`` is a string: a renamed type's
+    current name (``models/event_evolution.py``), which the bus publishes it under."""
     image = _mapping(_mapping(_mapping(record).get("dynamodb")).get("NewImage"))
-    return _string_attribute(image, EVENT_TYPE_ATTRIBUTE)
+    stored = _string_attribute(image, EVENT_TYPE_ATTRIBUTE)
+    return None if stored is None else current_type_name(stored)
 
 
 def undecodable_event(record: Any, reason: str) -> LedgerEventUndecodable:

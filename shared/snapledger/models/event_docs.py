@@ -5,7 +5,8 @@ A generated part sits between ``<!-- generated: {name} ... -->`` and
 parts are rendered from the published schemas (``event_schema``), so the doc and the
 schemas cannot disagree:
 
-- ``event schemas``: one row per type, with its log and its schema file;
+- ``event schemas``: one row per type, with its version, its log, its schema file and the
+  names it was stored under before a rename;
 - ``event fields``: one section per type, with its class docstring and a table of its own
   fields (the common ones are described once, by hand), each with its JSON type and its
   ``Field(description=...)``.
@@ -20,8 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from snapledger.models import event_evolution
 from snapledger.models.bus_events import event_type_name, published_event_models
-from snapledger.models.event_schema import SCHEMA_SUFFIX, event_json_schema
+from snapledger.models.event_schema import SCHEMA_SUFFIX, event_json_schema, type_version
 from snapledger.models.events import EventBase, StreamEventBase
 
 SCHEMAS_PART = "event schemas"
@@ -92,12 +94,20 @@ def _schema_link(name: str) -> str:
     return f"[{name}{SCHEMA_SUFFIX}](events/{name}{SCHEMA_SUFFIX})"
 
 
+def _former_names(name: str) -> str:
+    """The names a type's events were stored under by earlier releases, if it was renamed."""
+    former = sorted(old for old, new in event_evolution.RENAMED_TYPES.items() if new == name)
+    return ", ".join(f"`{old}`" for old in former)
+
+
 def render_schemas_part() -> str:
     rows = [
-        f"| `{event_type_name(m)}` | {_schema_link(event_type_name(m))} | {_log(m)} |"
+        f"| `{event_type_name(m)}` | {_schema_link(event_type_name(m))} | {_log(m)} "
+        f"| {type_version(m)} | {_former_names(event_type_name(m))} |"
         for m in published_event_models()
     ]
-    return "\n".join(["| type | schema | log |", "|---|---|---|", *rows])
+    header = ["| type | schema | log | version | formerly |", "|---|---|---|---|---|"]
+    return "\n".join([*header, *rows])
 
 
 def render_event_section(model: type[BaseModel]) -> str:

@@ -49,8 +49,16 @@ _NO_DRAFT4_FORM = frozenset(
 _SCHEMA_MAPS = frozenset({"properties", "patternProperties", "definitions"})
 
 
+def type_version(model: type[BaseModel]) -> int:
+    """The version of an event type's form (``schema_version``; 1 for a type without one,
+    such as ``LedgerEventUndecodable``): the bus publishes every event in this form."""
+    version = getattr(model, "schema_version", 1)
+    return version if isinstance(version, int) else 1
+
+
 def event_json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The draft 4 schema of one event type as EventBridge delivers it."""
+    """The draft 4 schema of one event type as EventBridge delivers it; its description
+    names the type's version."""
     name = event_type_name(model)
     detail = model.model_json_schema(mode="serialization", ref_template="#/$defs/{model}")
     definitions = {key: draft4(value) for key, value in detail.pop("$defs", {}).items()}
@@ -60,7 +68,8 @@ def event_json_schema(model: type[BaseModel]) -> dict[str, Any]:
         "title": name,
         "description": (
             f"A {name} event on the snapledger bus: source {LEDGER_EVENT_SOURCE}, "
-            f"detail-type {name}, detail the event (docs/events.md)."
+            f"detail-type {name}, detail the event (docs/events.md). Version "
+            f"{type_version(model)} of {name}: every {name} event is published in this form."
         ),
         "type": "object",
         "x-amazon-events-source": LEDGER_EVENT_SOURCE,

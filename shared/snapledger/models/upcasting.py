@@ -9,34 +9,38 @@ field renamed or retyped in a later release never strands an event already store
 
 An upcaster is declared for (event type, the version it reads) and is a pure function of
 the stored fields (a ``dict``, as the item holds them: absent optional fields are left
-out) to the next version's. The chain of every type is checked when this module is
-imported: a type at version n has exactly the upcasters from 1 to n-1, and none for a type
-that does not exist or a version it does not have.
+out) to the next version's; a renamed type is declared by its old name. Both are declared
+beside the event class in ``models/events.py`` (``models/event_evolution.py``). A stored
+item's ``type`` is renamed first, then its version upcast. The chain of every type is
+checked when this module is imported: a type at version n has exactly the upcasters from 1
+to n-1, and none for a type that does not exist or a version it does not have; an old name
+is no current type and leads to one.
 """
 
-from collections.abc import Callable, Mapping
-from typing import Any
-
-from pydantic import BaseModel
+from collections.abc import Mapping
 
 from snapledger.errors import SnapledgerError
 from snapledger.models.bus_events import event_type_name, ledger_event_models
-from snapledger.models.events import EventBase, StreamEventBase, StreamSnapshotCompleted
+from snapledger.models.event_evolution import (
+    RENAMED_TYPES,
+    UPCASTERS,
+    Fields,
+    UpcasterChainError,
+    current_type_name,
+    upcaster,
+)
+from snapledger.models.events import EventBase, StreamEventBase
 
-Fields = dict[str, Any]
-Upcaster = Callable[[Fields], Fields]
+__all__ = ["UpcasterChainError", "upcaster"]  # declared in event_evolution, beside the events
+
 #: The version of an event stored without one: every item written before versions were.
 UNVERSIONED = 1
-
-_UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+#: The declared upcasters (``models/events.py`` declares them, beside their classes).
+_UPCASTERS = UPCASTERS
 
 
 class EventVersionError(SnapledgerError):
     """A stored event's version is not one this release can read (newer, or not a version)."""
-
-
-class UpcasterChainError(TypeError):
-    """The declared upcasters do not lead every stored version to the current one."""
 
 
 def current_versions() -> dict[str, int]:
@@ -49,25 +53,17 @@ def current_versions() -> dict[str, int]:
     return versions
 
 
-def upcaster(model: type[BaseModel], from_version: int) -> Callable[[Upcaster], Upcaster]:
-    """Declare the function that turns ``model``'s stored fields at ``from_version`` into
-    those of ``from_version + 1``."""
-    key = (event_type_name(model), from_version)
-
-    def register(function: Upcaster) -> Upcaster:
-        if key in _UPCASTERS:
-            raise UpcasterChainError(f"{key[0]} v{from_version} has two upcasters")
-        _UPCASTERS[key] = function
-        return function
-
-    return register
-
-
 def upcast(fields: Fields, stored_version: int) -> Fields:
     """``fields`` of an event stored at ``stored_version``, as its current version has
-    them. A type this release does not know is returned as it is (validation says so)."""
+    them: a renamed type's under its current name, then through the type's upcasters. A
+    type this release does not know is returned as it is (validation says so)."""
     event_type = fields.get("type")
-    if not isinstance(event_type, str) or event_type not in CURRENT_VERSIONS:
+    if not isinstance(event_type, str):
+        return fields
+    if current_type_name(event_type) != event_type:
+        event_type = current_type_name(event_type)
+        fields = {**fields, "type": event_type}
+    if event_type not in CURRENT_VERSIONS:
         return fields
     current = CURRENT_VERSIONS[event_type]
     if stored_version < UNVERSIONED:
@@ -109,30 +105,34 @@ def chain_problems(
     return problems
 
 
-def check_chains(versions: Mapping[str, int], upcasters: Mapping[tuple[str, int], object]) -> None:
-    """Refuse a gap or a stray step in the upcasters: run when this module is imported, so
-    a release with a broken chain fails its first import, in CI and at a cold start."""
-    problems = chain_problems(versions, upcasters)
+def rename_problems(versions: Mapping[str, int], renames: Mapping[str, str]) -> list[str]:
+    """What is wrong with ``renames``: an old name still a current type (a name is never
+    reused), a new name that is no current type (a rename leads to one in one step)."""
+    problems = []
+    for old, new in sorted(renames.items()):
+        if old in versions:
+            problems.append(f"{old!r} is renamed to {new!r} but is still an event type")
+        if new not in versions:
+            problems.append(f"{old!r} is renamed to {new!r}, which is not an event type")
+    return problems
+
+
+def check_chains(
+    versions: Mapping[str, int],
+    upcasters: Mapping[tuple[str, int], object],
+    renames: Mapping[str, str] = RENAMED_TYPES,
+) -> None:
+    """Refuse a gap or a stray step in the upcasters, and a rename that does not lead to a
+    current type: run when this module is imported, so a release with a broken chain fails
+    its first import, in CI and at a cold start."""
+    problems = chain_problems(versions, upcasters) + rename_problems(versions, renames)
     if problems:
         raise UpcasterChainError(
-            "the event upcasters do not lead every stored version to the current one: "
+            "the event upcasters do not lead every stored event to a current one: "
             + "; ".join(problems)
-            + ". Declare one @upcaster per version step of each type (models/upcasting.py)"
+            + ". Declare one @upcaster per version step of each type, and renamed_type(old, "
+            "Model) per renamed type, beside the event class (models/events.py)"
         )
-
-
-# --- the upcasters -------------------------------------------------------------------------
-
-
-@upcaster(StreamSnapshotCompleted, from_version=1)
-def _members_name_their_partition(fields: Fields) -> Fields:
-    """v2: each member's partition is ``partition`` (v1: ``member``), as in the generation
-    record and ``generation.json``."""
-    members = [
-        {("partition" if name == "member" else name): value for name, value in member.items()}
-        for member in fields.get("members", ())
-    ]
-    return {**fields, "members": members}
 
 
 #: ``{type: version}``: what this release writes, and reads up to.
