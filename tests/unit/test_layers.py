@@ -68,6 +68,7 @@ SIBLING = "are independent packages of one layer"
 COMPOSITION = "only the composition"
 LAMBDA = "what the Lambda package leaves out"
 STACK = "the CDK app describes the stack"
+EXAMPLE = "an example is what a producer or consumer writes"
 
 
 @pytest.mark.parametrize(
@@ -200,6 +201,25 @@ STACK = "the CDK app describes the stack"
         # what the Lambda package leaves out is imported by nothing it ships
         ("snapledger.adapters.object_store", "from snapledger.cli import pictures", LAMBDA),
         ("functions.query", "import snapledger.client", LAMBDA),
+        # the benchmarks and the examples are at the top: nothing imports them
+        (
+            "snapledger.local.runtime",
+            "from bench.bench_gc import CountingStore",
+            "bench is in a layer above snapledger.local",
+        ),
+        (
+            "jobs.args",
+            "def f():\n    from bench import dataplane_cases",
+            "bench is in a layer above jobs",
+        ),
+        (
+            "snapledger.client.control",
+            "import examples.producer",
+            "examples is in a layer above snapledger.client",
+        ),
+        # an example uses the client library, never the registry's insides
+        ("examples.producer", "from snapledger.adapters import object_store", EXAMPLE),
+        ("examples.ktable_checkpointer.table", "from snapledger.services import queries", EXAMPLE),
     ],
 )
 def test_a_planted_back_import_is_found(sources, contract, module, code, said):
