@@ -1,4 +1,4 @@
-"""Check the imports of ``snapledger``, ``functions``, ``jobs`` and ``infra`` against a contract.
+"""Check the imports of every first-party package (``[tool.layers]`` roots) against a contract.
 
 The contract is ``[tool.layers]`` in pyproject.toml:
 
