@@ -11,6 +11,7 @@ import fcntl
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -21,6 +22,9 @@ from snapledger.kafka_streams.changelog import (
     ChangelogMissingError,
     describe_changelog,
 )
+from snapledger.kafka_streams.schedule import SnapshotSchedule
+from snapledger.kafka_streams.sidecar import SnapshotSidecar
+from snapledger.kafka_streams.snapshotter import StoreSnapshotter
 from snapledger.local import kafka_topics
 from snapledger.local.kafka_broker import KafkaBroker
 from tests.cli.support import run_cli
@@ -91,6 +95,35 @@ def test_the_default_broker_timeout_is_5_seconds(tmp_path: Path):
     assert 5 <= took < 5 + DECIDED_WITHIN_S
 
 
+def test_the_sidecar_waits_out_an_unreachable_broker(tmp_path: Path, caplog):
+    # Given a sidecar started with no broker at the address, on a thread of its own
+    snapshotter = StoreSnapshotter(
+        None,  # type: ignore[arg-type]  # no registry call comes before the broker's answer
+        (tmp_path / "root").as_uri(),
+        NO_BROKER,
+        "a",
+        "totals",
+        broker_timeout_s=0.5,
+    )
+    sidecar = SnapshotSidecar(snapshotter, SnapshotSchedule(every_records=1), poll_seconds=0.1)
+    thread = threading.Thread(target=sidecar.run, daemon=True)
+    with caplog.at_level("ERROR", logger="snapledger.kafka_streams.sidecar"):
+        thread.start()
+        time.sleep(2)
+        # Then it is still running, and said why it waits at each try
+        assert thread.is_alive()
+        sidecar.stop()
+        thread.join(timeout=10)
+    assert not thread.is_alive()
+    waited = [r.getMessage() for r in caplog.records if "waiting for the changelog" in r.message]
+    assert len(waited) >= 2
+    assert waited[0] == (
+        f"waiting for the changelog (looked for again next poll): no Kafka broker answered at "
+        f"{NO_BROKER} within 0.5 s: is --bootstrap-servers right and the broker up? "
+        "(--broker-timeout waits longer)"
+    )
+
+
 @pytest.mark.kafka
 def test_the_broker_tells_a_missing_topic_from_no_broker(kafka_broker: KafkaBroker):
     servers = kafka_broker.bootstrap_servers
@@ -126,6 +159,9 @@ def test_seed_before_the_first_start_has_nothing_to_seed(kafka_broker: KafkaBrok
         "it first starts); nothing to seed"
     ]
     assert ran.err == ""
+    assert run_cli(*argv, "--json").json() == {
+        "task": "all", "outcome": "no-changelog", "snapshot_id": None, "lsn": None, "skipped": [],
+    }  # fmt: skip
 
     # When tasks are named: one line each (--json: the fields)
     ran = run_cli(*argv, "--tasks", "0_0,0_3")

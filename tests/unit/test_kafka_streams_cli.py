@@ -61,6 +61,22 @@ def test_an_application_folder_that_is_a_file_is_a_bad_state_dir(tmp_path: Path)
     assert (tmp_path / "a").read_text() == "not a folder"
 
 
+def test_a_state_dir_with_a_file_in_its_path_is_a_bad_state_dir(tmp_path: Path):
+    # Given a --state-dir under a file: {state-dir}/{application id} cannot be made
+    (tmp_path / "volume").write_text("a file")
+    state_dir = tmp_path / "volume" / "state"
+
+    ran = run_cli(
+        "kafka-streams", "seed", "--bootstrap-servers", NO_BROKER, "--application-id", "a",
+        "--store", "totals", "--root", "file:///tmp/x", "--state-dir", str(state_dir),
+    )  # fmt: skip
+    assert ran.status == 2
+    assert ran.err == (
+        f"snapledger: cannot make the folder {state_dir / 'a'}: Not a directory; give a "
+        "--state-dir this user can write, with no file in the way\n"
+    )
+
+
 ALLOWED = "which allows ASCII letters, digits, '.', '_' and '-' only (as Kafka's topic names do)"
 
 
