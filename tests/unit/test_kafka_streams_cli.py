@@ -21,7 +21,7 @@ from snapledger.kafka_streams.changelog import (
 )
 from snapledger.kafka_streams.generation_rewind import GenerationRewindError
 from snapledger.kafka_streams.seed import SeedError
-from tests.cli.support import run_cli
+from tests.cli.support import Ran, run_cli
 
 #: A closed port: a test passing with it made no Kafka call (it would end in "no broker").
 NO_BROKER = "127.0.0.1:1"
@@ -44,15 +44,20 @@ def test_seed_refuses_a_task_that_is_no_task_id(tmp_path, capsys: pytest.Capture
     assert "task 'three': a task is {subtopology}_{partition}" in capsys.readouterr().err
 
 
+def _seed_into(state_dir: Path) -> Ran:
+    """A seed of application ``a`` into ``state_dir`` (no broker: a Kafka call would fail)."""
+    common = ["--bootstrap-servers", NO_BROKER, "--application-id", "a", "--store", "totals"]
+    return run_cli(
+        "kafka-streams", "seed", *common, "--root", "file:///tmp/x", "--state-dir", str(state_dir)
+    )
+
+
 def test_an_application_folder_that_is_a_file_is_a_bad_state_dir(tmp_path: Path):
     # Given {state-dir}/{application id} is a file
     (tmp_path / "a").write_text("not a folder")
 
     # When seeding into it: one line naming the path and what to do, exit 2, no Kafka call
-    ran = run_cli(
-        "kafka-streams", "seed", "--bootstrap-servers", NO_BROKER, "--application-id", "a",
-        "--store", "totals", "--root", "file:///tmp/x", "--state-dir", str(tmp_path),
-    )  # fmt: skip
+    ran = _seed_into(tmp_path)
     assert ran.status == 2
     assert ran.err == (
         f"snapledger: {tmp_path / 'a'} is a file, not a folder: Kafka Streams keeps the "
@@ -66,10 +71,7 @@ def test_a_state_dir_with_a_file_in_its_path_is_a_bad_state_dir(tmp_path: Path):
     (tmp_path / "volume").write_text("a file")
     state_dir = tmp_path / "volume" / "state"
 
-    ran = run_cli(
-        "kafka-streams", "seed", "--bootstrap-servers", NO_BROKER, "--application-id", "a",
-        "--store", "totals", "--root", "file:///tmp/x", "--state-dir", str(state_dir),
-    )  # fmt: skip
+    ran = _seed_into(state_dir)
     assert ran.status == 2
     assert ran.err == (
         f"snapledger: cannot make the folder {state_dir / 'a'}: Not a directory; give a "
