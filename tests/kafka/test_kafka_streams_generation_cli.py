@@ -137,7 +137,9 @@ def test_rewind_into_a_state_dir_holding_the_task_is_refused(local: Registry, tm
     assert (task / ".checkpoint").read_text() == "0\n1\nsome-topic 1 7\n"
 
 
-def test_rewind_with_no_broker_answering_is_one_line_and_exit_2(local: Registry, tmp_path: Path):
+def test_rewind_with_no_broker_answering_is_one_line_and_exit_2(
+    local: Registry, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+):
     # Given a completed generation (its checks pass without Kafka) and no broker at the address
     generation = Generation(local, tmp_path).completed()
 
@@ -152,6 +154,8 @@ def test_rewind_with_no_broker_answering_is_one_line_and_exit_2(local: Registry,
         "right and the broker up? (--broker-timeout waits longer)\n"
     )
     assert ran.out == "" and not state.exists()
+    # and librdkafka wrote nothing to the process's stderr (file descriptor 2)
+    assert "rdkafka" not in capfd.readouterr().err
 
 
 @pytest.mark.kafka
