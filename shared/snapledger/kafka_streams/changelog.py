@@ -131,10 +131,13 @@ def check_partition(partition: int) -> int:
 
 
 def kafka_config(bootstrap_servers: str, **more: Any) -> dict[str, Any]:
-    """A Kafka client's configuration: the cluster, and its log lines dropped."""
+    """A Kafka client's configuration: the cluster, and its log lines dropped (only
+    emergencies logged at all, so a long-lived client never polled for its logs, the
+    sidecar's, queues none)."""
     return {
         "bootstrap.servers": bootstrap_servers,
         "logger": _CLIENT_LOG,
+        "log_level": 0,
         "log.connection.close": False,
         **more,
     }
