@@ -66,7 +66,7 @@ class FakeBroker:
     def __init__(self) -> None:
         self.end = dict.fromkeys(PARTITIONS, 100)
 
-    def describe(self, _servers: str, topic: str) -> Changelog:
+    def describe(self, _servers: str, topic: str, *, timeout_s: float) -> Changelog:
         parts = {p: ChangelogPartition(p, 0, end) for p, end in self.end.items()}
         return Changelog(topic, parts, DAY_MS)
 

@@ -137,6 +137,27 @@ def test_rewind_into_a_state_dir_holding_the_task_is_refused(local: Registry, tm
     assert (task / ".checkpoint").read_text() == "0\n1\nsome-topic 1 7\n"
 
 
+def test_rewind_with_no_broker_answering_is_one_line_and_exit_2(
+    local: Registry, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+):
+    # Given a completed generation (its checks pass without Kafka) and no broker at the address
+    generation = Generation(local, tmp_path).completed()
+
+    # When the CLI rewinds to it with a 1 s broker timeout
+    state = tmp_path / "state"
+    ran = _rewind(generation.app_id, "--state-dir", str(state), "--broker-timeout", "1")
+
+    # Then: unreachable is a bad argument (exit 2), one line with the reason, nothing made
+    assert ran.status == 2, ran.err
+    assert ran.err == (
+        f"snapledger: no Kafka broker answered at {NO_BROKER} within 1 s: is --bootstrap-servers "
+        "right and the broker up? (--broker-timeout waits longer)\n"
+    )
+    assert ran.out == "" and not state.exists()
+    # and librdkafka wrote nothing to the process's stderr (file descriptor 2)
+    assert "rdkafka" not in capfd.readouterr().err
+
+
 @pytest.mark.kafka
 def test_generation_is_requested_over_every_changelog_partition(
     kafka_broker: KafkaBroker, local: Registry, tmp_path: Path
@@ -148,10 +169,11 @@ def test_generation_is_requested_over_every_changelog_partition(
     argv = ["--local", "kafka-streams", "generation", "--bootstrap-servers", servers]
     argv += ["--application-id", app_id, "--store", STORE]
 
-    # Given a changelog with no record in partition 1 yet: refused, saying when to ask
+    # Given a changelog with no record in partition 1 yet: refused by its state (exit 1),
+    # saying when to ask
     _write(servers, topic, partition=0, count=5)
     ran = run_cli(*argv)
-    assert ran.status == 2
+    assert ran.status == 1
     assert f"{topic} partitions [1] hold no record yet" in ran.err
 
     # When every partition holds records, Then the generation is opened at each end - 1

@@ -1,7 +1,8 @@
 """``describe_changelog`` turns the Kafka client's errors into ``ChangelogError`` (which the
 snapshot sidecar waits out at start: docs/kafka-streams.md, "Snapshots on a schedule"),
 including those of a topic just created, whose partitions have no leader yet: the client
-raising from its metadata or offsets reads, not only from the config read."""
+raising from its metadata or offsets reads, not only from the config read; ``kafka_failure``
+tells no broker answering from a missing topic and keeps another error's reason."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ import confluent_kafka
 import confluent_kafka.admin
 import pytest
 
-from snapledger.kafka_streams.changelog import ChangelogError, describe_changelog
+from snapledger.kafka_streams.changelog import (
+    BrokerUnreachableError,
+    ChangelogError,
+    ChangelogMissingError,
+    describe_changelog,
+    kafka_failure,
+)
 
 TOPIC = "app-totals-changelog"
 NOT_LEADER = confluent_kafka.KafkaError(confluent_kafka.KafkaError.NOT_LEADER_FOR_PARTITION)
@@ -71,3 +78,47 @@ def test_a_client_error_is_a_changelog_error_naming_the_topic(client, raising):
     client.raising = raising
     with pytest.raises(ChangelogError, match=rf"{TOPIC}.*127\.0\.0\.1:9 failed:.*[Ll]eader"):
         describe_changelog("127.0.0.1:9", TOPIC)
+
+
+KafkaError, KafkaException = confluent_kafka.KafkaError, confluent_kafka.KafkaException
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [
+        TimeoutError(),  # a future not done within the timeout: its str() is empty
+        KafkaException(KafkaError(KafkaError._TRANSPORT)),
+        KafkaException(KafkaError(KafkaError._TIMED_OUT)),
+        KafkaException(KafkaError(KafkaError._RESOLVE)),
+    ],
+)
+def test_no_broker_answering_is_told_as_such(raised: BaseException):
+    failure = kafka_failure(raised, "kafka:9092", 2.5, "reading something", TOPIC)
+    assert isinstance(failure, BrokerUnreachableError)
+    assert str(failure) == (
+        "no Kafka broker answered at kafka:9092 within 2.5 s: is --bootstrap-servers right "
+        "and the broker up? (--broker-timeout waits longer)"
+    )
+
+
+def test_the_broker_saying_the_topic_does_not_exist_is_a_missing_changelog():
+    raised = KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))
+    failure = kafka_failure(raised, "kafka:9092", 5, "reading the config", TOPIC)
+    assert isinstance(failure, ChangelogMissingError)
+    assert f"topic {TOPIC!r} does not exist at kafka:9092" in str(failure)
+
+
+@pytest.mark.parametrize(
+    ("raised", "reason"),
+    [
+        (
+            KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)),
+            "Broker: Topic authorization failed",
+        ),
+        (RuntimeError(), "RuntimeError"),  # an empty message still says something
+    ],
+)
+def test_another_error_keeps_the_reason(raised: BaseException, reason: str):
+    failure = kafka_failure(raised, "kafka:9092", 5, "reading the config", TOPIC)
+    assert type(failure) is ChangelogError
+    assert str(failure) == f"reading the config at kafka:9092 failed: {reason}"

@@ -22,6 +22,13 @@ from snapledger.cli.app import BAD_ARGUMENTS, REFUSED, Options, cli, json_option
 from snapledger.client.control import RequestRefusedError, Snapledger
 from snapledger.client.transport import AwsTransport
 from snapledger.errors import SnapledgerError
+from snapledger.kafka_streams.changelog import (
+    DEFAULT_BROKER_TIMEOUT_S,
+    MAX_BROKER_TIMEOUT_S,
+    MIN_BROKER_TIMEOUT_S,
+    BrokerUnreachableError,
+    ChangelogError,
+)
 from snapledger.kafka_streams.schedule import (
     DEFAULT_POLL_SECONDS,
     MAX_EVERY_RECORDS,
@@ -47,6 +54,14 @@ _STORE_OPTIONS = [
         "--root",
         help="The snapshot store, s3://bucket[/prefix] (default with "
         "--local: the local runtime's).",
+    ),
+    click.option(
+        "--broker-timeout",
+        type=click.FloatRange(MIN_BROKER_TIMEOUT_S, MAX_BROKER_TIMEOUT_S),
+        default=DEFAULT_BROKER_TIMEOUT_S,
+        show_default=True,
+        help="Seconds each request to the Kafka brokers waits for an answer: an unreachable "
+        "cluster is an error after it.",
     ),
 ]
 
@@ -95,25 +110,36 @@ def registry_for(options: Options, root: str | None) -> Iterator[tuple[Snapledge
     yield Snapledger(AwsTransport(stack_name=options.stack, region=options.region)), root, None
 
 
+def exit_status(exc: SnapledgerError) -> int:
+    """2 for a bad argument (the CLI's or the functions' validation of what it sent) or a
+    broker or registry out of reach; 1 when the state refuses (the message says why): the
+    registry refusing, a seed's state directory in use or a task folder no longer empty, a
+    changelog the broker says is missing or unusable, a rewind's check or step, a catch-up
+    refused or failed."""
+    from snapledger.kafka_streams.catch_up import CatchUpError
+    from snapledger.kafka_streams.generation_rewind import GenerationRewindError
+    from snapledger.kafka_streams.seed import SeedError
+
+    if isinstance(exc, RequestRefusedError):
+        return BAD_ARGUMENTS if exc.answer.get("error") == "validation" else REFUSED
+    if isinstance(exc, BrokerUnreachableError):
+        return BAD_ARGUMENTS
+    by_state = (ChangelogError, CatchUpError, SeedError, GenerationRewindError)
+    return REFUSED if isinstance(exc, by_state) else BAD_ARGUMENTS
+
+
 def run_rows(
-    work: Callable[[], list[Any]],
-    line: Callable[[dict[str, Any]], str] | None = None,
-    *,
-    refusals: tuple[type[Exception], ...] = (),
+    work: Callable[[], list[Any]], line: Callable[[dict[str, Any]], str] | None = None
 ) -> int:
     """Run ``work`` and print each row it returns (a dataclass or a dict): its JSON with
-    ``--json``, else ``line(fields)``. A SnapledgerError is printed on stderr: exit 1 when it
-    is one of ``refusals`` (the state refuses: the message says why), else 2 (as for the
-    functions' ``validation`` of what was sent)."""
+    ``--json``, else ``line(fields)``. A SnapledgerError is one line on stderr, exit as
+    ``exit_status`` says."""
     options = click.get_current_context().ensure_object(Options)
     try:
         rows = work()
     except SnapledgerError as exc:
         click.echo(f"snapledger: {exc}", err=True)
-        validation = (
-            isinstance(exc, RequestRefusedError) and exc.answer.get("error") == "validation"
-        )
-        return REFUSED if isinstance(exc, refusals) and not validation else BAD_ARGUMENTS
+        return exit_status(exc)
     for row in rows:
         _echo(row, options, line or _line)
     return 0
@@ -191,6 +217,7 @@ def snapshot(
     application_id: str,
     store: str,
     root: str | None,
+    broker_timeout: float,
     partitions: tuple[int, ...],
     work_dir: Path | None,
     every_records: int | None,
@@ -215,7 +242,13 @@ def snapshot(
     def work() -> list[Any]:
         with registry_for(options, root) as (registry, uri, deliver):
             snapshotter = StoreSnapshotter(
-                registry, uri, bootstrap_servers, application_id, store, on_written=deliver
+                registry,
+                uri,
+                bootstrap_servers,
+                application_id,
+                store,
+                on_written=deliver,
+                broker_timeout_s=broker_timeout,
             )
             if not scheduled:
                 return snapshotter.snapshot(partitions or None, work_dir=work_dir)
@@ -272,6 +305,7 @@ def seed(
     application_id: str,
     store: str,
     root: str | None,
+    broker_timeout: float,
     state_dir: Path,
     tasks: str,
     subtopology: int,
@@ -296,7 +330,23 @@ def seed(
                 store,
                 clock_skew=timedelta(seconds=clock_skew_seconds),
                 candidates=candidates,
+                broker_timeout_s=broker_timeout,
             )
             return seeder.seed(state_dir, wanted, subtopology=subtopology)
 
-    return run_rows(work)
+    return run_rows(work, lambda fields: _seeded_line(fields, application_id, store))
+
+
+def _seeded_line(fields: dict[str, Any], application_id: str, store: str) -> str:
+    """A task's line; with no changelog yet, the store's (``all``) names the topic."""
+    if fields["outcome"] != "no-changelog":
+        return _line(fields)
+    from snapledger.kafka_streams.seed import EVERY_TASK
+    from snapledger.kafka_streams.seed_format import changelog_topic
+
+    topic = changelog_topic(application_id, store)
+    head = topic if fields["task"] == EVERY_TASK else fields["task"]
+    return (
+        f"{head}: no changelog yet ({topic} does not exist: the application creates it when "
+        "it first starts); nothing to seed"
+    )

@@ -20,7 +20,6 @@ from snapledger.cli.kafka_streams_commands import (
     state_dir_option,
     store_options,
 )
-from snapledger.client.control import RequestRefusedError
 
 
 @kafka_streams.command("generation")
@@ -39,6 +38,7 @@ def generation(
     application_id: str,
     store: str,
     root: str | None,
+    broker_timeout: float,
     deadline_minutes: int,
 ) -> int:
     """Request the store's next generation: every changelog partition's snapshot at or past
@@ -56,11 +56,12 @@ def generation(
                     application_id,
                     store,
                     deadline_minutes=deadline_minutes,
+                    broker_timeout_s=broker_timeout,
                 )
             ]
 
     # The registry's answer is printed as JSON with or without --json.
-    return run_rows(work, lambda fields: json.dumps(fields, default=str), refusals=_REFUSALS)
+    return run_rows(work, lambda fields: json.dumps(fields, default=str))
 
 
 @kafka_streams.command("rewind")
@@ -74,25 +75,29 @@ def rewind(
     application_id: str,
     store: str,
     root: str | None,
+    broker_timeout: float,
     state_dir: Path,
     number: int | None,
 ) -> int:
     """Rewind the stopped application to a COMPLETED generation: its changelogs made to agree,
     its input offsets reset, every task placed from its member snapshot."""
-    from snapledger.kafka_streams.generation_rewind import GenerationRewind, GenerationRewindError
+    from snapledger.kafka_streams.generation_rewind import GenerationRewind
 
     options = click.get_current_context().ensure_object(Options)
 
     def work() -> list[Any]:
         with registry_for(options, root) as (registry, uri, _deliver):
-            done = GenerationRewind(registry, uri, bootstrap_servers, application_id, store)
+            done = GenerationRewind(
+                registry,
+                uri,
+                bootstrap_servers,
+                application_id,
+                store,
+                broker_timeout_s=broker_timeout,
+            )
             return done.rewind(state_dir, number)
 
-    return run_rows(work, _rewound_line, refusals=(*_REFUSALS, GenerationRewindError))
-
-
-#: The registry refusing for its state (no such generation, one already open...): exit 1.
-_REFUSALS: tuple[type[Exception], ...] = (RequestRefusedError,)
+    return run_rows(work, _rewound_line)
 
 
 def _rewound_line(task: dict[str, Any]) -> str:

@@ -5,11 +5,20 @@ log start and end offsets and the topic's ``delete.retention.ms`` (confluent-kaf
 Bounds (docs/kafka-streams.md, "Limits"): the lineage's stream is the changelog topic's
 name, so ``{application.id}-{store}-changelog`` must fit a stream name (1-128 letters,
 digits, ``.``, ``_``, ``-``); a partition is at most ``MAX_PARTITION``; offsets and
-``delete.retention.ms`` are Kafka's int64s (0..2^63-1).
+``delete.retention.ms`` are Kafka's int64s (0..2^63-1); every request to the brokers waits
+at most ``timeout_s`` (``MIN_BROKER_TIMEOUT_S``..``MAX_BROKER_TIMEOUT_S``, default
+``DEFAULT_BROKER_TIMEOUT_S``: the CLI's ``--broker-timeout``).
+
+A Kafka client's failure is told as what it means: no broker answered within the timeout
+(``BrokerUnreachableError``), the broker answered that the topic does not exist
+(``ChangelogMissingError``: the application has not started yet), or the broker's own error.
+The clients' own logs (librdkafka's connection attempts) go to a logger that drops them.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
@@ -23,10 +32,35 @@ from snapledger.limits import MAX_INT64, MAX_PARTITION
 
 #: Kafka's default ``delete.retention.ms`` (one day), used when the topic does not say.
 DEFAULT_DELETE_RETENTION_MS = 86_400_000
+#: How long each request to the brokers waits for an answer (seconds): an unreachable
+#: cluster is told within it (0.1..300, default 5).
+DEFAULT_BROKER_TIMEOUT_S, MIN_BROKER_TIMEOUT_S, MAX_BROKER_TIMEOUT_S = 5.0, 0.1, 300.0
+
+#: A character a stream name (so a changelog topic snapledger keeps snapshots of) may hold.
+_STREAM_CHARACTER = re.compile(r"[A-Za-z0-9._-]")
+#: Where the Kafka clients' own log lines go: nowhere (not stderr).
+_CLIENT_LOG = logging.getLogger("snapledger.kafka_streams.librdkafka")
+_CLIENT_LOG.addHandler(logging.NullHandler())
+_CLIENT_LOG.propagate = False
 
 
 class ChangelogError(SnapledgerError):
     """The changelog topic could not be read (missing, unreachable, or out of bounds)."""
+
+
+class ChangelogMissingError(ChangelogError):
+    """The broker answered that the changelog topic does not exist (UNKNOWN_TOPIC_OR_PART):
+    the application has not started yet, or the application id or store is not its."""
+
+
+class BrokerUnreachableError(ChangelogError):
+    """No broker of ``bootstrap_servers`` answered within the timeout."""
+
+    def __init__(self, bootstrap_servers: str, timeout_s: float) -> None:
+        super().__init__(
+            f"no Kafka broker answered at {bootstrap_servers} within {timeout_s:g} s: is "
+            "--bootstrap-servers right and the broker up? (--broker-timeout waits longer)"
+        )
 
 
 @dataclass(frozen=True)
@@ -57,8 +91,27 @@ def confluent_kafka() -> ModuleType:
 
 
 def store_stream(application_id: str, store: str) -> str:
-    """The lineage stream of a store's snapshots: its changelog topic's name."""
+    """The lineage stream of a store's snapshots: its changelog topic's name. A character a
+    stream name cannot hold is named, with the part it is in; a name too long is told so."""
     topic = changelog_topic(application_id, store)
+    allowed = "ASCII letters, digits, '.', '_' and '-'"
+    parts = (("application id", application_id, "--application-id"), ("store", store, "--store"))
+    for part, value, option in parts:
+        bad = sorted({c for c in value if not _STREAM_CHARACTER.fullmatch(c)})
+        if bad:
+            raise InvalidRequestError(
+                f"the {part} {value!r} has {', '.join(repr(c) for c in bad)}: its changelog "
+                f"topic {topic!r} names a snapledger stream, which allows {allowed} only (as "
+                f"Kafka's topic names do); check {option}"
+            )
+    first = application_id[:1]
+    if not first.isalnum():  # ASCII: the loop above refused the others
+        wrong = f"starts with {first!r}" if first else "is empty"
+        raise InvalidRequestError(
+            f"the application id {application_id!r} {wrong}: its changelog topic {topic!r} "
+            "names a snapledger stream, which starts with an ASCII letter or digit; check "
+            "--application-id"
+        )
     try:
         return check_stream_name(topic)
     except InvalidRequestError as exc:
@@ -77,7 +130,52 @@ def check_partition(partition: int) -> int:
     return partition
 
 
-def describe_changelog(bootstrap_servers: str, topic: str, *, timeout_s: float = 30.0) -> Changelog:
+def kafka_config(bootstrap_servers: str, **more: Any) -> dict[str, Any]:
+    """A Kafka client's configuration: the cluster, and its log lines dropped (only
+    emergencies logged at all, so a long-lived client never polled for its logs, the
+    sidecar's, queues none)."""
+    return {
+        "bootstrap.servers": bootstrap_servers,
+        "logger": _CLIENT_LOG,
+        "log_level": 0,
+        "log.connection.close": False,
+        **more,
+    }
+
+
+def kafka_failure(
+    exc: BaseException, bootstrap_servers: str, timeout_s: float, doing: str, topic: str = ""
+) -> ChangelogError:
+    """What a Kafka client's exception means, as the error to raise: no broker answered (the
+    call timed out, the transport failed, the name did not resolve), ``topic`` does not
+    exist, or the error the broker answered (``doing`` says what failed)."""
+    kafka = confluent_kafka()
+    error = exc.args[0] if isinstance(exc, kafka.KafkaException) and exc.args else None
+    code = error.code() if isinstance(error, kafka.KafkaError) else None
+    unreachable = {
+        kafka.KafkaError._TRANSPORT,
+        kafka.KafkaError._TIMED_OUT,
+        kafka.KafkaError._ALL_BROKERS_DOWN,
+        kafka.KafkaError._RESOLVE,
+    }
+    if isinstance(exc, TimeoutError) or code in unreachable:
+        return BrokerUnreachableError(bootstrap_servers, timeout_s)
+    if code == kafka.KafkaError.UNKNOWN_TOPIC_OR_PART and topic:
+        return missing_topic(topic, bootstrap_servers)
+    reason = error.str() if isinstance(error, kafka.KafkaError) else str(exc)
+    return ChangelogError(f"{doing} at {bootstrap_servers} failed: {reason or type(exc).__name__}")
+
+
+def missing_topic(topic: str, bootstrap_servers: str) -> ChangelogMissingError:
+    return ChangelogMissingError(
+        f"topic {topic!r} does not exist at {bootstrap_servers}: the application creates its "
+        "changelog when it first starts (if it has, check --application-id and --store)"
+    )
+
+
+def describe_changelog(
+    bootstrap_servers: str, topic: str, *, timeout_s: float = DEFAULT_BROKER_TIMEOUT_S
+) -> Changelog:
     """Each partition's offsets and the topic's ``delete.retention.ms``."""
     kafka = confluent_kafka()
     # Re-exported by confluent_kafka.admin at run time; its stubs do not declare them.
@@ -87,16 +185,15 @@ def describe_changelog(bootstrap_servers: str, topic: str, *, timeout_s: float =
         ResourceType,
     )
 
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    admin = AdminClient(kafka_config(bootstrap_servers))
     resource = ConfigResource(ResourceType.TOPIC, topic)
     try:
         configs = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(
             timeout=timeout_s
         )
     except Exception as exc:
-        raise ChangelogError(
-            f"reading the config of topic {topic!r} at {bootstrap_servers} failed: {exc}"
-        ) from exc
+        doing = f"reading the config of topic {topic!r}"
+        raise kafka_failure(exc, bootstrap_servers, timeout_s, doing, topic) from exc
     entry = configs.get("delete.retention.ms")
     retention = (
         int(entry.value) if entry is not None and entry.value else DEFAULT_DELETE_RETENTION_MS
@@ -104,17 +201,16 @@ def describe_changelog(bootstrap_servers: str, topic: str, *, timeout_s: float =
     if not 0 <= retention <= MAX_INT64:
         raise ChangelogError(f"topic {topic!r}: delete.retention.ms {retention} is not an int64")
     consumer = kafka.Consumer(
-        {"bootstrap.servers": bootstrap_servers, "group.id": "snapledger-changelog"}
+        kafka_config(bootstrap_servers, **{"group.id": "snapledger-changelog"})
     )
     try:
         try:
             metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
         except kafka.KafkaException as exc:
-            raise ChangelogError(
-                f"reading the partitions of topic {topic!r} at {bootstrap_servers} failed: {exc}"
-            ) from exc
+            doing = f"reading the partitions of topic {topic!r}"
+            raise kafka_failure(exc, bootstrap_servers, timeout_s, doing, topic) from exc
         if metadata is None or metadata.error is not None:
-            raise ChangelogError(f"topic {topic!r} not found at {bootstrap_servers}")
+            raise missing_topic(topic, bootstrap_servers)
         partitions = {}
         for number in sorted(metadata.partitions):
             try:
@@ -122,9 +218,8 @@ def describe_changelog(bootstrap_servers: str, topic: str, *, timeout_s: float =
                     kafka.TopicPartition(topic, number), timeout=timeout_s
                 )
             except kafka.KafkaException as exc:  # e.g. a new topic's leader not elected yet
-                raise ChangelogError(
-                    f"reading the offsets of {topic}-{number} at {bootstrap_servers} failed: {exc}"
-                ) from exc
+                doing = f"reading the offsets of {topic}-{number}"
+                raise kafka_failure(exc, bootstrap_servers, timeout_s, doing) from exc
             partitions[number] = ChangelogPartition(number, low, high)
     finally:
         consumer.close()
@@ -136,14 +231,19 @@ def changelog_admin(bootstrap_servers: str) -> Any:
     confluent_kafka()
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": bootstrap_servers})
+    return AdminClient(kafka_config(bootstrap_servers))
 
 
 def end_offsets(
-    admin: Any, topic: str, partitions: Iterable[int], *, timeout_s: float = 30.0
+    admin: Any,
+    topic: str,
+    partitions: Iterable[int],
+    *,
+    timeout_s: float = DEFAULT_BROKER_TIMEOUT_S,
+    bootstrap_servers: str = "the cluster",
 ) -> dict[int, int]:
     """Each partition's end offset (committed records: the last stable offset), read with
-    one ListOffsets call for all of them."""
+    one ListOffsets call for all of them (``bootstrap_servers``: named in an error)."""
     kafka = confluent_kafka()
     from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
 
@@ -159,7 +259,8 @@ def end_offsets(
             tp.partition: future.result(timeout=timeout_s).offset for tp, future in futures.items()
         }
     except Exception as exc:
-        raise ChangelogError(f"reading the end offsets of topic {topic!r} failed: {exc}") from exc
+        doing = f"reading the end offsets of topic {topic!r}"
+        raise kafka_failure(exc, bootstrap_servers, timeout_s, doing, topic) from exc
     for partition, end in ends.items():
         if not 0 <= end <= MAX_INT64:
             raise ChangelogError(f"{topic}-{partition}: end offset {end} is not an int64")

@@ -16,8 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from snapledger.client.control import RequestRefusedError, Snapledger
-from snapledger.errors import InvalidRequestError
-from snapledger.kafka_streams.changelog import describe_changelog, store_stream
+from snapledger.kafka_streams.changelog import (
+    DEFAULT_BROKER_TIMEOUT_S,
+    ChangelogError,
+    describe_changelog,
+    store_stream,
+)
 
 #: How long a requested generation may stay open (the launch function's bound, minutes).
 DEFAULT_DEADLINE_MINUTES = 60
@@ -63,15 +67,16 @@ def request_generation(
     *,
     deadline_minutes: int = DEFAULT_DEADLINE_MINUTES,
     by: str | None = None,
+    broker_timeout_s: float = DEFAULT_BROKER_TIMEOUT_S,
 ) -> dict[str, Any]:
     """Open the store's next generation over every changelog partition (the registry's
     answer: ``generation``, ``min_lsn``, ``deadline``...). Refused when a partition holds no
     record yet: its snapshot could not say which input offsets its (empty) state reflects."""
     stream = store_stream(application_id, store)
-    changelog = describe_changelog(bootstrap_servers, stream)
+    changelog = describe_changelog(bootstrap_servers, stream, timeout_s=broker_timeout_s)
     empty = sorted(p for p, offsets in changelog.partitions.items() if offsets.log_end == 0)
-    if empty:
-        raise InvalidRequestError(
+    if empty:  # the changelog's state refuses it, not the request's arguments
+        raise ChangelogError(
             f"{stream} partitions {empty} hold no record yet: a generation needs one per "
             "partition (its snapshot names the input offsets it reflects); request it once the "
             "application has processed input for every partition"

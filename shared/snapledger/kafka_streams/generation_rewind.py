@@ -45,12 +45,16 @@ from snapledger.client.storage import BlobStore
 from snapledger.errors import NotFoundError, SnapledgerError
 from snapledger.kafka_streams.catch_up import DEFAULT_TIMEOUT_S, REFUSED, java_command
 from snapledger.kafka_streams.changelog import (
+    DEFAULT_BROKER_TIMEOUT_S,
+    BrokerUnreachableError,
     Changelog,
     confluent_kafka,
     describe_changelog,
+    kafka_config,
+    kafka_failure,
     store_stream,
 )
-from snapledger.kafka_streams.seed import DEFAULT_CLOCK_SKEW, locked_app_dir
+from snapledger.kafka_streams.seed import DEFAULT_CLOCK_SKEW, locked_app_dir, make_app_dir
 from snapledger.kafka_streams.seed_format import TaskId, task_folder
 
 #: Consumer group states with no member: offsets may be changed.
@@ -97,6 +101,7 @@ class GenerationRewind:
     clock_skew: timedelta = DEFAULT_CLOCK_SKEW
     subtopology: int = 0
     timeout_s: float = DEFAULT_TIMEOUT_S
+    broker_timeout_s: float = DEFAULT_BROKER_TIMEOUT_S
 
     @property
     def stream(self) -> str:
@@ -108,7 +113,9 @@ class GenerationRewind:
         opened = [self._member(m, found["generation"]) for m in found["members"]]
         app_dir = task_folder(state_dir, self.application_id, TaskId(0, 0)).parent
         self._check_empty(app_dir, [member for member, _ in opened])
-        changelog = describe_changelog(self.bootstrap_servers, self.stream)
+        changelog = describe_changelog(
+            self.bootstrap_servers, self.stream, timeout_s=self.broker_timeout_s
+        )
         self._check_group_idle()
         for member, made in opened:
             self._check_continues(member, made, changelog)
@@ -147,14 +154,20 @@ class GenerationRewind:
         kafka = confluent_kafka()
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        admin = AdminClient(kafka_config(self.bootstrap_servers))
         group = self.application_id
+        timeout = self.broker_timeout_s
         try:
-            described = admin.describe_consumer_groups([group])[group].result(timeout=30)
-        except kafka.KafkaException as exc:
-            raise GenerationRewindError(
-                f"describing consumer group {group!r} failed: {exc}"
-            ) from exc
+            described = admin.describe_consumer_groups([group], request_timeout=timeout)[
+                group
+            ].result(timeout=timeout)
+        except (kafka.KafkaException, TimeoutError) as exc:
+            failure = kafka_failure(
+                exc, self.bootstrap_servers, timeout, f"describing consumer group {group!r}"
+            )
+            if isinstance(failure, BrokerUnreachableError):
+                raise failure from exc
+            raise GenerationRewindError(str(failure)) from exc
         state = getattr(described.state, "name", str(described.state))
         if described.members or state not in _IDLE_GROUP_STATES:
             raise GenerationRewindError(
@@ -274,18 +287,22 @@ class GenerationRewind:
         from confluent_kafka import ConsumerGroupTopicPartitions
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        admin = AdminClient(kafka_config(self.bootstrap_servers))
         partitions = [
             kafka.TopicPartition(topic, number, offset + 1)
             for m in members
             for (topic, number), offset in sorted(m.inputs.items())
         ]
         request = ConsumerGroupTopicPartitions(self.application_id, partitions)
+        timeout = self.broker_timeout_s
         try:
-            admin.alter_consumer_group_offsets([request])[self.application_id].result(timeout=30)
-        except kafka.KafkaException as exc:
+            admin.alter_consumer_group_offsets([request], request_timeout=timeout)[
+                self.application_id
+            ].result(timeout=timeout)
+        except (kafka.KafkaException, TimeoutError) as exc:
+            failure = kafka_failure(exc, self.bootstrap_servers, timeout, "resetting the offsets")
             raise GenerationRewindError(
-                f"resetting consumer group {self.application_id!r} failed ({exc}): the "
+                f"resetting consumer group {self.application_id!r} failed ({failure}): the "
                 "changelogs already agree with the generation; run the rewind again"
             ) from exc
 
@@ -296,7 +313,7 @@ def _made(app_dir: Path) -> Iterator[Path]:
     created are removed again (the lock file with them): a refused or failed rewind leaves no
     folder behind in a state directory that had none."""
     created = [p for p in (app_dir, *app_dir.parents) if not p.exists()]  # innermost first
-    app_dir.mkdir(parents=True, exist_ok=True)
+    make_app_dir(app_dir)
     try:
         yield app_dir
     except BaseException:

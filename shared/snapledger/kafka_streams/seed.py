@@ -10,7 +10,10 @@ download with the sizes and checksums registered. The first usable one is downlo
 staging folder in ``{state.dir}/{application.id}/`` and renamed to the task folder; none
 usable: the folder stays empty and the task restores from the changelog (slower, never
 wrong). ``{state.dir}/{application.id}/.lock`` is held meanwhile, as a running instance
-holds it, so a seed never runs beside one.
+holds it, so a seed never runs beside one. A changelog topic that does not exist yet (the
+application's very first start) leaves nothing to seed: each task is told so (outcome
+``no-changelog``; task ``all`` when none was named) and the application starts as without
+snapledger.
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ from snapledger.client.reader import SnapshotReader
 from snapledger.client.storage import BlobStore
 from snapledger.errors import InvalidRequestError, NotFoundError, SnapledgerError
 from snapledger.kafka_streams.changelog import (
+    DEFAULT_BROKER_TIMEOUT_S,
     Changelog,
+    ChangelogMissingError,
     check_partition,
     describe_changelog,
     store_stream,
@@ -64,13 +69,18 @@ class Skipped:
     reason: str
 
 
+#: The task of a ``no-changelog`` outcome when no task was named: every task of the store.
+EVERY_TASK = "all"
+
+
 @dataclass(frozen=True)
 class TaskSeed:
     """One task's outcome: ``seeded`` (from ``snapshot_id`` at ``lsn``), ``kept`` (its
-    folder was not empty) or ``changelog`` (no usable snapshot: it restores from the topic)."""
+    folder was not empty), ``changelog`` (no usable snapshot: it restores from the topic) or
+    ``no-changelog`` (the topic does not exist yet: nothing to seed)."""
 
     task: str
-    outcome: Literal["seeded", "kept", "changelog"]
+    outcome: Literal["seeded", "kept", "changelog", "no-changelog"]
     snapshot_id: str | None = None
     lsn: int | None = None
     skipped: tuple[Skipped, ...] = field(default=())
@@ -88,6 +98,7 @@ class StoreSeeder:
     clock_skew: timedelta = DEFAULT_CLOCK_SKEW
     candidates: int = DEFAULT_CANDIDATES
     s3_client: S3Client | None = None
+    broker_timeout_s: float = DEFAULT_BROKER_TIMEOUT_S
 
     def seed(
         self, state_dir: Path, tasks: Sequence[TaskId] | None = None, *, subtopology: int = 0
@@ -96,7 +107,13 @@ class StoreSeeder:
         if not 1 <= self.candidates <= MAX_CANDIDATES:
             raise InvalidRequestError(f"candidates {self.candidates}: give 1..{MAX_CANDIDATES}")
         stream = store_stream(self.application_id, self.store)
-        changelog = describe_changelog(self.bootstrap_servers, stream)
+        app_dir = make_app_dir(task_folder(state_dir, self.application_id, TaskId(0, 0)).parent)
+        try:
+            changelog = describe_changelog(
+                self.bootstrap_servers, stream, timeout_s=self.broker_timeout_s
+            )
+        except ChangelogMissingError:
+            return _before_first_start(app_dir, tasks)
         retention = timedelta(milliseconds=changelog.delete_retention_ms)
         if not timedelta(0) <= self.clock_skew <= retention:
             raise InvalidRequestError(
@@ -105,8 +122,6 @@ class StoreSeeder:
             )
         if tasks is None:
             tasks = [TaskId(subtopology, p) for p in sorted(changelog.partitions)]
-        app_dir = task_folder(state_dir, self.application_id, TaskId(0, 0)).parent
-        app_dir.mkdir(parents=True, exist_ok=True)
         with locked_app_dir(app_dir):
             return [self._seed_task(app_dir, task, changelog) for task in tasks]
 
@@ -190,6 +205,32 @@ class StoreSeeder:
             shutil.rmtree(staging, ignore_errors=True)
 
 
+def _before_first_start(app_dir: Path, tasks: Sequence[TaskId] | None) -> list[TaskSeed]:
+    """No changelog yet: nothing to seed, said per task (or once for every task). The state
+    directory's lock is still taken: a seed beside a running instance is refused alike."""
+    with locked_app_dir(app_dir):
+        named = [EVERY_TASK] if tasks is None else [str(task) for task in tasks]
+        return [TaskSeed(task, "no-changelog") for task in named]
+
+
+def make_app_dir(app_dir: Path) -> Path:
+    """``{state.dir}/{application.id}``, created with its missing parents; a path that cannot
+    be that folder (a file is in the way, no permission) is a bad ``--state-dir``."""
+    try:
+        app_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as exc:
+        raise InvalidRequestError(
+            f"{app_dir} is a file, not a folder: Kafka Streams keeps the application's task "
+            "folders there; move the file away, or give another --state-dir"
+        ) from exc
+    except OSError as exc:
+        raise InvalidRequestError(
+            f"cannot make the folder {app_dir}: {exc.strerror or exc}; give a --state-dir "
+            "this user can write, with no file in the way"
+        ) from exc
+    return app_dir
+
+
 def _created_at(opened: OpenedSnapshot) -> datetime:
     made = getattr(opened.descriptor, "created_at", None)
     if not isinstance(made, datetime):
@@ -203,7 +244,14 @@ def _created_at(opened: OpenedSnapshot) -> datetime:
 def locked_app_dir(app_dir: Path) -> Iterator[None]:
     """Hold ``{app_dir}/.lock`` as Kafka Streams' StateDirectory does (an fcntl lock: the
     JVM's FileChannel.tryLock on Linux), or refuse."""
-    with (app_dir / ".lock").open("a") as lock:
+    try:
+        opened = (app_dir / ".lock").open("a")
+    except OSError as exc:
+        raise InvalidRequestError(
+            f"cannot open {app_dir / '.lock'}: {exc.strerror or exc}; give a --state-dir this "
+            "user can write"
+        ) from exc
+    with opened as lock:
         try:
             fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:

@@ -98,7 +98,9 @@ class SnapshotSidecar:
     def start(self) -> None:
         """Read the changelog's partitions and each one's latest registered snapshot."""
         snap = self.snapshotter
-        changelog = describe_changelog(snap.bootstrap_servers, snap.stream)
+        changelog = describe_changelog(
+            snap.bootstrap_servers, snap.stream, timeout_s=snap.broker_timeout_s
+        )
         partitions = list(changelog.partitions) if self._wanted is None else self._wanted
         missing = [p for p in partitions if p not in changelog.partitions]
         if missing:
@@ -128,7 +130,13 @@ class SnapshotSidecar:
         now = self.clock()
         snap = self.snapshotter
         try:
-            ends = end_offsets(self._admin, snap.stream, self.marks)
+            ends = end_offsets(
+                self._admin,
+                snap.stream,
+                self.marks,
+                timeout_s=snap.broker_timeout_s,
+                bootstrap_servers=snap.bootstrap_servers,
+            )
         except Exception as exc:  # the broker may be back at the next poll
             log.error(
                 "reading %s's end offsets failed (tried again next poll): %s", snap.stream, exc

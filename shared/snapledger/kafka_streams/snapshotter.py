@@ -29,6 +29,7 @@ from snapledger.client.writer import SnapshotWriter, WrittenSnapshot
 from snapledger.errors import InvalidRequestError, NotFoundError
 from snapledger.kafka_streams.catch_up import CatchUpResult, catch_up_tasks
 from snapledger.kafka_streams.changelog import (
+    DEFAULT_BROKER_TIMEOUT_S,
     Changelog,
     check_partition,
     describe_changelog,
@@ -76,6 +77,7 @@ class StoreSnapshotter:
     store: str
     on_written: Callable[[WrittenSnapshot], object] | None = None
     s3_client: S3Client | None = None
+    broker_timeout_s: float = DEFAULT_BROKER_TIMEOUT_S
 
     @property
     def stream(self) -> str:
@@ -87,7 +89,9 @@ class StoreSnapshotter:
         """One snapshot per partition with records after its latest (all partitions when
         ``partitions`` is None). The partitions' stores are caught up by one seeder process
         (one JVM start), the changelog's offsets read once."""
-        changelog = describe_changelog(self.bootstrap_servers, self.stream)
+        changelog = describe_changelog(
+            self.bootstrap_servers, self.stream, timeout_s=self.broker_timeout_s
+        )
         wanted = sorted(
             {
                 check_partition(p)
