@@ -29,6 +29,8 @@ from snapledger.client import Snapledger, WrittenSnapshot
 from snapledger.errors import SnapledgerError
 
 PROG = "python -m examples.ktable_checkpointer"
+#: The deployment's stack without --stack (and without --local).
+STACK = "Snapledger"
 #: The exit status of every error (a bad option, an unreachable broker, a refused record).
 ERROR = 2
 
@@ -60,7 +62,7 @@ def parser() -> argparse.ArgumentParser:
     )
     made.add_argument("--once", action="store_true", help="stop once read to the end")
     made.add_argument("--local", action="store_true", help="register with the local runtime")
-    made.add_argument("--stack", default="Snapledger", help="the deployment's stack name")
+    made.add_argument("--stack", help=f"the deployment's stack name (default {STACK})")
     return made
 
 
@@ -71,10 +73,16 @@ def main(argv: list[str] | None = None, *, registry: Snapledger | None = None) -
     try:
         if registry is not None:
             return run(args, registry, _required_root(args.root))
+        if args.local and args.stack is not None:
+            raise SnapledgerError(
+                "--local and --stack name two registries: give --local (the local runtime) "
+                "or --stack NAME (a deployment), not both"
+            )
         if args.local:
             return _run_local(args)
-        with Snapledger.for_stack(args.stack) as own:
-            return run(args, own, _required_root(args.root))
+        root = _required_root(args.root)
+        with Snapledger.for_stack(args.stack or STACK) as own:
+            return run(args, own, root)
     except SnapledgerError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return ERROR

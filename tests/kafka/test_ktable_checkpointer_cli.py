@@ -109,6 +109,17 @@ def test_a_root_other_than_the_local_store_with_local_is_one_clear_error(tmp_pat
     assert not (tmp_path / "elsewhere").exists()
 
 
+def test_local_and_stack_together_are_one_clear_error(capsys):
+    argv = ["--topic", "t", "--bootstrap-servers", "x:1", "--local", "--stack", "Other"]
+    assert main(argv) == 2
+    ran = capsys.readouterr()
+    assert ran.out == ""
+    assert ran.err == (
+        f"{PROG}: error: --local and --stack name two registries: give --local (the local "
+        "runtime) or --stack NAME (a deployment), not both\n"
+    )
+
+
 def test_without_local_the_root_is_required_in_one_line(capsys):
     assert main(["--topic", "t", "--bootstrap-servers", "x:1", "--once"]) == 2
     ran = capsys.readouterr()
