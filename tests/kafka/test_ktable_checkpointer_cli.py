@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from examples.ktable_checkpointer.__main__ import PROG, main
+from snapledger.client import Snapledger
 from snapledger.local import kafka_topics
 from snapledger.local.kafka_broker import KafkaBroker
-from tests.kafka.test_ktable_checkpointer import puts_and_deletes, replay
+from tests.kafka.test_ktable_checkpointer import InProcess, puts_and_deletes, replay
 
 REPO = Path(__file__).resolve().parents[2]
 #: The broker address the doc's --local line names.
@@ -127,3 +128,12 @@ def test_without_local_the_root_is_required_in_one_line(capsys):
     assert ran.err == (
         f"{PROG}: error: --root s3://bucket[/prefix] (or file:///dir) is required without --local\n"
     )
+
+
+def test_a_number_out_of_its_bounds_is_one_line_naming_the_option(capsys):
+    argv = ["--topic", "t", "--bootstrap-servers", "x:1", "--root", "file:///tmp/x"]
+    assert main([*argv, "--every-records", "0"], registry=Snapledger(InProcess())) == 2
+    ran = capsys.readouterr()
+    assert ran.out == ""
+    assert ran.err.count("\n") == 1
+    assert ran.err.startswith(f"{PROG}: error: every_records must be a number from 1 to ")
