@@ -37,6 +37,8 @@ class KTableCheckpointer:
     from its latest registered checkpoint, asked of ``registry``, and assigns the consumer
     at the checkpoint's offset. ``retention_min_count``/``retention_min_age_hours`` set
     the stream's retention policy at start (``set_retention=False``: leave it).
+    ``on_written`` is called with each checkpoint once written (the local runtime delivers
+    its arrival, so it registers; in AWS the S3 event does).
     """
 
     def __init__(
@@ -56,6 +58,7 @@ class KTableCheckpointer:
         clock: Callable[[], float] = time.monotonic,
         consumer_config: Mapping[str, Any] | None = None,
         s3_client: Any = None,
+        on_written: Callable[[WrittenSnapshot], object] | None = None,
     ) -> None:
         self.topic = topic
         self.stream = check_stream_name(stream if stream is not None else topic)
@@ -75,6 +78,7 @@ class KTableCheckpointer:
         self._registry = registry
         self._root = root
         self._s3_client = s3_client
+        self._on_written = on_written
         self._servers = bootstrap_servers
         self._consumer_config = dict(consumer_config or {})
         self._consumer: Any = None
@@ -206,6 +210,8 @@ class KTableCheckpointer:
             )
             table.applied_since_checkpoint = 0
             written.append(snapshot)
+            if self._on_written is not None:
+                self._on_written(snapshot)
         self.schedule.done()
         self.written.extend(written)
         return written

@@ -9,11 +9,13 @@ this stack. Their AWS calls, under the changelog topics of ``-c kafkaStreamsStre
 - both list a snapshot folder (``s3:ListBucket``, ``s3:prefix`` under the topics' lineages)
   and read its manifest and files (``s3:GetObject`` on the snapshot folders' objects);
 - the snapshotter also writes a snapshot folder's files (``s3:PutObject``, multipart uploads
-  included, ``s3:AbortMultipartUpload`` for a failed one). Its files go up with a plain
-  PutObject (``SnapshotWriter``); only ``_manifest.json`` is created with If-None-Match, so
-  a Deny refuses a manifest write without it (``s3:if-none-match``): a manifest is never
-  overwritten. Neither policy reaches ``latest.json`` or ``generation.json`` (register
-  writes them), nor any other prefix.
+  included, ``s3:AbortMultipartUpload`` for a failed one). ``SnapshotWriter`` creates every
+  object only if absent (If-None-Match on the PutObject, or on a multipart upload's
+  CompleteMultipartUpload), which needs no other permission; a Deny holds ``_manifest.json``
+  to it (``s3:if-none-match``): a manifest is never overwritten. The files cannot be held so:
+  a multipart upload's UploadPart is authorized as ``s3:PutObject`` and carries no
+  If-None-Match, so such a Deny would refuse every multipart upload. Neither policy reaches
+  ``latest.json`` or ``generation.json`` (register writes them), nor any other prefix.
 
 Kafka's own ACLs (the changelog topics' Describe, DescribeConfigs, Read) are not IAM here.
 The stack outputs each policy's ARN; attach it to the role the step runs as

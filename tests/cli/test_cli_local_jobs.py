@@ -74,7 +74,8 @@ def test_no_wait_answers_before_the_job_ends_and_a_wait_says_its_end_once(home, 
 
     assert status == 0, waited
     assert waited.out.count("SUCCESS") == 1, waited.out  # the final state, once
-    assert re.search(rf"job {answer['job_id']} SUCCESS after \d+ s\n", waited.out)
+    # the facts (its id, its state), not the duration's format: a loaded machine takes minutes
+    assert f"job {answer['job_id']} SUCCESS after " in waited.out, waited.out
     assert "output: snapshots/orders/0/" in waited.out
     for out in (ran.out, waited.out):
         assert not SPARK_LINE.search(out), out
@@ -94,7 +95,8 @@ def test_a_wait_follows_the_job_and_says_its_real_end_once(home, capsys):
     assert "state: SUBMITTED" in ran.out  # the launch's answer, then the job's states
     states = re.findall(r"^\s*\d+ s  (\w+)$", ran.out, re.MULTILINE)
     assert "SUCCESS" not in states and ran.out.count("SUCCESS") == 1, ran.out
-    assert re.search(r"SUCCESS after \d+ s\n", ran.out)
+    [job_id] = re.findall(r"job_id: (\S+)", ran.out)
+    assert f"job {job_id} SUCCESS after " in ran.out, ran.out  # not the duration's format
     assert not SPARK_LINE.search(ran.out), ran.out
     assert list((home / "jobs").glob("*.log"))
     assert _stopped(home)
@@ -128,7 +130,8 @@ def test_a_job_whose_process_is_killed_ends_failed_with_the_signal(home, capsys)
 
     assert status == 1, ran
     said = " ".join(ran.out.split())
-    assert re.search(r"FAILED after \d+ s", said), said
+    [job_id] = re.findall(r"job_id: (\S+)", said)
+    assert f"job {job_id} FAILED after " in said, said  # not the duration's format
     assert re.search(r"the local job process \(pid \d+\) was killed by signal 9 \(SIGKILL\)", said)
     assert "before reporting the job's end" in said
 

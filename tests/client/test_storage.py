@@ -105,6 +105,15 @@ def test_put_if_absent_never_overwrites(backend: Backend):
     assert store.get("m.json") == b"first"
 
 
+def test_put_file_never_overwrites(backend: Backend):
+    store = backend.store()
+    store.put_file("d/part.bin", b"first", checksum_algorithm="crc32c")
+    with pytest.raises(ObjectExistsError, match=r"'d/part\.bin' .*it was not overwritten"):
+        store.put_file("d/part.bin", b"second", checksum_algorithm="crc32c")
+    assert store.get("d/part.bin") == b"first"
+    assert store.list("d/") == [ListedObject("d/part.bin", 5)]  # no temp file left
+
+
 def test_download_copies_the_object_with_its_checksum(backend: Backend, tmp_path):
     store = backend.store()
     store.put_file("k", b"payload", checksum_algorithm="sha256")
@@ -129,20 +138,21 @@ def test_reading_a_missing_key_is_not_found(backend: Backend, tmp_path):
 # -- file:// ---------------------------------------------------------------------------
 
 
-def test_file_put_writes_a_temp_file_and_renames_it_into_place(file_backend, monkeypatch):
+def test_file_put_writes_a_temp_file_and_links_it_into_place(file_backend, monkeypatch):
     """A reader never sees half a file: the bytes go to a '.tmp-' file beside the target
-    (which listings skip), complete, before one rename makes them visible."""
+    (which listings skip), complete, before one hard link makes them visible (a link,
+    not a rename: it fails if the target exists)."""
     store = file_backend.store()
     data = os.urandom(CHUNK_BYTES + 10)  # written in two chunks
     renames = []
-    real_replace = os.replace
+    real_link = os.link
 
     def spy(source: Any, target: Any) -> None:
         source, target = Path(source), Path(target)
         renames.append((source.name, target.name, target.exists(), source.read_bytes() == data))
-        real_replace(source, target)
+        real_link(source, target)
 
-    monkeypatch.setattr(storage.os, "replace", spy)
+    monkeypatch.setattr(storage.os, "link", spy)
     store.put_file("dir/obj", data, checksum_algorithm="crc32c")
     [(temp_name, target_name, target_existed, complete)] = renames
     assert temp_name.startswith(".tmp-")
@@ -309,6 +319,39 @@ def test_s3_files_up_to_the_threshold_go_in_one_put(s3_backend):
         "UploadPart",
         "CompleteMultipartUpload",
     ]
+
+
+def _conditions(client: Any) -> list[tuple[str, str | None]]:
+    """Each request's operation and its If-None-Match header, as sent."""
+    sent: list[tuple[str, str | None]] = []
+
+    def record(request: Any, event_name: str, **_: Any) -> None:
+        value = request.headers.get("If-None-Match")
+        operation = event_name.rpartition(".")[2]
+        sent.append((operation, value.decode() if isinstance(value, bytes) else value))
+
+    client.meta.events.register("before-send.s3.*", record)
+    return sent
+
+
+@pytest.mark.parametrize("existing_size", [10, MIN_PART_SIZE + 10], ids=["put", "multipart"])
+def test_s3_puts_create_only_a_single_put_and_a_multipart_upload_alike(s3_backend, existing_size):
+    """Both ways up carry If-None-Match: * where S3 checks it (the PutObject; for a
+    multipart upload, its completion), so a key that exists is refused (moto enforces
+    both, as S3 does), the object there stays, and the refused upload is aborted."""
+    store = _multipart_store(s3_backend)  # above 1 MiB: multipart
+    first = os.urandom(existing_size)
+    store.put_file("k", first, checksum_algorithm="crc32c")
+    sent = _conditions(s3_backend.client)
+    for second in (os.urandom(1000), os.urandom(MIN_PART_SIZE + 1000)):
+        with pytest.raises(ObjectExistsError, match=r"'k' .*already exists .*not overwritten"):
+            store.put_file("k", second, checksum_algorithm="crc32c")
+        assert store.get("k") == first
+    assert [(op, value) for op, value in sent if value is not None] == [
+        ("PutObject", "*"),
+        ("CompleteMultipartUpload", "*"),
+    ]
+    assert s3_backend.client.list_multipart_uploads(Bucket=BUCKET).get("Uploads", []) == []
 
 
 def test_a_failed_part_aborts_the_multipart_upload(s3_backend, monkeypatch):

@@ -233,13 +233,46 @@ def test_a_write_that_fails_midway_leaves_no_manifest(backend: Backend):
     assert not any(k.endswith(MANIFEST_NAME) for k in keys)
 
 
-def test_an_existing_manifest_is_never_overwritten(backend: Backend, monkeypatch):
+def test_an_existing_manifest_is_never_overwritten(backend: Backend, tmp_path, monkeypatch):
+    # two writers of one snapshot id (never so: a fresh ULID each) and different file names,
+    # so the second's data file is new and its manifest is the one refused
     monkeypatch.setattr(writer, "new_ulid", lambda: "01JAAAAAAAAAAAAAAAAAAAAAAA")
-    first = _writer(backend).write(3, 0, {"a": b"1"})
+    (tmp_path / "x").write_bytes(b"1")
+    (tmp_path / "y").write_bytes(b"2")
+    first = _writer(backend).write_files(3, 0, [tmp_path / "x"])
     original = backend.read(first.manifest_key)
-    with pytest.raises(ObjectExistsError, match="not overwritten"):
-        _writer(backend).write(3, 1, {"a": b"other"})
+    with pytest.raises(
+        ObjectExistsError, match=r"_manifest\.json already exists .*not overwritten"
+    ):
+        _writer(backend).write_files(3, 1, [tmp_path / "y"])
     assert backend.read(first.manifest_key) == original
+
+
+@pytest.mark.parametrize("size", [1000, MIN_PART_SIZE + 1000], ids=["put", "multipart"])
+def test_a_second_writer_of_a_data_file_is_refused_and_the_first_s_file_stays(
+    backend: Backend, tmp_path, monkeypatch, size
+):
+    # two writers of one snapshot id (never so: a fresh ULID each), as the Kafka Streams
+    # snapshotter writes (write_files); on S3 above 1 MiB the file goes up multipart
+    monkeypatch.setattr(writer, "new_ulid", lambda: "01JAAAAAAAAAAAAAAAAAAAAAAA")
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "000012.sst").write_bytes(os.urandom(size))
+    first = _writer(backend, multipart_threshold=MIB).write_files(12, 0, tmp_path / "first")
+    manifest = backend.read(first.manifest_key)
+
+    with pytest.raises(ObjectExistsError) as refused:
+        _writer(backend, multipart_threshold=MIB).write_files(12, 1, tmp_path / "second")
+
+    key = first.prefix + "000012.sst"
+    assert str(refused.value).startswith(f"{key} already exists in {backend.store().uri}, not")
+    assert "another writer wrote it" in str(refused.value)
+    assert "write the snapshot again (a new id)" in str(refused.value)
+    assert backend.read(key) == (tmp_path / "first" / "000012.sst").read_bytes()
+    assert backend.read(first.manifest_key) == manifest
+    assert [o.key for o in backend.store().list(first.prefix)] == [key, first.manifest_key]
+    if backend.client is not None:  # the refused multipart upload was aborted
+        assert backend.client.list_multipart_uploads(Bucket=BUCKET).get("Uploads", []) == []
 
 
 # -- opaque -----------------------------------------------------------------------------

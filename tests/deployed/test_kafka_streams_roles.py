@@ -234,6 +234,13 @@ def test_no_call_was_refused_and_every_grant_was_used(deployed: KafkaDeployed) -
     ]
     assert len(manifests) == 2 * len(PARTITIONS)
     assert all(d.context.get("s3:if-none-match") == "*" for d in manifests)
+    # the store's files too are created only if absent (SnapshotWriter.put_file)
+    files = [
+        d
+        for d in _of(deployed, SNAPSHOT_ROLE)
+        if d.action == "s3:PutObject" and not d.resource.endswith("/_manifest.json")
+    ]
+    assert files and all(d.context.get("s3:if-none-match") == "*" for d in files)
 
 
 # --- what the policies do not grant ----------------------------------------------------------

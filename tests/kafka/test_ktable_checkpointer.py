@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from examples.ktable_checkpointer import KeyEncodingError, KTableCheckpointer
-from examples.ktable_checkpointer.__main__ import main
+from examples.ktable_checkpointer.__main__ import PROG, main
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.client import Snapledger, SnapshotReader
 from snapledger.clock import ManualClock
@@ -316,6 +316,24 @@ def test_the_cli_reads_to_the_end_and_checkpoints_once(world: World, capsys):
     assert "records_read=10\n" in out
     assert f"keys={len(replay(world.servers, topic))}\n" in out
     assert out.count("checkpoint lsn=") == 2
+
+
+@pytest.mark.kafka
+def test_a_topic_not_found_and_a_key_not_utf8_are_one_line_each(world: World, capsys):
+    from confluent_kafka import Producer
+
+    argv = ["--bootstrap-servers", world.servers, "--root", world.root, "--once"]
+    assert main(["--topic", "no-such-topic", *argv], registry=world.registry) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"{PROG}: error: topic 'no-such-topic' not")
+
+    topic = world.topic(partitions=1)
+    producer = Producer({"bootstrap.servers": world.servers})
+    producer.produce(topic, key=b"\xff\xfe", value=b"1")
+    assert producer.flush(30) == 0
+    assert main(["--topic", topic, *argv], registry=world.registry) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{topic}-0 at offset 0 has a key that is not UTF-8" in err
 
 
 def test_the_cli_help_and_the_bounds(capsys):

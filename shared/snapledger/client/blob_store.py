@@ -54,7 +54,8 @@ class BlobStore(Protocol):
         ...
 
     def put_file(self, key: str, source: FileSource, *, checksum_algorithm: str) -> StoredObject:
-        """Store ``source`` at ``key`` (overwriting), with its checksum verified by the
+        """Store ``source`` at ``key`` only if ``key`` is absent (ObjectExistsError
+        otherwise, the object there left as it was), with its checksum verified by the
         store on arrival where it can (S3)."""
         ...
 
@@ -120,11 +121,13 @@ def source_size(source: FileSource) -> int:
 
 
 def write_atomically(
-    target: Path, chunks: Iterable[bytes], algorithm: str | None
+    target: Path, chunks: Iterable[bytes], algorithm: str | None, *, exclusive: bool = False
 ) -> tuple[int, str | None]:
     """Write ``chunks`` to a temp file beside ``target``, then rename it into place, so
     ``target`` is never seen half-written; returns the size and, if asked, the checksum
-    of exactly the bytes written."""
+    of exactly the bytes written. ``exclusive``: hard-link it into place instead, which
+    fails (FileExistsError, ``target`` untouched) if ``target`` exists, atomically across
+    threads and processes."""
     hasher = Hasher(algorithm) if algorithm is not None else None
     target.parent.mkdir(parents=True, exist_ok=True)
     temp = target.parent / f"{TEMP_PREFIX}{uuid.uuid4().hex}"
@@ -136,7 +139,10 @@ def write_atomically(
                 size += len(chunk)
                 if hasher is not None:
                     hasher.update(chunk)
-        os.replace(temp, target)
+        if exclusive:
+            os.link(temp, target)
+        else:
+            os.replace(temp, target)
     finally:
         temp.unlink(missing_ok=True)
     return size, format_checksum(hasher.checksum()) if hasher is not None else None

@@ -1,8 +1,9 @@
 """The ``file:///dir`` blob store: a local directory, the local runtime's stand-in for S3.
 
 S3 makes an object visible whole; this store writes a temp file beside the target (named
-``.tmp-...``, which listings and the local runtime skip) and renames it into place, so a
-reader never sees half a file.
+``.tmp-...``, which listings and the local runtime skip) and links it into place (a file put)
+or renames it (a download), so a reader never sees half a file. A file put creates only: the
+hard link fails if the key exists, as S3's ``If-None-Match: *`` does.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from snapledger.client.blob_store import (
     source_chunks,
     write_atomically,
 )
-from snapledger.errors import NotFoundError
+from snapledger.errors import NotFoundError, ObjectExistsError
 
 
 class FileBlobStore(ListsAndDownloads):
@@ -36,11 +37,17 @@ class FileBlobStore(ListsAndDownloads):
         return self._objects.uri
 
     def put_file(self, key: str, source: FileSource, *, checksum_algorithm: str) -> StoredObject:
-        """Copy ``source`` to ``key`` atomically; the checksum is of the bytes copied."""
+        """Copy ``source`` to ``key`` atomically, only if ``key`` is absent (else
+        ObjectExistsError, the file there untouched); the checksum is of the bytes copied."""
         target = self._objects.root / check_key(key)
-        size, checksum = write_atomically(
-            target, source_chunks(source, CHUNK_BYTES), checksum_algorithm
-        )
+        try:
+            size, checksum = write_atomically(
+                target, source_chunks(source, CHUNK_BYTES), checksum_algorithm, exclusive=True
+            )
+        except FileExistsError as exc:
+            raise ObjectExistsError(
+                f"object {key!r} already exists in {self.uri}: it was not overwritten"
+            ) from exc
         return StoredObject(key=key, size=size, checksum=checksum)
 
     def put_if_absent(self, key: str, data: bytes) -> None:

@@ -3,7 +3,10 @@ checksums, so S3 verifies each on arrival and refuses bytes that do not match.
 
 Up to ``multipart_threshold`` bytes a file goes up as one PutObject, above it as a
 multipart upload; which checksum each request sends, per algorithm, and which one S3
-stores: the table in ``snapledger.client.storage``.
+stores: the table in ``snapledger.client.storage``. Either way the object is created only if
+absent: the PutObject, or the CompleteMultipartUpload, carries ``If-None-Match: *``, so S3
+refuses it (412) when the key exists (ObjectExistsError, the object there untouched; a
+refused multipart upload is aborted).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from snapledger.adapters.object_keys import check_key
 from snapledger.adapters.object_store_s3 import S3ObjectStore
+from snapledger.adapters.s3_location import EXISTS
 from snapledger.client.blob_store import (
     CHUNK_BYTES,
     MIB,
@@ -30,6 +34,7 @@ from snapledger.core.checksums import Checksum, Hasher
 from snapledger.errors import (
     InvalidRequestError,
     NotFoundError,
+    ObjectExistsError,
     SnapledgerError,
     StoreUnavailableError,
 )
@@ -87,7 +92,8 @@ class S3BlobStore(ListsAndDownloads):
 
     def put_file(self, key: str, source: FileSource, *, checksum_algorithm: str) -> StoredObject:
         """One PutObject up to the threshold, else a multipart upload; either way S3
-        verifies the checksum sent with the bytes and refuses them if it differs."""
+        verifies the checksum sent with the bytes and refuses them if it differs, and
+        creates the object only if the key is absent (ObjectExistsError otherwise)."""
         Hasher(checksum_algorithm)  # an unknown algorithm fails before any request
         if source_size(source) > self._threshold:
             return self._put_multipart(key, source, checksum_algorithm)
@@ -113,7 +119,11 @@ class S3BlobStore(ListsAndDownloads):
         checksum = _checksum_of(algorithm, data)
         with self._s3_errors("put", key):
             self._client.put_object(
-                Bucket=self._bucket, Key=self._full(key), Body=data, **_sent_checksum(checksum)
+                Bucket=self._bucket,
+                Key=self._full(key),
+                Body=data,
+                IfNoneMatch="*",
+                **_sent_checksum(checksum),
             )
         return StoredObject(key=key, size=len(data), checksum=format_checksum(checksum))
 
@@ -140,6 +150,7 @@ class S3BlobStore(ListsAndDownloads):
                     Key=full,
                     UploadId=upload_id,
                     MultipartUpload={"Parts": parts},  # type: ignore[typeddict-item]
+                    IfNoneMatch="*",  # S3 checks it here: the object appears on completion
                     **_multipart_complete(checksum),
                 )
         except BaseException:
@@ -227,6 +238,10 @@ def _translated(exc: ClientError | BotoCoreError, where: str) -> SnapledgerError
     status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
     if code in _NOT_FOUND:
         return NotFoundError(f"{where}: no such object")
+    if code in EXISTS:
+        return ObjectExistsError(
+            f"{where}: the object already exists (S3 answered {code}): it was not overwritten"
+        )
     if code in _BAD_DIGEST:
         return InvalidRequestError(
             f"{where}: S3 refused the bytes, they do not match the checksum taken before the "

@@ -28,7 +28,14 @@ and by :class:`~snapledger.client.reader.SnapshotReader` on read, but not at reg
 
 **Atomic writes.** S3 makes an object visible whole. The ``file://`` store writes a temp
 file beside the target (named ``.tmp-...``, which listings and the local runtime skip) and
-renames it into place, so a reader never sees half a file.
+links it into place (a download renames it), so a reader never sees half a file.
+
+**Created only if absent.** ``put_file`` never overwrites: on S3 the PutObject, or the
+CompleteMultipartUpload of a multipart upload (where S3 checks it: the object appears on
+completion), carries ``If-None-Match: *``, which S3 refuses with 412 when the key exists;
+the ``file://`` store's hard link fails when the key exists. Either way the caller gets
+ObjectExistsError and the object there stays as it was (a refused multipart upload is
+aborted). No permission beyond ``s3:PutObject`` is needed.
 """
 
 from __future__ import annotations

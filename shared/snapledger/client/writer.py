@@ -4,7 +4,7 @@ A :class:`SnapshotWriter` is bound to one lineage (a stream's partition) and one
 Each ``write`` puts a new snapshot under
 ``snapshots/{stream}/{partition}/{lsn:020d}-{snapshot_id}/`` (a fresh ULID, so two writes
 never share a prefix): every data file with its checksum (see ``storage``), then the
-manifest, created only if absent. The manifest's arrival is the commit the ``register``
+manifest, each created only if absent. The manifest's arrival is the commit the ``register``
 function reacts to, so a crash before it leaves files without a manifest, which the GC's
 orphan sweep removes; it never leaves a manifest that names a missing file.
 
@@ -263,7 +263,11 @@ class SnapshotWriter:
         return files
 
     def _upload(self, prefix: str, relative: str, local: Path, *, rows: int | None) -> ManifestFile:
-        stored = self._store.put_file(prefix + relative, local, checksum_algorithm=self._checksum)
+        key = prefix + relative  # created only if absent: never another writer's file
+        try:
+            stored = self._store.put_file(key, local, checksum_algorithm=self._checksum)
+        except ObjectExistsError as exc:
+            raise _not_overwritten(key, self._store.uri) from exc
         return ManifestFile(path=relative, size=stored.size, rows=rows, checksum=stored.checksum)
 
     def _commit(
@@ -282,10 +286,7 @@ class SnapshotWriter:
         try:
             self._store.put_if_absent(key, body)
         except ObjectExistsError as exc:
-            raise ObjectExistsError(
-                f"{key} already exists in {self._store.uri} and was not overwritten: a "
-                "snapshot id is never reused; write the snapshot again (it gets a new id)"
-            ) from exc
+            raise _not_overwritten(key, self._store.uri) from exc
         return WrittenSnapshot(
             snapshot_id=manifest.snapshot_id,
             prefix=draft.prefix,
@@ -362,6 +363,11 @@ def _check_snapshot_paths(paths: list[str]) -> None:
         if problem is not None:
             raise ValueError(f"file {path!r} cannot be part of a snapshot: {problem}")
         seen.add(path)
+
+
+def _not_overwritten(key: str, root: str) -> ObjectExistsError:
+    why = "another writer wrote it (ids are never reused); write the snapshot again (a new id)"
+    return ObjectExistsError(f"{key} already exists in {root}, not overwritten: {why}")
 
 
 def _validated(document: dict[str, Any]) -> ManifestV1:

@@ -14,13 +14,21 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, TypeGuard
+from typing import TYPE_CHECKING, Any, TextIO, TypeGuard
+from urllib.parse import unquote, urlsplit
 
+from snapledger.errors import InvalidRequestError
+from snapledger.local.clients import local_s3_client
 from snapledger.local.handlers import HANDLERS, LogsRouted
 from snapledger.local.job_process import JobProcesses, join, release, stop_abandoned
 from snapledger.local.router import Handler, Router, call_handler
 from snapledger.local.runtime import LocalRuntime, local_home, running_endpoint
 from snapledger.models.jobs import TERMINAL_STATES, JobState
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+    from snapledger.client.writer import WrittenSnapshot
 
 #: Said on stderr before a command starts its own DynamoDB Local (no ``local up`` running).
 STARTING_NOTICE = (
@@ -40,6 +48,15 @@ def _unfinished_run(job: object) -> TypeGuard[dict[str, Any]]:
         and bool(job.get("run_id"))
         and job.get("state") not in TERMINAL_STATES
     )
+
+
+def _canonical_root(root: str) -> str:
+    """``root`` as one spelling: a folder's resolved ``file://`` URI, an S3 root without its
+    trailing slash (what decides whether two roots are the same store)."""
+    parts = urlsplit(root)
+    if root.startswith("/") or parts.scheme == "file":
+        return Path(root if root.startswith("/") else unquote(parts.path)).resolve().as_uri()
+    return root.rstrip("/")
 
 
 def _to_stderr(line: str) -> None:
@@ -103,6 +120,29 @@ class LocalTransport:
             say=say,
             joined=joined,
         )
+
+    def store_root(self, root: str | None = None) -> str:
+        """The snapshot store a ``--local`` writer writes to: the local runtime's (its
+        ``store_uri``). ``root``, a store named beside ``--local``, must be that one:
+        the runtime registers only what lands there, so another is refused, saying so."""
+        own = self.local.store_uri
+        if root is None or _canonical_root(root) == _canonical_root(own):
+            return own
+        raise InvalidRequestError(
+            f"--root {root} is not the local runtime's store ({own}), so nothing written "
+            "there would be registered: with --local leave --root out (or give that "
+            "store); to write elsewhere, register through a deployment instead of --local"
+        )
+
+    def s3_client(self) -> S3Client | None:
+        """A client for the store's S3 endpoint (``local up --s3-port``); None for a folder."""
+        endpoint = self.local.s3_endpoint
+        return None if endpoint is None else local_s3_client(endpoint)
+
+    def deliver(self, written: WrittenSnapshot) -> list[dict[str, Any]]:
+        """Register a snapshot just written (its manifest last), as S3's notification does
+        in AWS: the router's answers, each with its records' ``outcome``."""
+        return self.router.scan((written.prefix,), settled=True)
 
     def invoke(self, function: str, payload: dict[str, Any]) -> dict[str, Any]:
         answer = self._call(function, payload)
