@@ -18,6 +18,7 @@ from snapledger.local import kafka_topics
 from snapledger.local.handlers import invoke
 from snapledger.local.kafka_app import STORE
 from snapledger.local.kafka_broker import KafkaBroker
+from snapledger.local.transport import LocalTransport
 from tests.cli.support import Ran, run_cli
 from tests.kafka.conftest import Registry
 from tests.kafka.generation_members import NO_BROKER, Generation
@@ -42,6 +43,12 @@ class _LocalOnTests:
     @property
     def router(self) -> Any:
         return self.registry.router
+
+    def store_root(self, root: str | None = None) -> str:
+        return LocalTransport.store_root(self, root)  # type: ignore[arg-type]  # its rule
+
+    def deliver(self, written: Any) -> Any:
+        return self.registry.router.scan((written.prefix,), settled=True)
 
     def close(self) -> None:
         pass
@@ -99,6 +106,21 @@ def test_without_root_or_local_says_what_to_give(command: str, tmp_path: Path):
     ran = run_cli("kafka-streams", command, *STORE_ARGS, "--application-id", "a", *more)
     assert ran.status == 2
     assert "--root s3://bucket[/prefix] is required without --local" in ran.err
+
+
+@pytest.mark.parametrize("command", ["rewind", "seed"])
+def test_local_with_another_root_is_refused_as_nothing_there_would_register(
+    local: Registry, command: str, tmp_path: Path
+):
+    elsewhere = (tmp_path / "elsewhere").as_uri()
+    ran = run_cli(
+        "--local", "kafka-streams", command, *STORE_ARGS, "--application-id", "app",
+        "--root", elsewhere, "--state-dir", str(tmp_path / "state"),
+        *(["--generation", "1"] if command == "rewind" else []),
+    )  # fmt: skip
+    assert ran.status == 2, ran
+    assert f"--root {elsewhere} is not the local runtime's store" in ran.err
+    assert len(ran.err.strip().splitlines()) == 1 and "Traceback" not in ran.err
 
 
 def test_rewind_to_a_generation_not_completed_is_refused(local: Registry, tmp_path: Path):

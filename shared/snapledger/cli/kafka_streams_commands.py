@@ -52,8 +52,8 @@ _STORE_OPTIONS = [
     ),
     click.option(
         "--root",
-        help="The snapshot store, s3://bucket[/prefix] (default with "
-        "--local: the local runtime's).",
+        help="The snapshot store, s3://bucket[/prefix] (with --local: the local runtime's, "
+        "the default; another is refused).",
     ),
     click.option(
         "--broker-timeout",
@@ -97,11 +97,9 @@ def registry_for(options: Options, root: str | None) -> Iterator[tuple[Snapledge
     if options.local:
         transport = _open_local(options)
         try:
-            yield (
-                Snapledger(transport),
-                root or transport.local.store_uri,
-                lambda written: transport.router.scan((written.prefix,), settled=True),
-            )
+            # Only what lands in the local runtime's store is registered: another --root is
+            # refused (LocalTransport.store_root), as the KTable checkpointer's --local is.
+            yield Snapledger(transport), transport.store_root(root), transport.deliver
         finally:
             transport.close()
         return
