@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from snapledger.kafka_streams.seed_format import TaskId
-from snapledger.local.kafka_app import KafkaStreamsApp, start_together
+from snapledger.local.kafka_app import KafkaStreamsApp, Restored, start_together
 from snapledger.local.kafka_broker import KafkaBroker
 from tests.kafka.conftest import FAST_APP_PROPERTIES, Registry, instances_on
 from tests.kafka.orders import orders as _orders
@@ -84,9 +85,23 @@ def _seed_timed(story: Story, state: str, tasks: list[TaskId] | None = None) -> 
     return time.perf_counter() - started
 
 
-def test_every_instance_seeding_every_task_restores_only_the_tail_at_kafkas_defaults(
-    story: Story,
-):
+@dataclass(frozen=True)
+class Boot:
+    """3 instances, each seeded with every task, started together, once they settled."""
+
+    apps: list[KafkaStreamsApp]
+    owned: list[list[str]]  # each instance's active tasks
+    restored: list[int]  # each instance's records restored (its active tasks)
+    standby: list[int]  # each instance's records loaded by standby or warm-up tasks
+    restores: list[Restored]  # every store partition's restore, of all instances
+    served: list[dict[str, int]]  # each instance's served totals
+    tail: int  # changelog records written after the snapshots
+    lsns: dict[int, int]  # each partition's snapshot
+    expected: dict[str, int]  # the totals of what was produced
+
+
+def _boot_seeded(story: Story, properties: Mapping[str, str], *, late: int = 0) -> Boot:
+    """The instances are started together, but the last ``late`` once the others run."""
     # Given the application processed a first batch, every changelog partition was
     # snapshotted while it ran, then it processed a second batch and stopped
     first, second = _orders(71, 400), _orders(72, 120)
@@ -97,59 +112,104 @@ def test_every_instance_seeding_every_task_restores_only_the_tail_at_kafkas_defa
         story.produce(second)
         a.wait_for_totals(_totals(first, second))
     tail = story.records_after(lsns)
+    assert 0 < tail == len(second)
     expected = _totals(first, second)
 
     # When each of 3 instances seeds every task (the seed's default: no --tasks) into its
-    # empty state dir, and all 3 start together
+    # empty state dir, and they start
     states = [f"b{n}" for n in range(INSTANCES)]
     seconds_all = [_seed_timed(story, state) for state in states]
     seconds_half = _seed_timed(story, "half", [TaskId(0, p) for p in range(PARTITIONS // 2)])
     apps = [story.instance(state) for state in states]
-    start_together(apps)
+    for app in apps:
+        app.properties.update(properties)
+    start_together(apps[: INSTANCES - late])
+    start_together(apps[INSTANCES - late :])
     owned = _settled(apps)
     restored = [app.restored_count() for app in apps]
-    restores = [r for app in apps for r in app.restored()]
-    served = _served(apps, expected)
+    standby = [app.standby_loaded() for app in apps]
     print(
         f"\nseed of all {PARTITIONS} tasks: {', '.join(f'{s:.2f}' for s in seconds_all)} s; "
         f"of {PARTITIONS // 2}: {seconds_half:.2f} s; tasks owned {owned}; restored "
-        f"{restored} of a tail of {tail}",
+        f"{restored} of a tail of {tail}; standby tasks loaded {standby}",
         file=sys.stderr,
     )
+    restores = [r for app in apps for r in app.restored()]
+    served = _served(apps, expected)
+    return Boot(apps, owned, restored, standby, restores, served, tail, lsns, expected)
 
-    # Then the assignor shared the tasks out, and each instance restored at most the records
+
+def _assert_only_the_tail_restored_and_the_state_exact(boot: Boot) -> None:
+    # the assignor shared the tasks out, and each instance restored at most the records
     # written after the snapshots (whatever tasks it got: it held a snapshot of each), and
     # all of them together at most that too: no task was restored from the changelog's start
-    assert sorted(t for tasks in owned for t in tasks) == ALL_TASKS
-    assert all(tasks for tasks in owned), owned  # every instance was given tasks
-    assert 0 < tail == len(second)
-    assert all(count <= tail for count in restored), (restored, tail)
-    assert sum(restored) <= tail, (restored, tail)
+    assert sorted(t for tasks in boot.owned for t in tasks) == ALL_TASKS
+    assert all(tasks for tasks in boot.owned), boot.owned  # every instance was given tasks
+    assert all(count <= boot.tail for count in boot.restored), (boot.restored, boot.tail)
+    assert sum(boot.restored) <= boot.tail, (boot.restored, boot.tail)
+    assert boot.standby == [0] * INSTANCES  # no standby or warm-up task loaded anything
     # ...each store partition's restore starting right after its snapshot
-    assert sorted((r.partition, r.start_offset) for r in restores) == sorted(
-        (p, lsn + 1) for p, lsn in lsns.items()
+    assert sorted((r.partition, r.start_offset) for r in boot.restores) == sorted(
+        (p, lsn + 1) for p, lsn in boot.lsns.items()
     )
     # ...and together they serve exactly the totals of what was produced, each key once
-    assert {k: v for s in served for k, v in s.items()} == expected
-    assert sum(len(s) for s in served) == len(expected)
+    assert {k: v for s in boot.served for k, v in s.items()} == boot.expected
+    assert sum(len(s) for s in boot.served) == len(boot.expected)
+
+
+def test_every_instance_seeding_every_task_restores_only_the_tail_at_kafkas_defaults(
+    story: Story,
+):
+    # Given/When: 3 instances seeded with every task started together, Kafka's defaults
+    boot = _boot_seeded(story, {})
+
+    # Then only the tail was restored, once, and the state is exact
+    _assert_only_the_tail_restored_and_the_state_exact(boot)
 
     # When they stop, each state dir still holds every task's folder (the seeded ones it was
     # not given included); restarted with state.cleanup.delay.ms at 1 s instead of 10 min
-    for app in apps:
+    for app in boot.apps:
         app.stop()
-    held_at_stop = [_task_folders(app) for app in apps]
-    for app in apps:
+    held_at_stop = [_task_folders(app) for app in boot.apps]
+    for app in boot.apps:
         app.properties["state.cleanup.delay.ms"] = "1000"
-    start_together(apps)
+    start_together(boot.apps)
 
     # Then Kafka Streams' state cleaner deletes the folders of the tasks each does not own
     deadline = time.monotonic() + 60.0
     while True:
-        owned = _settled(apps)
-        held = [_task_folders(app) for app in apps]
+        owned = _settled(boot.apps)
+        held = [_task_folders(app) for app in boot.apps]
         if held == [set(tasks) for tasks in owned] or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     assert held_at_stop == [set(ALL_TASKS)] * INSTANCES
     assert held == [set(tasks) for tasks in owned]
     assert sorted(t for tasks in owned for t in tasks) == ALL_TASKS
+
+
+def test_with_acceptable_recovery_lag_below_every_tail_only_the_tail_is_restored(story: Story):
+    # Given/When: the same, with acceptable.recovery.lag 0: no instance is caught up on any
+    # task (each task's tail is at least one record), all equally behind
+    boot = _boot_seeded(story, {"acceptable.recovery.lag": "0"})
+
+    # Then no task is moved to a "more caught-up" instance: still only the tail, once
+    _assert_only_the_tail_restored_and_the_state_exact(boot)
+
+
+def test_an_instance_joining_later_restores_the_tails_of_the_tasks_it_takes_over(story: Story):
+    # Given/When: 2 instances seeded with every task start together; once they run, the
+    # third (seeded the same) starts: the group rebalances and gives it tasks of theirs
+    boot = _boot_seeded(story, {}, late=1)
+
+    # Then it loaded their tails from its own seed (as a warm-up task, or restoring them as
+    # their owner), once more: each instance at most the tail, all together at most 3 times
+    # it, every restore starting at or after the snapshot's next offset; the state is exact
+    loaded = [r + s for r, s in zip(boot.restored, boot.standby, strict=True)]
+    assert sorted(t for tasks in boot.owned for t in tasks) == ALL_TASKS
+    assert boot.owned[-1], boot.owned  # the late one took tasks over
+    assert all(count <= boot.tail for count in loaded), (boot.restored, boot.standby, boot.tail)
+    assert sum(loaded) <= INSTANCES * boot.tail
+    assert all(r.start_offset >= boot.lsns[r.partition] + 1 for r in boot.restores)
+    assert {k: v for s in boot.served for k, v in s.items()} == boot.expected
+    assert sum(len(s) for s in boot.served) == len(boot.expected)

@@ -1,8 +1,8 @@
 """The Kafka Streams application of ``kafka/app`` (totals per customer) as a child process:
 started with a state dir, an application id and a broker; waited for until RUNNING; its
-machine-readable stdout lines parsed (``RESTORED``, ``TASKS``, ``STATE``); every key it serves
-read over its loopback ``GET /totals``; stopped with SIGTERM so it closes cleanly and writes
-its stores' offsets.
+machine-readable stdout lines parsed (``RESTORED``, ``STANDBY``, ``TASKS``, ``STATE``); every
+key it serves read over its loopback ``GET /totals``; stopped with SIGTERM so it closes
+cleanly and writes its stores' offsets.
 
 Built by ``make setup`` (``mvn -f kafka/app/pom.xml package``) into
 ``kafka/app/target/kafka-streams-totals.jar`` with its dependencies in ``target/lib/``.
@@ -215,6 +215,11 @@ class KafkaStreamsApp(ChildProcessContext):
 
     def restored_count(self) -> int:
         return sum(r.count for r in self.restored())
+
+    def standby_loaded(self) -> int:
+        """Records this run's standby and warm-up tasks loaded from changelogs (``STANDBY``
+        lines): restoring too, though not an active task's restore (not in ``restored()``)."""
+        return sum(int(f[3]) for f in self._fields("STANDBY"))
 
     def active_tasks(self) -> list[str]:
         """The active tasks (``{subtopology}_{partition}``) when it last turned RUNNING."""
