@@ -1,13 +1,15 @@
-"""The boot procedure of docs/kafka-streams.md ("Boot: which tasks an instance seeds") with
-Kafka's defaults, against the real broker and application: every instance seeds every task,
-then all start together; whichever tasks the assignor gives each, an instance restores only
-the changelog written after the snapshots, and together they serve exactly the totals.
+"""The boot procedure of docs/kafka-streams.md ("Which tasks an instance seeds: every one")
+with Kafka's defaults, against the real broker and application: every instance seeds every
+task, then they start; whichever tasks the assignor gives each, an instance restores only the
+changelog written after the snapshots, and together they serve exactly the totals. Started
+together (at the default acceptable.recovery.lag, and at 0), with one joining later, and the
+contrast: instances seeded with half the tasks each, which the assignor does not follow.
 
 The broker is this module's own, with the group coordinator at Kafka's default
 ``group.initial.rebalance.delay.ms`` (3 s: a new group's first rebalance waits for more
 members; the session's broker sets 0 so that other tests do not wait). The application runs
 with ``acceptable.recovery.lag``, ``num.standby.replicas`` and the assignor at their defaults
-(conftest's FAST_APP_PROPERTIES set none of them)."""
+(conftest's FAST_APP_PROPERTIES set none of them) unless a test says otherwise."""
 
 from __future__ import annotations
 
