@@ -8,16 +8,24 @@ only, each against a baseline measured in the same run.
 Boot, for each size in ``KEYS`` (the store holds that many keys: one order per distinct
 customer id, all produced before the application starts): instance A processes them; every
 partition is snapshotted while A runs; then 1% more orders (``TAIL_SHARE``, updates of
-existing keys) are processed and A stops. (a) B: ``StoreSeeder.seed`` into an empty state
-dir, then start, timed to RUNNING; (b) C: start on an empty state dir (the whole changelog
-replayed), timed to RUNNING. ``boot_ratio`` = a / b (target <= 0.1, moonshot 0.05);
-``restored_at_boot`` (B's ``RESTORED`` counts) vs ``written_after_snapshot`` (changelog
-records past the snapshots' offsets): must be <=. ``empty_boot_s`` is the start to RUNNING
-of an instance with nothing to restore (an empty input topic), the median of
-``EMPTY_BOOTS`` (the first also warms the file cache): the JVM start, the clients, the group
-join and the tasks' start that every boot pays; ``boot_floor_ratio`` = ``empty_boot_s`` / b:
-the ratio a boot from a snapshot would have if it cost no more than that. The empty boots run
-first, with colder caches than B's and C's, so B may beat it.
+existing keys) are processed and A stops. (a) B: ``StoreSeeder.seed`` of every task (the boot
+procedure, docs/kafka-streams.md "Which tasks an instance seeds") into an empty state dir,
+then start, timed to RUNNING; (b) C: start on an empty state dir (the whole changelog
+replayed), timed to RUNNING. ``boot_ratio`` = a / b; ``restored_at_boot`` (B's ``RESTORED``
+counts) vs ``written_after_snapshot`` (changelog records past the snapshots' offsets): must
+be <=. ``boot_snapshot_seed_half_s``: a seed of half the tasks into another empty state dir
+(not started), beside B's seed of all of them: what seeding every task costs in time.
+The figure judged (issue 43) is how boot grows with the store, bench/kafka_boot_growth.py:
+``boot_growth_ratio`` = (a at 5M keys - a at 1M) / (b at 5M - b at 1M), target <= 0.1,
+moonshot 0.05, with ``tail_bound_held`` (the tail bound at every size). The 20M size is
+where a replay should take several times an instance's fixed start (about 19 s at the 5M
+run's 1.06M records/s; not run yet: it needs roughly 4 times the 5M run's time and disk).
+``empty_boot_s`` is the start to RUNNING of an instance with nothing to restore (an empty
+input topic), the median of ``EMPTY_BOOTS`` (the first also warms the file cache): the JVM
+start, the clients, the group join and the tasks' start that every boot pays;
+``boot_floor_ratio`` = ``empty_boot_s`` / b: the ratio a boot from a snapshot would have if it
+cost no more than that. The empty boots run first, with colder caches than B's and C's, so B
+may beat it.
 
 Throughput: ``THROUGHPUT_RECORDS`` orders on a topic of their own, processed from the start
 by a new instance (a new application id) per trial, timed from RUNNING until its changelog
@@ -31,7 +39,7 @@ host should run; it snapshots each partition whose changelog grew every T second
 ``every_{T}s.snapshots_made`` the partition snapshots each "with" trial registered while it
 ran.
 
-``python -m bench --only kafka_streams`` (``KAFKA_BENCH_KEYS=1000000,5000000`` and
+``python -m bench --only kafka_streams`` (``KAFKA_BENCH_KEYS=1000000,5000000,20000000`` and
 ``KAFKA_BENCH_THROUGHPUT_RECORDS`` set the sizes; 0 records: no throughput trials). The
 saved run: docs/bench/kafka-streams.json.
 """
@@ -50,11 +58,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.kafka_boot_growth import growth_figures
+from snapledger.kafka_streams.seed_format import TaskId
 from snapledger.local import kafka_topics
 from snapledger.local.kafka_app import STORE, changelog_topic
 from snapledger.local.kafka_world import PARTITIONS, KafkaWorld, kafka_world, produce_fast
 
-KEYS = tuple(int(k) for k in os.environ.get("KAFKA_BENCH_KEYS", "1000000,5000000").split(","))
+KEYS = tuple(
+    int(k) for k in os.environ.get("KAFKA_BENCH_KEYS", "1000000,5000000,20000000").split(",")
+)
 #: Orders per throughput trial: about 40 s at the ~120,000 orders/s one instance processes here,
 #: so that a 15 s interval makes snapshots during the trial.
 THROUGHPUT_RECORDS = int(os.environ.get("KAFKA_BENCH_THROUGHPUT_RECORDS", "4800000"))
@@ -96,6 +108,10 @@ def _boot_figures(world: KafkaWorld, keys: int, empty_boot_s: float) -> dict[str
     after = sum(ends[p] - (lsns[p] + 1) for p in range(PARTITIONS))
     b = world.boot(app_id, f"b-{keys}", topic, out, seed=True)
     b.app.stop()
+    started = time.perf_counter()
+    half = [TaskId(0, p) for p in range(PARTITIONS // 2)]
+    world.seeder(app_id).seed(world.work / "state-dirs" / f"half-{keys}", half)
+    seed_half_s = time.perf_counter() - started
     c = world.boot(app_id, f"c-{keys}", topic, out, seed=False)
     c.app.stop()
     return {
@@ -106,6 +122,7 @@ def _boot_figures(world: KafkaWorld, keys: int, empty_boot_s: float) -> dict[str
         "snapshot_bytes": sum(f.size for p in made if p.written for f in p.written.files),
         "boot_snapshot_s": round(b.total_s, 2),
         "boot_snapshot_seed_s": round(b.seed_s, 2),
+        "boot_snapshot_seed_half_s": round(seed_half_s, 2),
         "boot_snapshot_start_s": round(b.start_s, 2),
         "boot_replay_s": round(c.total_s, 2),
         "boot_ratio": round(b.total_s / c.total_s, 4),
@@ -243,6 +260,7 @@ def measure(work: Path, keys: tuple[int, ...], throughput_records: int) -> dict[
         for size in keys:
             for name, value in _boot_figures(world, size, empty_boot).items():
                 figures[f"keys_{size}.{name}"] = value
+        figures.update(growth_figures(figures, keys))
         if throughput_records:  # 0: the boot figures alone
             figures.update(_throughput_figures(world, throughput_records))
     return figures

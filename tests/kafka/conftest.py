@@ -52,12 +52,17 @@ def app_factory(
 ) -> Iterator[Callable[..., KafkaStreamsApp]]:
     """Builds application instances on the session's broker (not started); each is stopped
     (killed) at the test's end if the test left it running."""
+    yield from instances_on(kafka_broker, tmp_path)
+
+
+def instances_on(broker: KafkaBroker, tmp_path: Path) -> Iterator[Callable[..., KafkaStreamsApp]]:
+    """``app_factory`` on ``broker``: for a fixture of a module with a broker of its own."""
     made: list[KafkaStreamsApp] = []
 
     def make(application_id: str, state_dir: Path, **kwargs: object) -> KafkaStreamsApp:
         properties = {**FAST_APP_PROPERTIES, **kwargs.pop("properties", {})}  # type: ignore[dict-item]
         app = KafkaStreamsApp(
-            kafka_broker.bootstrap_servers,
+            broker.bootstrap_servers,
             application_id,
             state_dir,
             tmp_path / f"app-{next(_ids)}.log",

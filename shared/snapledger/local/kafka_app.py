@@ -1,8 +1,8 @@
 """The Kafka Streams application of ``kafka/app`` (totals per customer) as a child process:
 started with a state dir, an application id and a broker; waited for until RUNNING; its
-machine-readable stdout lines parsed (``RESTORED``, ``TASKS``, ``STATE``); every key it serves
-read over its loopback ``GET /totals``; stopped with SIGTERM so it closes cleanly and writes
-its stores' offsets.
+machine-readable stdout lines parsed (``RESTORED``, ``STANDBY``, ``TASKS``, ``STATE``); every
+key it serves read over its loopback ``GET /totals``; stopped with SIGTERM so it closes
+cleanly and writes its stores' offsets.
 
 Built by ``make setup`` (``mvn -f kafka/app/pom.xml package``) into
 ``kafka/app/target/kafka-streams-totals.jar`` with its dependencies in ``target/lib/``.
@@ -19,7 +19,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
@@ -95,6 +95,14 @@ class KafkaStreamsApp(ChildProcessContext):
 
     def start(self, timeout_s: float = 120.0) -> Self:
         """Start the instance and wait until it is RUNNING (all its tasks restored)."""
+        self.launch()
+        return self.wait_running(timeout_s)
+
+    def launch(self) -> None:
+        """Start the process without waiting (``wait_running()`` waits): several instances
+        launched before any is waited for join their group together, as a deployment's pods
+        do. Launch from the thread that will outlive it: the child is killed when the thread
+        that started it ends (``processes.die_with_parent``)."""
         if self._process is not None:
             raise KafkaAppError("this application instance is already running")
         java = shutil.which("java")
@@ -129,6 +137,11 @@ class KafkaStreamsApp(ChildProcessContext):
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         self._process = processes.spawn(command, self.log_path)
+
+    def wait_running(self, timeout_s: float = 120.0) -> Self:
+        """Wait until the launched instance is RUNNING; killed if it fails or times out."""
+        if self._process is None:
+            raise KafkaAppError("this application instance was not launched")
         try:
             processes.wait_for(
                 f"the Kafka Streams application {self.application_id!r}",
@@ -203,6 +216,11 @@ class KafkaStreamsApp(ChildProcessContext):
     def restored_count(self) -> int:
         return sum(r.count for r in self.restored())
 
+    def standby_loaded(self) -> int:
+        """Records this run's standby and warm-up tasks loaded from changelogs (``STANDBY``
+        lines): restoring too, though not an active task's restore (not in ``restored()``)."""
+        return sum(int(f[3]) for f in self._fields("STANDBY"))
+
     def active_tasks(self) -> list[str]:
         """The active tasks (``{subtopology}_{partition}``) when it last turned RUNNING."""
         runs = self._fields("TASKS")
@@ -237,3 +255,18 @@ class KafkaStreamsApp(ChildProcessContext):
             time.sleep(0.2)
             served = self.totals()
         return served
+
+
+def start_together(apps: Sequence[KafkaStreamsApp], timeout_s: float = 120.0) -> None:
+    """Launch every instance, then wait until each is RUNNING: they start at once, as a
+    deployment's instances do (within the broker's ``group.initial.rebalance.delay.ms`` of
+    each other they join the group's first rebalance together). All are killed if one fails."""
+    try:
+        for app in apps:
+            app.launch()
+        for app in apps:
+            app.wait_running(timeout_s)
+    except BaseException:
+        for app in apps:
+            app.stop(kill=True)
+        raise

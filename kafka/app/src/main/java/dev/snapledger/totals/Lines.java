@@ -8,7 +8,9 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.TaskMetadata;
+import org.apache.kafka.streams.processor.StandbyUpdateListener;
 import org.apache.kafka.streams.processor.StateRestoreListener;
+import org.apache.kafka.streams.processor.TaskId;
 
 /**
  * The machine-readable lines on stdout, one event each, fields separated by one space:
@@ -19,6 +21,8 @@ import org.apache.kafka.streams.processor.StateRestoreListener;
  * TASKS task,task,...            (this instance's active tasks, when it turns RUNNING)
  * RESTORED store topic partition count startOffset endOffset
  * SUSPENDED store topic partition count   (a restore stopped before its end)
+ * STANDBY store topic partition count batchEndOffset   (records a standby or warm-up task
+ *                                                      loaded: one line per batch)
  * SKIPPED "value": reason
  * ERROR exception: message
  * STOPPED clean|timeout
@@ -49,6 +53,24 @@ final class Lines {
             }
         });
         streams.setGlobalStateRestoreListener(new Restores());
+        streams.setStandbyUpdateListener(new Standbys());
+    }
+
+    /** A standby (or KIP-441 warm-up) task's loads: not restores, so not in RESTORED lines. */
+    private static final class Standbys implements StandbyUpdateListener {
+        @Override
+        public void onUpdateStart(TopicPartition partition, String store, long startingOffset) {}
+
+        @Override
+        public void onBatchLoaded(TopicPartition partition, String store, TaskId task, long batchEndOffset,
+                long batchSize, long currentEndOffset) {
+            emit(String.join(" ", "STANDBY", store, partition.topic(), Integer.toString(partition.partition()),
+                    Long.toString(batchSize), Long.toString(batchEndOffset)));
+        }
+
+        @Override
+        public void onUpdateSuspended(TopicPartition partition, String store, long storeOffset, long currentEndOffset,
+                SuspendReason reason) {}
     }
 
     /** Counts each store partition's restored records from start to end. */
