@@ -6,7 +6,8 @@ Checked before anything changes, the registry's and the state directory's first 
 call until they pass): the generation is COMPLETED; each member names its input offsets (the
 application ran with the generation configuration) and its manifest is in the store; each
 member's task folder in ``state_dir`` is empty. Then Kafka's: the consumer group (the
-application id) has no member; each member's changelog can still continue it (LSN + 1 at or
+application id) has no member; each member's changelog can still continue it (made from the
+topic's current incarnation: the topic id its manifest names, if any, is the topic's; LSN + 1 at or
 past the log start, made less than ``delete.retention.ms`` less ``clock_skew`` ago: else
 tombstones written after it may be gone and the tail would not say which keys to delete).
 Last, its files download with the sizes and checksums registered (into a scratch folder
@@ -42,6 +43,7 @@ from snapledger.client.control import Snapledger
 from snapledger.client.errors import SnapshotCorruptError
 from snapledger.client.reader import OpenedSnapshot, SnapshotReader
 from snapledger.client.storage import BlobStore
+from snapledger.core.changelog_horizon import other_incarnation
 from snapledger.errors import NotFoundError, SnapledgerError
 from snapledger.kafka_streams.catch_up import DEFAULT_TIMEOUT_S, REFUSED, java_command
 from snapledger.kafka_streams.changelog import (
@@ -196,6 +198,13 @@ class GenerationRewind:
     ) -> None:
         partition, lsn = member.task.partition, member.lsn
         where = f"partition {partition}: snapshot {member.snapshot_id}"
+        named = getattr(getattr(member.opened.descriptor, "changelog", None), "topic_id", None)
+        other = other_incarnation(changelog.topic, named, changelog.topic_id)
+        if other is not None:
+            raise GenerationRewindError(
+                f"{where} was {other}: the changelog cannot be made to agree with it; request "
+                "a new generation"
+            )
         offsets = changelog.partitions.get(partition)
         if offsets is None or lsn + 1 < offsets.log_start:
             raise GenerationRewindError(

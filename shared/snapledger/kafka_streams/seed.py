@@ -3,7 +3,9 @@ before the application starts (docs/kafka-streams.md, "Boot"), so it restores on
 changelog after the snapshot's offset.
 
 For each task ``{subtopology}_{partition}``: a non-empty task folder is left as it is. Else
-the lineage's registered snapshots are tried newest first; one is usable only if (b) its LSN
+the lineage's registered snapshots are tried newest first; one is usable only if (i) it was
+made from the topic's current incarnation (the topic id its manifest names, if any, is the
+topic's: ``core/changelog_horizon.py``), (b) its LSN
 is at or past the changelog partition's log start and below its log end, (c) it was made
 less than the topic's ``delete.retention.ms`` (less ``clock_skew``) ago, and (a) its files
 download with the sizes and checksums registered. The first usable one is downloaded into a
@@ -31,6 +33,7 @@ from snapledger.client.errors import SnapshotCorruptError
 from snapledger.client.opened_snapshot import OpenedSnapshot
 from snapledger.client.reader import SnapshotReader
 from snapledger.client.storage import BlobStore
+from snapledger.core.changelog_horizon import other_incarnation
 from snapledger.errors import InvalidRequestError, NotFoundError, SnapledgerError
 from snapledger.kafka_streams.changelog import (
     Changelog,
@@ -120,8 +123,7 @@ class StoreSeeder:
                 f"task {task}: {changelog.topic} has no partition {task.partition} "
                 f"(it has {len(changelog.partitions)})"
             )
-        skipped: list[Skipped] = []
-        records = self._registered(changelog.topic, task.partition)
+        records, skipped = self._registered(changelog, task.partition)
         retention = timedelta(milliseconds=changelog.delete_retention_ms)
         reader = SnapshotReader(self.root, s3_client=self.s3_client)
         for record in records:
@@ -161,20 +163,35 @@ class StoreSeeder:
             return TaskSeed(str(task), "seeded", snapshot_id, lsn, tuple(skipped))
         return TaskSeed(str(task), "changelog", skipped=tuple(skipped))
 
-    def _registered(self, topic: str, partition: int) -> list[dict[str, Any]]:
-        """The ``candidates`` newest REGISTERED records, highest LSN first: the listing is
-        paged past records of other statuses (REJECTED, EXPIRING, DELETED), at most
-        ``MAX_LISTING_PAGES`` pages."""
+    def _registered(
+        self, changelog: Changelog, partition: int
+    ) -> tuple[list[dict[str, Any]], list[Skipped]]:
+        """The ``candidates`` newest REGISTERED records of the topic's current incarnation,
+        highest LSN first, and those of another incarnation met on the way (skipped: after
+        the topic was recreated, the old topic's higher LSNs list first). The listing is
+        paged past records of other statuses (REJECTED, EXPIRING, DELETED) and of other
+        incarnations, at most ``MAX_LISTING_PAGES`` pages."""
         found: list[dict[str, Any]] = []
+        others: list[Skipped] = []
         cursor: str | None = None
         for _ in range(MAX_LISTING_PAGES):
-            answer = self.registry.snapshots(topic, partition, limit=LISTING_PAGE, cursor=cursor)
-            found += [r for r in answer.get("snapshots", []) if r.get("status") == "REGISTERED"]
+            answer = self.registry.snapshots(
+                changelog.topic, partition, limit=LISTING_PAGE, cursor=cursor
+            )
+            for record in answer.get("snapshots", []):
+                if record.get("status") != "REGISTERED":
+                    continue
+                named = (record.get("changelog") or {}).get("topic_id")
+                other = other_incarnation(changelog.topic, named, changelog.topic_id)
+                if other is None:
+                    found.append(record)
+                else:
+                    others.append(Skipped(record["snapshot_id"], int(record["lsn"]), other))
             cursor = answer.get("cursor")
             if len(found) >= self.candidates or not cursor:
                 break
         found.sort(key=lambda r: int(r["lsn"]), reverse=True)
-        return found[: self.candidates]
+        return found[: self.candidates], others
 
     def _place(self, app_dir: Path, target: Path, task: TaskId, opened: OpenedSnapshot) -> None:
         staging = app_dir / f".seeding-{task}-{uuid.uuid4().hex}"
