@@ -8,8 +8,9 @@ application ran with the generation configuration) and its manifest is in the st
 member's task folder in ``state_dir`` is empty. Then Kafka's: the consumer group (the
 application id) has no member; each member's changelog can still continue it (made from the
 topic's current incarnation: the topic id its manifest names, if any, is the topic's; LSN + 1 at or
-past the log start, made less than ``delete.retention.ms`` less ``clock_skew`` ago: else
-tombstones written after it may be gone and the tail would not say which keys to delete).
+past the log start, and the horizon rule GC and the seed apply: made less than
+``delete.retention.ms`` less its margin ago, ``core/changelog_horizon.py``; else tombstones
+written after it may be gone and the tail would not say which keys to delete).
 Last, its files download with the sizes and checksums registered (into a scratch folder
 removed on a refusal, with the state directory's folders the rewind created). Then, in this
 order, each step safe to run again:
@@ -34,8 +35,8 @@ import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,8 @@ from snapledger.client.control import Snapledger
 from snapledger.client.errors import SnapshotCorruptError
 from snapledger.client.reader import OpenedSnapshot, SnapshotReader
 from snapledger.client.storage import BlobStore
-from snapledger.core.changelog_horizon import other_incarnation
+from snapledger.clock import Clock, SystemClock
+from snapledger.core.changelog_horizon import other_incarnation, past_horizon
 from snapledger.errors import NotFoundError, SnapledgerError
 from snapledger.kafka_streams.catch_up import DEFAULT_TIMEOUT_S, REFUSED, java_command
 from snapledger.kafka_streams.changelog import (
@@ -52,7 +54,7 @@ from snapledger.kafka_streams.changelog import (
     describe_changelog,
     store_stream,
 )
-from snapledger.kafka_streams.seed import DEFAULT_CLOCK_SKEW, locked_app_dir
+from snapledger.kafka_streams.seed import locked_app_dir
 from snapledger.kafka_streams.seed_format import TaskId, task_folder
 
 #: Consumer group states with no member: offsets may be changed.
@@ -96,9 +98,9 @@ class GenerationRewind:
     bootstrap_servers: str
     application_id: str
     store: str
-    clock_skew: timedelta = DEFAULT_CLOCK_SKEW
     subtopology: int = 0
     timeout_s: float = DEFAULT_TIMEOUT_S
+    clock: Clock = field(default_factory=SystemClock)
 
     @property
     def stream(self) -> str:
@@ -211,14 +213,16 @@ class GenerationRewind:
                 f"{where} at {lsn}: the changelog no longer continues it (log start "
                 f"{offsets.log_start if offsets else 'none'})"
             )
-        retention = timedelta(milliseconds=changelog.delete_retention_ms)
-        if not isinstance(made, datetime) or (
-            datetime.now(UTC) - made.astimezone(UTC) + self.clock_skew >= retention
-        ):
+        if not isinstance(made, datetime):
             raise GenerationRewindError(
-                f"{where} was made {made}: not younger than delete.retention.ms ({retention}) "
-                f"less the clock skew ({self.clock_skew}); compaction may have dropped "
-                "tombstones written after it, so the changelog cannot be made to agree with it"
+                f"{where}: its manifest states no created_at, so whether compaction has "
+                "dropped tombstones written after it is unknown; request a new generation"
+            )
+        too_old = past_horizon(made, self.clock.now(), changelog.delete_retention_ms)
+        if too_old is not None:
+            raise GenerationRewindError(
+                f"{where} was {too_old}; the changelog cannot be made to agree with it: "
+                "request a new generation"
             )
 
     # -- changes ---------------------------------------------------------------------------

@@ -3,14 +3,14 @@ before the application starts (docs/kafka-streams.md, "Boot"), so it restores on
 changelog after the snapshot's offset.
 
 For each task ``{subtopology}_{partition}``: a non-empty task folder is left as it is. Else
-the lineage's registered snapshots are tried newest first; one is usable only if (i) it was
+the lineage's registered snapshots are tried newest first; one is usable only if (a) it was
 made from the topic's current incarnation (the topic id its manifest names, if any, is the
-topic's: ``core/changelog_horizon.py``), (b) its LSN
-is at or past the changelog partition's log start and below its log end, (c) it was made
-less than the topic's ``delete.retention.ms`` (less ``clock_skew``) ago, and (a) its files
-download with the sizes and checksums registered. The first usable one is downloaded into a
-staging folder in ``{state.dir}/{application.id}/`` and renamed to the task folder; none
-usable: the folder stays empty and the task restores from the changelog (slower, never
+topic's), (b) its LSN is at or past the changelog partition's log start and below its log
+end, (c) the changelog can still continue it by age: the horizon rule GC applies too (made
+less than ``delete.retention.ms`` less its margin ago: ``core/changelog_horizon.py``), and
+(d) its files download with the sizes and checksums registered. The first usable one is
+downloaded into a staging folder in ``{state.dir}/{application.id}/`` and renamed to the task
+folder; none usable: the folder stays empty and the task restores from the changelog (slower, never
 wrong). ``{state.dir}/{application.id}/.lock`` is held meanwhile, as a running instance
 holds it, so a seed never runs beside one.
 """
@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -33,7 +33,8 @@ from snapledger.client.errors import SnapshotCorruptError
 from snapledger.client.opened_snapshot import OpenedSnapshot
 from snapledger.client.reader import SnapshotReader
 from snapledger.client.storage import BlobStore
-from snapledger.core.changelog_horizon import other_incarnation
+from snapledger.clock import Clock, SystemClock
+from snapledger.core.changelog_horizon import other_incarnation, past_horizon
 from snapledger.errors import InvalidRequestError, NotFoundError, SnapledgerError
 from snapledger.kafka_streams.changelog import (
     Changelog,
@@ -46,9 +47,6 @@ from snapledger.kafka_streams.seed_format import TaskId, task_folder
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-#: How far the clocks of the snapshotter, the broker and this machine may disagree: a
-#: snapshot must be this much younger than ``delete.retention.ms`` (0..delete.retention.ms).
-DEFAULT_CLOCK_SKEW = timedelta(minutes=1)
 #: Snapshots tried per task, newest first (1..MAX_CANDIDATES).
 DEFAULT_CANDIDATES, MAX_CANDIDATES = 10, 100
 #: Records asked per listing page (the query's default page), and the most pages read past
@@ -88,9 +86,9 @@ class StoreSeeder:
     bootstrap_servers: str
     application_id: str
     store: str
-    clock_skew: timedelta = DEFAULT_CLOCK_SKEW
     candidates: int = DEFAULT_CANDIDATES
     s3_client: S3Client | None = None
+    clock: Clock = field(default_factory=SystemClock)
 
     def seed(
         self, state_dir: Path, tasks: Sequence[TaskId] | None = None, *, subtopology: int = 0
@@ -100,12 +98,6 @@ class StoreSeeder:
             raise InvalidRequestError(f"candidates {self.candidates}: give 1..{MAX_CANDIDATES}")
         stream = store_stream(self.application_id, self.store)
         changelog = describe_changelog(self.bootstrap_servers, stream)
-        retention = timedelta(milliseconds=changelog.delete_retention_ms)
-        if not timedelta(0) <= self.clock_skew <= retention:
-            raise InvalidRequestError(
-                f"clock skew {self.clock_skew} must be 0..delete.retention.ms of {stream} "
-                f"({retention})"
-            )
         if tasks is None:
             tasks = [TaskId(subtopology, p) for p in sorted(changelog.partitions)]
         app_dir = task_folder(state_dir, self.application_id, TaskId(0, 0)).parent
@@ -124,7 +116,6 @@ class StoreSeeder:
                 f"(it has {len(changelog.partitions)})"
             )
         records, skipped = self._registered(changelog, task.partition)
-        retention = timedelta(milliseconds=changelog.delete_retention_ms)
         reader = SnapshotReader(self.root, s3_client=self.s3_client)
         for record in records:
             snapshot_id, lsn = record["snapshot_id"], int(record["lsn"])
@@ -141,17 +132,9 @@ class StoreSeeder:
             try:
                 opened = reader.open(record["manifest_key"])
                 made = _created_at(opened)
-                age = datetime.now(UTC) - made
-                if age + self.clock_skew >= retention:
-                    skipped.append(
-                        Skipped(
-                            snapshot_id,
-                            lsn,
-                            f"made {age.total_seconds():.0f}s ago: not younger than "
-                            f"delete.retention.ms ({retention.total_seconds():.0f}s) less the "
-                            f"clock skew ({self.clock_skew.total_seconds():.0f}s)",
-                        )
-                    )
+                too_old = past_horizon(made, self.clock.now(), changelog.delete_retention_ms)
+                if too_old is not None:
+                    skipped.append(Skipped(snapshot_id, lsn, too_old))
                     continue
                 self._place(app_dir, target, task, opened)
             except SnapshotCorruptError as exc:
