@@ -9,16 +9,15 @@ changelog's state (docs/kafka-streams.md, "A recreated changelog")."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 
 from snapledger.kafka_streams.changelog import describe_changelog
-from snapledger.local import kafka_topics
 from tests.kafka.orders import orders as _orders
 from tests.kafka.orders import totals as _totals
 from tests.kafka.test_kafka_streams_snapshots import PARTITIONS, Story
+from tests.kafka.topic_reset import create_again, delete_topics
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 #: Each incarnation's input seeds: its first, small batch (its snapshots' LSNs stay below the
@@ -39,29 +38,19 @@ def _named(prefix: str, batch: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 def _reset(story: Story, partitions: int) -> None:
     """Kafka's application reset, the application stopped: its input topic and internal
-    topics deleted (gone from the metadata before they are created again), its consumer
-    group deleted (its committed offsets with it), and the input topic created again with
-    ``partitions`` partitions; the application creates its changelog again at its start."""
+    topics deleted, its consumer group deleted (its committed offsets with it), and the input
+    topic created again with ``partitions`` partitions; the application creates its changelog
+    again at its start."""
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": story.servers})
     listed = admin.list_topics(timeout=30).topics
-    doomed = [story.orders, *(t for t in listed if t.startswith(f"{story.app_id}-"))]
-    for future in admin.delete_topics(doomed, operation_timeout=30).values():
-        future.result(timeout=30)
+    delete_topics(
+        story.servers, [story.orders, *(t for t in listed if t.startswith(f"{story.app_id}-"))]
+    )
     for future in admin.delete_consumer_groups([story.app_id]).values():
         future.result(timeout=30)
-    deadline = time.monotonic() + 60
-    while set(doomed) & set(admin.list_topics(timeout=30).topics):
-        assert time.monotonic() < deadline, f"{doomed} still listed a minute after deletion"
-        time.sleep(0.2)
-    while True:  # the broker may still be removing them: "marked for deletion"
-        try:
-            kafka_topics.create_topics(story.servers, [story.orders], partitions=partitions)
-            return
-        except kafka_topics.KafkaTopicsError:
-            assert time.monotonic() < deadline
-            time.sleep(0.5)
+    create_again(story.servers, [story.orders], partitions=partitions)
 
 
 def _incarnation(story: Story, name: str, state: str) -> tuple[dict[str, int], Any]:
