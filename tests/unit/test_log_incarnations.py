@@ -6,6 +6,9 @@ never moves back within an incarnation; the rule that tells incarnations apart."
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from snapledger.core.changelog_horizon import other_incarnation
 from snapledger.core.lineage import LineageState, decide, evolve_all
 from snapledger.models.commands import ManifestSummary, RegisterSnapshot
@@ -85,3 +88,36 @@ def test_another_incarnation_is_told_apart_only_when_both_ids_are_known():
     assert why is not None
     assert why.startswith("made from another incarnation of the changelog")
     assert all(name in why for name in (TOPIC, OLD, NEW))
+
+
+INCARNATIONS = [OLD, NEW, "AAAAAAAAAAAAAAAAAAAAAQ"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 40), st.integers(0, 2)),  # (LSN, incarnation) per snapshot
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_the_pointer_never_moves_back_within_an_incarnation_nor_to_an_older_one(snapshots):
+    # Given snapshots of three incarnations of the topic, incarnation i written at epoch i + 1,
+    # delivered in any order
+    state = LineageState.empty(TOPIC, 0)
+    incarnation_of: dict[str, int] = {}
+    previous: tuple[int, int] | None = None  # (incarnation, LSN) of the latest
+    for n, (lsn, i) in enumerate(snapshots):
+        incarnation_of[ULIDS[n]] = i
+        state = evolve_all(state, decide(state, register(lsn, n, i + 1, INCARNATIONS[i]), T0))
+        head = state.head
+        latest = (incarnation_of[head.latest_snapshot_id], head.latest_lsn)
+        # Then the latest never goes to an older incarnation, nor back within its own
+        if previous is not None:
+            assert latest[0] >= previous[0]
+            if latest[0] == previous[0]:
+                assert latest[1] >= previous[1]
+        previous = latest
+    # And it is of the newest incarnation delivered (whose first snapshot had an epoch above
+    # all others, after which the older incarnations' were fenced)
+    assert previous is not None and previous[0] == max(i for _, i in snapshots)
