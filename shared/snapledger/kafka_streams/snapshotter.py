@@ -148,19 +148,18 @@ class StoreSnapshotter:
         *,
         generation: OpenGeneration | None,
     ) -> PartitionSnapshot:
-        base_id, base_lsn, note, base_offsets = base.snapshot_id, base.lsn, base.note, base.inputs
         # An open generation still missing this partition takes the base again when nothing
         # is new: the same state at the same LSN, naming it (docs/kafka-streams.md).
         again = generation is not None and generation.wants(partition, result.offset)
         if result.offset is None or (result.applied == 0 and not again):
             return PartitionSnapshot(
-                partition, base_id, base_lsn, result, None, note + "nothing new"
+                partition, base.snapshot_id, base.lsn, result, None, base.note + "nothing new"
             )
         input_offsets = snapshot_offsets(
             self.stream,
             partition,
             result.offset,
-            result.input_offsets if result.applied else base_offsets,
+            result.input_offsets if result.applied else base.inputs,
         )
         writer = SnapshotWriter(
             self.root, self.stream, partition, producer=PRODUCER, s3_client=self.s3_client
@@ -183,11 +182,11 @@ class StoreSnapshotter:
             self.on_written(written)
         return PartitionSnapshot(
             partition,
-            base_id,
-            base_lsn,
+            base.snapshot_id,
+            base.lsn,
             result,
             written,
-            note
+            base.note
             + f"{result.applied} records applied"
             + ("" if generation is None else f"; names generation {generation.generation}"),
         )
@@ -218,7 +217,7 @@ class StoreSnapshotter:
         epoch = max(EPOCH, int(head.get("max_epoch") or EPOCH))
         snapshot_id, lsn = head.get("latest_snapshot_id"), head.get("latest_lsn")
         if snapshot_id is None or lsn is None:
-            return _Base(None, None, "no snapshot yet; ", {}, epoch)
+            return _Base.empty("no snapshot yet; ", epoch)
         offsets = changelog.partitions.get(partition)
         if offsets is None:
             raise InvalidRequestError(
@@ -230,24 +229,20 @@ class StoreSnapshotter:
         other = other_incarnation(changelog.topic, named, changelog.topic_id)
         if other is not None:
             note = f"latest {snapshot_id} is {other}; from empty at epoch {epoch + 1}; "
-            return _Base(None, None, note, {}, epoch + 1)
+            return _Base.empty(note, epoch + 1)
         if lsn + 1 < offsets.log_start:
             note = f"latest {snapshot_id} is below the log start; from empty; "
-            return _Base(None, None, note, {}, epoch)
+            return _Base.empty(note, epoch)
         try:
             SnapshotReader(self.root, s3_client=self.s3_client).open(
                 record["manifest_key"]
             ).download(store_dir)
         except SnapshotCorruptError as exc:
             shutil.rmtree(store_dir, ignore_errors=True)
-            return _Base(
-                None, None, f"latest {snapshot_id} is damaged ({exc}); from empty; ", {}, epoch
-            )
+            return _Base.empty(f"latest {snapshot_id} is damaged ({exc}); from empty; ", epoch)
         except NotFoundError as exc:  # its manifest is gone since the lookup
             shutil.rmtree(store_dir, ignore_errors=True)
-            return _Base(
-                None, None, f"latest {snapshot_id} is gone ({exc}); from empty; ", {}, epoch
-            )
+            return _Base.empty(f"latest {snapshot_id} is gone ({exc}); from empty; ", epoch)
         inputs = dict(record.get("offsets") or {})
         inputs.pop(f"{self.stream}-{partition}", None)  # the changelog's own: written anew
         return _Base(snapshot_id, lsn, f"continues {snapshot_id}; ", inputs, epoch)
@@ -263,6 +258,11 @@ class _Base:
     note: str
     inputs: dict[str, int]
     epoch: int
+
+    @classmethod
+    def empty(cls, note: str, epoch: int) -> _Base:
+        """No base: the store starts empty, from the changelog's start."""
+        return cls(None, None, note, {}, epoch)
 
 
 def snapshot_offsets(
