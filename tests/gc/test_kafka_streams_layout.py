@@ -32,7 +32,6 @@ from snapledger.services.gc import run_gc
 from snapledger.services.registration import Outcome, register_manifest
 from snapledger.settings import ENV_KAFKA_STREAMS_STREAMS, LedgerSettings, settings_from_env
 from snapledger.strategies.catalog import LayoutCatalog
-from snapledger.strategies.kafka_streams import retention_margin
 from tests.gc.builders import T0, head_for, record
 from tests.gc.support import gc_deps, statuses
 from tests.support import manifest_document, moto_ledger, write_snapshot
@@ -173,9 +172,8 @@ def test_a_snapshot_below_the_newest_log_start_is_not_counted():
 
 
 def test_a_snapshot_older_than_delete_retention_less_the_margin_is_not_counted():
-    # Given delete.retention.ms of 7 days: the margin is 10% (16.8 h), so 151.2 h
-    assert retention_margin(7 * DAY_MS) == timedelta(hours=16.8)
-    assert retention_margin(60_000) == timedelta(minutes=5)  # at least five minutes
+    # Given delete.retention.ms of 7 days: the margin is 10% (16.8 h: core/changelog_horizon.py,
+    # tests/unit/test_changelog_horizon.py), so 151.2 h
     edge = 7 * 24 - 16.8
     records = [ks_record(10, read_hours_ago=edge), ks_record(20, read_hours_ago=edge - 0.01)]
     # Then the one read at the window's edge is unrestorable; the one just younger is not
@@ -281,3 +279,84 @@ def test_gc_deletes_what_the_changelog_cannot_continue_and_keeps_min_count_resto
     assert all("below the changelog's log start" in d["unrestorable"] for d in deleted)
     # While the same snapshots under a native stream's catalog keep three
     assert LayoutCatalog().for_stream(TOPIC).name == "native"
+
+
+OLD_TOPIC_ID, NEW_TOPIC_ID = "mAvqbi8XSciGoHpHwTMETA", "J_a_Mo_xStyarpEDTjEqtA"
+
+
+def incarnation_record(lsn: int, topic_id: str | None, *, epoch: int, start: int = 0):
+    r = ks_record(lsn, start=start)
+    horizon = r.changelog.model_copy(update={"topic_id": topic_id})  # type: ignore[union-attr]
+    return r.model_copy(update={"changelog": horizon, "epoch": epoch})
+
+
+def test_after_the_topic_is_recreated_the_old_incarnation_is_unrestorable_and_collected():
+    # Given the old topic's snapshots (epoch 1, LSNs 800 and 900, a log start of 700) and the
+    # new topic's (epoch 2, LSNs 30 and 50: its offsets restarted, its log start is 0)
+    old = [incarnation_record(lsn, OLD_TOPIC_ID, epoch=1, start=700) for lsn in (800, 900)]
+    new = [incarnation_record(lsn, NEW_TOPIC_ID, epoch=2) for lsn in (30, 50)]
+    records = [*old, *new]
+    strategy = LAYOUTS.for_stream(TOPIC)
+    # When the strategy judges them
+    facts = strategy.facts(records)
+    why = unrestorable(records)
+    # Then the current incarnation is the new topic's (the highest epoch naming one), its
+    # log start is the new topic's alone (the old 700 would make 30 and 50 look below it),
+    # and only the old topic's snapshots are unrestorable, saying why
+    assert (facts.topic_id, facts.log_start_offset) == (NEW_TOPIC_ID, 0)
+    assert sorted(why) == sorted(r.sort_key for r in old)
+    for reason in why.values():
+        assert reason.startswith("made from another incarnation of the changelog")
+        assert OLD_TOPIC_ID in reason and NEW_TOPIC_ID in reason
+    # And retention (min_count 2, the new topic's 50 the latest) counts the new ones and
+    # collects the old ones
+    head = head_for(*new).model_copy(update={"stream": TOPIC})
+    result = plan(
+        records, head, RetentionPolicy(min_count=2, min_age_hours=1), T0, unrestorable=why
+    )
+    assert sorted(k.record.lsn for k in result.kept) == [30, 50]
+    assert sorted(d.record.lsn for d in result.doomed) == [800, 900]
+
+
+def test_snapshots_naming_no_topic_id_are_judged_as_before():
+    # Given an earlier release's snapshots (no topic id) and a newer one naming the topic's
+    records = [ks_record(10), incarnation_record(20, OLD_TOPIC_ID, epoch=1)]
+    # Then none is of another incarnation
+    assert unrestorable(records) == {}
+    assert LAYOUTS.for_stream(TOPIC).facts(records[:1]).topic_id is None
+
+
+def test_the_topic_id_is_kept_from_manifest_to_record_and_bounded(ledger, store):
+    changelog = {"log_start_offset": 0, "end_offset": 42, "topic_id": NEW_TOPIC_ID}
+    result = register(ks_snapshot(store, changelog=changelog), ledger, store)
+    assert result.outcome is Outcome.BECAME_LATEST, result.reason
+    record = ledger.find_snapshot(LineageId(stream=TOPIC, partition=2), result.snapshot_id)
+    assert record.changelog.topic_id == NEW_TOPIC_ID
+    for bad in ("J/a/Mo/xStyarpEDTjEqtA", NEW_TOPIC_ID + "A", NEW_TOPIC_ID[:-1], ""):
+        key = ks_snapshot(store, 50, changelog={**changelog, "end_offset": 51, "topic_id": bad})
+        result = register(key, ledger, store)
+        assert result.outcome is Outcome.REJECTED
+        assert "changelog.topic_id" in (result.reason or "")
+
+
+def test_latest_json_follows_a_new_incarnation_back_to_its_lower_lsn(ledger, store):
+    # Given the old topic's snapshot at LSN 900 (epoch 1) registered: latest.json names it
+    def snapshot(lsn: int, epoch: int, topic_id: str) -> str:
+        changelog = {"log_start_offset": 0, "end_offset": lsn + 1, "topic_id": topic_id}
+        return ks_snapshot(store, lsn, epoch=epoch, changelog=changelog)
+
+    def pointer() -> tuple[int, str]:
+        stored = json.loads(store.get(f"snapshots/{TOPIC}/2/latest.json"))
+        return stored["lsn"], stored["snapshot_id"]
+
+    old = register(snapshot(900, 1, OLD_TOPIC_ID), ledger, store)
+    assert pointer() == (900, old.snapshot_id)
+    # When the recreated topic's first snapshot (LSN 40, epoch 2) registers
+    new = register(snapshot(40, 2, NEW_TOPIC_ID), ledger, store)
+    # Then it is the latest and latest.json, which named a higher LSN, now names it
+    assert new.outcome is Outcome.BECAME_LATEST, new.reason
+    assert pointer() == (40, new.snapshot_id)
+    # And a late snapshot of the old topic is fenced, the pointer left on the new one
+    late = register(snapshot(950, 1, OLD_TOPIC_ID), ledger, store)
+    assert late.outcome is Outcome.FENCED
+    assert pointer() == (40, new.snapshot_id)

@@ -38,7 +38,9 @@ class Generation:
         self.number: int = requested["generation"]
         self.written: dict[int, WrittenSnapshot] = {}
 
-    def member(self, partition: int, *, inputs: bool = True) -> WrittenSnapshot:
+    def member(
+        self, partition: int, *, inputs: bool = True, topic_id: str | None = None
+    ) -> WrittenSnapshot:
         folder = self.tmp / f"store-{partition}"
         folder.mkdir()
         (folder / "CURRENT").write_bytes(b"MANIFEST-000005\n")
@@ -58,15 +60,16 @@ class Generation:
                 "log_start_offset": 0,
                 "end_offset": LSN + 1,
                 "delete_retention_ms": 86_400_000,
+                **({} if topic_id is None else {"topic_id": topic_id}),
             },
         )
         self.registry.deliver(written)
         self.written[partition] = written
         return written
 
-    def completed(self, *, inputs: bool = True) -> Generation:
+    def completed(self, *, inputs: bool = True, topic_id: str | None = None) -> Generation:
         for partition in (0, 1):
-            self.member(partition, inputs=inputs)
+            self.member(partition, inputs=inputs, topic_id=topic_id)
         found = self.registry.client.generation(self.stream, self.number)["generation"]
         assert found["status"] == "COMPLETED"
         return self

@@ -120,3 +120,25 @@ def test_a_damaged_member_is_refused_with_kafka_unchanged(
     assert kafka_topics.offsets(servers, generation.stream) == ends
     assert group_offsets() == offsets
     assert not (tmp_path / "state").exists()
+
+
+def test_a_member_of_another_incarnation_of_the_changelog_is_refused(
+    kafka_broker: KafkaBroker, registry: Registry, tmp_path: Path
+):
+    # Given a generation whose members name a topic id the changelog no longer has (the
+    # topic was deleted and recreated since), the changelog holding records past them
+    servers = kafka_broker.bootstrap_servers
+    gone = "AAAAAAAAAAAAAAAAAAAAAQ"
+    generation = Generation(registry, tmp_path).completed(topic_id=gone)
+    kafka_topics.create_topics(servers, [generation.stream, generation.input], partitions=2)
+    kafka_topics.produce(servers, generation.stream, [(f"k{i}", str(i)) for i in range(12)])
+    ends = kafka_topics.offsets(servers, generation.stream)
+    # When it is rewound to, Then it is refused naming both ids, nothing changed
+    with pytest.raises(
+        GenerationRewindError,
+        match=rf"partition 0: snapshot .* was made from another incarnation of the changelog: "
+        rf"{generation.stream} had topic id {gone}, its current one is [A-Za-z0-9_-]{{22}}",
+    ):
+        generation.rewind(servers).rewind(tmp_path / "state")
+    assert kafka_topics.offsets(servers, generation.stream) == ends
+    assert not (tmp_path / "state").exists()

@@ -26,10 +26,13 @@ from snapledger.local.kafka_broker import KafkaBroker
 from snapledger.runtime import replaced, runtime, use_runtime
 from snapledger.strategies.catalog import LayoutCatalog
 from tests.kafka.conftest import Registry
+from tests.kafka.topic_reset import create_again, delete_topics
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 _names = itertools.count()
+#: A changelog topic's configuration, as Kafka Streams creates it.
+COMPACTED = {"cleanup.policy": "compact"}
 
 
 class Changelog:
@@ -50,9 +53,7 @@ class Changelog:
 
     def create(self) -> None:
         """The topic, as the application creates it at its first start."""
-        kafka_topics.create_topics(
-            self.servers, [self.topic], partitions=3, config={"cleanup.policy": "compact"}
-        )
+        kafka_topics.create_topics(self.servers, [self.topic], partitions=3, config=COMPACTED)
 
     def write(self, partition: int, count: int) -> None:
         from confluent_kafka import Producer
@@ -308,3 +309,37 @@ def test_the_partitions_of_one_pass_fall_due_again_together(changelog: Changelog
     # Then both are due at that poll and snapshotted in one run (one seeder start)
     assert (again.due, _written(again.made)) == ([0, 1], {0: 2, 1: 3})
     assert _RecordsRuns.runs == [[0, 1], [0, 1]]
+
+
+def test_a_topic_recreated_under_a_running_sidecar_is_snapshotted_from_its_start(
+    changelog: Changelog, caplog
+):
+    # Given a sidecar that snapshotted partition 0 at LSN 9 (10 records, due every 5)
+    changelog.write(0, 10)
+    sidecar = SnapshotSidecar(
+        changelog.snapshotter(), SnapshotSchedule(every_records=5), work_dir=changelog.tmp
+    )
+    assert _written(sidecar.poll_once().made) == {0: 9}
+    # When the topic is deleted and created again (another incarnation), 6 records written
+    delete_topics(changelog.servers, [changelog.topic])
+    create_again(changelog.servers, [changelog.topic], partitions=3, config=COMPACTED)
+    changelog.write(0, 6)
+    # Then the next poll sees the end offset below what the snapshot covered and snapshots
+    # nothing, saying why; the one after reads the topic and the ledger again: partition 0 is
+    # due (6 records since the new topic's start) and snapshotted from empty at epoch 2, the
+    # latest though its LSN is below the old one's
+    with caplog.at_level("WARNING", logger="snapledger.kafka_streams.sidecar"):
+        behind = sidecar.poll_once()
+    assert (behind.due, behind.made) == ([], [])
+    assert "the topic was recreated" in caplog.text
+    again = sidecar.poll_once()
+    assert (again.due, _written(again.made)) == ([0], {0: 5})
+    [run] = again.made
+    assert "made from another incarnation of the changelog" in run.note
+    head = changelog.registry.client.latest(changelog.topic, 0)["head"]
+    assert (head["latest_lsn"], head["max_epoch"]) == (5, 2)
+    # ...and a restarted sidecar starts from that snapshot: nothing is due
+    restarted = SnapshotSidecar(
+        changelog.snapshotter(), SnapshotSchedule(every_records=5), work_dir=changelog.tmp
+    )
+    assert restarted.poll_once().due == []

@@ -78,3 +78,30 @@ def test_a_snapshot_whose_next_offset_is_the_log_start_is_usable_as_far_as_offse
     # Then it is not refused for the log start (only for its missing files, here)
     [skipped] = seeded.skipped
     assert "log start" not in skipped.reason
+
+
+def test_snapshots_of_another_incarnation_are_skipped_without_using_up_the_candidates(tmp_path):
+    # Given the topic was recreated: a page and more of the old topic's snapshots (higher
+    # LSNs, listed first) above the new topic's, and one written before topic ids were kept
+    old, new = "mAvqbi8XSciGoHpHwTMETA", "J_a_Mo_xStyarpEDTjEqtA"
+    stale = [
+        {**_record(9_000 - i, "REGISTERED"), "changelog": {"topic_id": old}}
+        for i in range(LISTING_PAGE + 5)
+    ]
+    current = {**_record(500, "REGISTERED"), "changelog": {"topic_id": new}}
+    registry = _Pages([*stale, current, _record(400, "REGISTERED")])
+    seeder = StoreSeeder(registry, (tmp_path / "root").as_uri(), "unused:9092", "app", "totals")  # type: ignore[arg-type]
+    (tmp_path / "root").mkdir()
+    changelog = Changelog(TOPIC, {0: ChangelogPartition(0, 0, 10_000)}, 86_400_000, new)
+    # When the task is seeded
+    seeded = seeder._seed_task(tmp_path / "state" / "app", TaskId(0, 0), changelog)
+    # Then every old one is skipped saying why, and the current ones were still tried
+    reasons = {s.lsn: s.reason for s in seeded.skipped}
+    assert [s.lsn for s in seeded.skipped][-2:] == [500, 400]  # tried: their files are gone
+    assert len(reasons) == len(stale) + 2
+    assert all(
+        reasons[r["lsn"]].startswith("made from another incarnation of the changelog")
+        and old in reasons[r["lsn"]]
+        and new in reasons[r["lsn"]]
+        for r in stale
+    )

@@ -6,6 +6,7 @@ tells no broker answering from a missing topic and keeps another error's reason.
 
 from __future__ import annotations
 
+import base64
 from types import SimpleNamespace
 from typing import Any
 
@@ -19,10 +20,17 @@ from snapledger.kafka_streams.changelog import (
     ChangelogMissingError,
     describe_changelog,
     kafka_failure,
+    topic_id_text,
 )
 
 TOPIC = "app-totals-changelog"
 NOT_LEADER = confluent_kafka.KafkaError(confluent_kafka.KafkaError.NOT_LEADER_FOR_PARTITION)
+#: A topic id as Kafka prints it (URL-safe base64), and its UUID's two halves as signed
+#: longs (Java's, and confluent-kafka's ``Uuid.get_*_significant_bits``).
+TOPIC_ID = "J_a_Mo_xStyarpEDTjEqtA"
+_RAW = base64.urlsafe_b64decode(TOPIC_ID + "==")
+MOST = int.from_bytes(_RAW[:8], "big", signed=True)
+LEAST = int.from_bytes(_RAW[8:], "big", signed=True)
 
 
 class _Admin:
@@ -34,6 +42,16 @@ class _Admin:
     def describe_configs(self, resources, request_timeout):  # type: ignore[no-untyped-def]
         done = SimpleNamespace(result=lambda timeout: {})
         return {resources[0]: done}
+
+    def describe_topics(self, topics, request_timeout):  # type: ignore[no-untyped-def]
+        # librdkafka's Uuid: str() is standard base64 ("J/a/..."); the bits are what count
+        uuid = SimpleNamespace(
+            get_most_significant_bits=lambda: MOST, get_least_significant_bits=lambda: LEAST
+        )
+        described = SimpleNamespace(topic_id=uuid)
+        return {
+            name: SimpleNamespace(result=lambda timeout: described) for name in topics.topic_names
+        }
 
 
 class _Consumer:
@@ -71,6 +89,14 @@ def test_the_partitions_offsets_are_read(client):
     changelog = describe_changelog("127.0.0.1:9", TOPIC)
     assert sorted(changelog.partitions) == [0, 1]
     assert changelog.partitions[1].log_start == 0
+    assert changelog.topic_id == TOPIC_ID
+
+
+def test_a_topic_id_is_written_as_kafka_prints_it():
+    # Both halves negative as signed longs here: written as their unsigned bytes
+    assert MOST < 0 or LEAST < 0
+    assert topic_id_text(MOST, LEAST) == TOPIC_ID
+    assert topic_id_text(0, 1) == "AAAAAAAAAAAAAAAAAAAAAQ"
 
 
 @pytest.mark.parametrize("raising", ["list_topics", "offsets"])

@@ -12,7 +12,6 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -282,14 +281,6 @@ def snapshot(
     help="The store's subtopology, for --tasks all.",
 )
 @click.option(
-    "--clock-skew-seconds",
-    type=click.IntRange(0, 86_400),
-    default=60,
-    show_default=True,
-    help="How far clocks may disagree: a snapshot must be this "
-    "much younger than the changelog's delete.retention.ms.",
-)
-@click.option(
     "--candidates",
     type=click.IntRange(1, 100),
     default=10,
@@ -307,7 +298,6 @@ def seed(
     state_dir: Path,
     tasks: str,
     subtopology: int,
-    clock_skew_seconds: int,
     candidates: int,
 ) -> int:
     """Put each task's newest usable snapshot into an empty state directory (run it before
@@ -326,7 +316,6 @@ def seed(
                 bootstrap_servers,
                 application_id,
                 store,
-                clock_skew=timedelta(seconds=clock_skew_seconds),
                 candidates=candidates,
                 broker_timeout_s=broker_timeout,
             )

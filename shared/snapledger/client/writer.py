@@ -174,7 +174,7 @@ class SnapshotWriter:
         offsets: Mapping[str, int] | None = None,
         created_at: datetime | None = None,
         generation: int | None = None,
-        changelog: Mapping[str, int] | None = None,
+        changelog: Mapping[str, int | str] | None = None,
     ) -> WrittenSnapshot:
         """Write local files as an ``opaque`` snapshot (e.g. a RocksDB checkpoint).
 
@@ -183,7 +183,8 @@ class SnapshotWriter:
         its own name. The registry retains and collects an opaque snapshot like any other,
         but the jobs refuse it as a base and ``OpenedSnapshot.to_arrow`` refuses to read it.
         ``changelog``: the manifest's ``changelog`` (``log_start_offset``, ``end_offset``,
-        ``delete_retention_ms`` of the changelog the files were read from, as read before
+        ``delete_retention_ms`` and ``topic_id`` of the changelog the files were read from, as
+        read before
         consuming, ``created_at`` being when): how long retention counts the snapshot as
         restorable (a Kafka Streams store's: docs/kafka-streams.md).
         """
@@ -213,7 +214,7 @@ class SnapshotWriter:
         offsets: Mapping[str, int] | None,
         created_at: datetime | None,
         generation: int | None,
-        changelog: Mapping[str, int] | None = None,
+        changelog: Mapping[str, int | str] | None = None,
     ) -> _Draft:
         """A new snapshot id and the manifest's fields, validated before any upload."""
         _checked_int("lsn", lsn, MAX_LSN)

@@ -5,7 +5,9 @@ events with ``evolve`` and writes the result in one transaction conditioned on t
 version it loaded.
 
 Registration rules (docs/ledger.md):
-- a valid manifest with an LSN above the latest becomes latest (``LatestAdvanced``);
+- a valid manifest with an LSN above the latest becomes latest (``LatestAdvanced``), and
+  so does one that begins the lineage over on a new incarnation of its log (it names the
+  changelog's topic id, with an epoch above the lineage's highest), whatever its LSN;
 - one at or below the latest is recorded but the pointer stays; at the *same* LSN the
   pointer stays on the snapshot that got there first (first-come wins, so a redelivery
   or a second writer can never flip the pointer sideways);

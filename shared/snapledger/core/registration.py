@@ -70,7 +70,7 @@ def decide_register(state: LineageState, cmd: RegisterSnapshot, now: datetime) -
             **cmd.summary.model_dump(),
         )
     ]
-    if head.latest_lsn is None or cmd.lsn > head.latest_lsn:
+    if _becomes_latest(head, cmd.lsn, cmd.summary):
         events.append(
             LatestAdvanced(
                 **ev.next(),
@@ -81,6 +81,19 @@ def decide_register(state: LineageState, cmd: RegisterSnapshot, now: datetime) -
             )
         )
     return events
+
+
+def _becomes_latest(head: Head, lsn: int, summary: ManifestSummary) -> bool:
+    """A snapshot becomes the latest when its LSN is above the latest's, or when it begins
+    the lineage over on a new incarnation of its log: its manifest names the changelog's
+    topic id and its epoch is above the lineage's highest (the Kafka Streams snapshotter
+    writes the first snapshot of a recreated topic so), whatever its LSN (the new topic's
+    offsets restart at 0). Within an incarnation the latest never moves back; the old
+    incarnation's late snapshots are fenced by their epoch."""
+    if head.latest_lsn is None or lsn > head.latest_lsn:
+        return True
+    new_incarnation = summary.changelog is not None and summary.changelog.topic_id is not None
+    return new_incarnation and head.max_epoch is not None and summary.epoch > head.max_epoch
 
 
 def _writer_refusal(head: Head, summary: ManifestSummary) -> tuple[RejectionCode, str] | None:

@@ -1,6 +1,8 @@
 """A store's changelog topic as the snapshotter and the boot step read it: each partition's
-log start and end offsets and the topic's ``delete.retention.ms`` (confluent-kafka, the
-``kafka`` extra, imported when used), and the lineage a store partition's snapshots form.
+log start and end offsets, the topic's ``delete.retention.ms`` and its topic id (which
+incarnation of the topic this is: a topic deleted and recreated under the same name has
+another; confluent-kafka, the ``kafka`` extra, imported when used), and the lineage a store
+partition's snapshots form.
 
 Bounds (docs/kafka-streams.md, "Limits"): the lineage's stream is the changelog topic's
 name, so ``{application.id}-{store}-changelog`` must fit a stream name (1-128 letters,
@@ -17,6 +19,7 @@ The clients' own logs (librdkafka's connection attempts) go to a logger that dro
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
 from collections.abc import Iterable
@@ -79,6 +82,9 @@ class Changelog:
     topic: str
     partitions: dict[int, ChangelogPartition]
     delete_retention_ms: int
+    #: The topic's id as Kafka prints it (``models.manifest.TOPIC_ID_PATTERN``); None: not
+    #: known.
+    topic_id: str | None = None
 
 
 def confluent_kafka() -> ModuleType:
@@ -176,7 +182,7 @@ def missing_topic(topic: str, bootstrap_servers: str) -> ChangelogMissingError:
 def describe_changelog(
     bootstrap_servers: str, topic: str, *, timeout_s: float = DEFAULT_BROKER_TIMEOUT_S
 ) -> Changelog:
-    """Each partition's offsets and the topic's ``delete.retention.ms``."""
+    """Each partition's offsets, the topic's ``delete.retention.ms`` and its topic id."""
     kafka = confluent_kafka()
     # Re-exported by confluent_kafka.admin at run time; its stubs do not declare them.
     from confluent_kafka.admin import (  # type: ignore[attr-defined]
@@ -223,7 +229,31 @@ def describe_changelog(
             partitions[number] = ChangelogPartition(number, low, high)
     finally:
         consumer.close()
-    return Changelog(topic, partitions, retention)
+    return Changelog(
+        topic, partitions, retention, read_topic_id(admin, topic, bootstrap_servers, timeout_s)
+    )
+
+
+def read_topic_id(admin: Any, topic: str, bootstrap_servers: str, timeout_s: float) -> str:
+    """The topic's id as Kafka prints it (one DescribeTopics call)."""
+    from confluent_kafka import TopicCollection
+
+    try:
+        future = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout_s)
+        uuid = future[topic].result(timeout=timeout_s).topic_id
+        bits = (uuid.get_most_significant_bits(), uuid.get_least_significant_bits())
+    except Exception as exc:
+        raise kafka_failure(
+            exc, bootstrap_servers, timeout_s, f"reading the topic id of {topic!r}", topic
+        ) from exc
+    return topic_id_text(*bits)
+
+
+def topic_id_text(most: int, least: int) -> str:
+    """A topic id as Kafka prints it (``Uuid.toString``): its 16 bytes, most significant
+    first, in URL-safe base64 without padding (``TOPIC_ID_PATTERN``)."""
+    raw = (most % 2**64).to_bytes(8, "big") + (least % 2**64).to_bytes(8, "big")
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def changelog_admin(bootstrap_servers: str) -> Any:

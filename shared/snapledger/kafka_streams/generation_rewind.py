@@ -6,9 +6,11 @@ Checked before anything changes, the registry's and the state directory's first 
 call until they pass): the generation is COMPLETED; each member names its input offsets (the
 application ran with the generation configuration) and its manifest is in the store; each
 member's task folder in ``state_dir`` is empty. Then Kafka's: the consumer group (the
-application id) has no member; each member's changelog can still continue it (LSN + 1 at or
-past the log start, made less than ``delete.retention.ms`` less ``clock_skew`` ago: else
-tombstones written after it may be gone and the tail would not say which keys to delete).
+application id) has no member; each member's changelog can still continue it (made from the
+topic's current incarnation: the topic id its manifest names, if any, is the topic's; LSN + 1 at or
+past the log start, and the horizon rule GC and the seed apply: made less than
+``delete.retention.ms`` less its margin ago, ``core/changelog_horizon.py``; else tombstones
+written after it may be gone and the tail would not say which keys to delete).
 Last, its files download with the sizes and checksums registered (into a scratch folder
 removed on a refusal, with the state directory's folders the rewind created). Then, in this
 order, each step safe to run again:
@@ -33,8 +35,8 @@ import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,8 @@ from snapledger.client.control import Snapledger
 from snapledger.client.errors import SnapshotCorruptError
 from snapledger.client.reader import OpenedSnapshot, SnapshotReader
 from snapledger.client.storage import BlobStore
+from snapledger.clock import Clock, SystemClock
+from snapledger.core.changelog_horizon import other_incarnation, past_horizon
 from snapledger.errors import NotFoundError, SnapledgerError
 from snapledger.kafka_streams.catch_up import DEFAULT_TIMEOUT_S, REFUSED, java_command
 from snapledger.kafka_streams.changelog import (
@@ -54,7 +58,7 @@ from snapledger.kafka_streams.changelog import (
     kafka_failure,
     store_stream,
 )
-from snapledger.kafka_streams.seed import DEFAULT_CLOCK_SKEW, locked_app_dir, make_app_dir
+from snapledger.kafka_streams.seed import locked_app_dir, make_app_dir
 from snapledger.kafka_streams.seed_format import TaskId, task_folder
 
 #: Consumer group states with no member: offsets may be changed.
@@ -98,10 +102,10 @@ class GenerationRewind:
     bootstrap_servers: str
     application_id: str
     store: str
-    clock_skew: timedelta = DEFAULT_CLOCK_SKEW
     subtopology: int = 0
     timeout_s: float = DEFAULT_TIMEOUT_S
     broker_timeout_s: float = DEFAULT_BROKER_TIMEOUT_S
+    clock: Clock = field(default_factory=SystemClock)
 
     @property
     def stream(self) -> str:
@@ -209,20 +213,29 @@ class GenerationRewind:
     ) -> None:
         partition, lsn = member.task.partition, member.lsn
         where = f"partition {partition}: snapshot {member.snapshot_id}"
+        named = getattr(getattr(member.opened.descriptor, "changelog", None), "topic_id", None)
+        other = other_incarnation(changelog.topic, named, changelog.topic_id)
+        if other is not None:
+            raise GenerationRewindError(
+                f"{where} was {other}: the changelog cannot be made to agree with it; request "
+                "a new generation"
+            )
         offsets = changelog.partitions.get(partition)
         if offsets is None or lsn + 1 < offsets.log_start:
             raise GenerationRewindError(
                 f"{where} at {lsn}: the changelog no longer continues it (log start "
                 f"{offsets.log_start if offsets else 'none'})"
             )
-        retention = timedelta(milliseconds=changelog.delete_retention_ms)
-        if not isinstance(made, datetime) or (
-            datetime.now(UTC) - made.astimezone(UTC) + self.clock_skew >= retention
-        ):
+        if not isinstance(made, datetime):
             raise GenerationRewindError(
-                f"{where} was made {made}: not younger than delete.retention.ms ({retention}) "
-                f"less the clock skew ({self.clock_skew}); compaction may have dropped "
-                "tombstones written after it, so the changelog cannot be made to agree with it"
+                f"{where}: its manifest states no created_at, so whether compaction has "
+                "dropped tombstones written after it is unknown; request a new generation"
+            )
+        too_old = past_horizon(made, self.clock.now(), changelog.delete_retention_ms)
+        if too_old is not None:
+            raise GenerationRewindError(
+                f"{where} was {too_old}; the changelog cannot be made to agree with it: "
+                "request a new generation"
             )
 
     # -- changes ---------------------------------------------------------------------------

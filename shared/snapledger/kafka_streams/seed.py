@@ -3,12 +3,14 @@ before the application starts (docs/kafka-streams.md, "Boot"), so it restores on
 changelog after the snapshot's offset.
 
 For each task ``{subtopology}_{partition}``: a non-empty task folder is left as it is. Else
-the lineage's registered snapshots are tried newest first; one is usable only if (b) its LSN
-is at or past the changelog partition's log start and below its log end, (c) it was made
-less than the topic's ``delete.retention.ms`` (less ``clock_skew``) ago, and (a) its files
-download with the sizes and checksums registered. The first usable one is downloaded into a
-staging folder in ``{state.dir}/{application.id}/`` and renamed to the task folder; none
-usable: the folder stays empty and the task restores from the changelog (slower, never
+the lineage's registered snapshots are tried newest first; one is usable only if (a) it was
+made from the topic's current incarnation (the topic id its manifest names, if any, is the
+topic's), (b) its LSN is at or past the changelog partition's log start and below its log
+end, (c) the changelog can still continue it by age: the horizon rule GC applies too (made
+less than ``delete.retention.ms`` less its margin ago: ``core/changelog_horizon.py``), and
+(d) its files download with the sizes and checksums registered. The first usable one is
+downloaded into a staging folder in ``{state.dir}/{application.id}/`` and renamed to the task
+folder; none usable: the folder stays empty and the task restores from the changelog (slower, never
 wrong). ``{state.dir}/{application.id}/.lock`` is held meanwhile, as a running instance
 holds it, so a seed never runs beside one. A changelog topic that does not exist yet (the
 application's very first start) leaves nothing to seed: each task is told so (outcome
@@ -25,7 +27,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -34,6 +36,8 @@ from snapledger.client.errors import SnapshotCorruptError
 from snapledger.client.opened_snapshot import OpenedSnapshot
 from snapledger.client.reader import SnapshotReader
 from snapledger.client.storage import BlobStore
+from snapledger.clock import Clock, SystemClock
+from snapledger.core.changelog_horizon import other_incarnation, past_horizon
 from snapledger.errors import InvalidRequestError, NotFoundError, SnapledgerError
 from snapledger.kafka_streams.changelog import (
     DEFAULT_BROKER_TIMEOUT_S,
@@ -48,9 +52,6 @@ from snapledger.kafka_streams.seed_format import TaskId, task_folder
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-#: How far the clocks of the snapshotter, the broker and this machine may disagree: a
-#: snapshot must be this much younger than ``delete.retention.ms`` (0..delete.retention.ms).
-DEFAULT_CLOCK_SKEW = timedelta(minutes=1)
 #: Snapshots tried per task, newest first (1..MAX_CANDIDATES).
 DEFAULT_CANDIDATES, MAX_CANDIDATES = 10, 100
 #: Records asked per listing page (the query's default page), and the most pages read past
@@ -95,10 +96,10 @@ class StoreSeeder:
     bootstrap_servers: str
     application_id: str
     store: str
-    clock_skew: timedelta = DEFAULT_CLOCK_SKEW
     candidates: int = DEFAULT_CANDIDATES
     s3_client: S3Client | None = None
     broker_timeout_s: float = DEFAULT_BROKER_TIMEOUT_S
+    clock: Clock = field(default_factory=SystemClock)
 
     def seed(
         self, state_dir: Path, tasks: Sequence[TaskId] | None = None, *, subtopology: int = 0
@@ -114,12 +115,6 @@ class StoreSeeder:
             )
         except ChangelogMissingError:
             return _before_first_start(app_dir, tasks)
-        retention = timedelta(milliseconds=changelog.delete_retention_ms)
-        if not timedelta(0) <= self.clock_skew <= retention:
-            raise InvalidRequestError(
-                f"clock skew {self.clock_skew} must be 0..delete.retention.ms of {stream} "
-                f"({retention})"
-            )
         if tasks is None:
             tasks = [TaskId(subtopology, p) for p in sorted(changelog.partitions)]
         with locked_app_dir(app_dir):
@@ -135,9 +130,7 @@ class StoreSeeder:
                 f"task {task}: {changelog.topic} has no partition {task.partition} "
                 f"(it has {len(changelog.partitions)})"
             )
-        skipped: list[Skipped] = []
-        records = self._registered(changelog.topic, task.partition)
-        retention = timedelta(milliseconds=changelog.delete_retention_ms)
+        records, skipped = self._registered(changelog, task.partition)
         reader = SnapshotReader(self.root, s3_client=self.s3_client)
         for record in records:
             snapshot_id, lsn = record["snapshot_id"], int(record["lsn"])
@@ -154,17 +147,9 @@ class StoreSeeder:
             try:
                 opened = reader.open(record["manifest_key"])
                 made = _created_at(opened)
-                age = datetime.now(UTC) - made
-                if age + self.clock_skew >= retention:
-                    skipped.append(
-                        Skipped(
-                            snapshot_id,
-                            lsn,
-                            f"made {age.total_seconds():.0f}s ago: not younger than "
-                            f"delete.retention.ms ({retention.total_seconds():.0f}s) less the "
-                            f"clock skew ({self.clock_skew.total_seconds():.0f}s)",
-                        )
-                    )
+                too_old = past_horizon(made, self.clock.now(), changelog.delete_retention_ms)
+                if too_old is not None:
+                    skipped.append(Skipped(snapshot_id, lsn, too_old))
                     continue
                 self._place(app_dir, target, task, opened)
             except SnapshotCorruptError as exc:
@@ -176,20 +161,35 @@ class StoreSeeder:
             return TaskSeed(str(task), "seeded", snapshot_id, lsn, tuple(skipped))
         return TaskSeed(str(task), "changelog", skipped=tuple(skipped))
 
-    def _registered(self, topic: str, partition: int) -> list[dict[str, Any]]:
-        """The ``candidates`` newest REGISTERED records, highest LSN first: the listing is
-        paged past records of other statuses (REJECTED, EXPIRING, DELETED), at most
-        ``MAX_LISTING_PAGES`` pages."""
+    def _registered(
+        self, changelog: Changelog, partition: int
+    ) -> tuple[list[dict[str, Any]], list[Skipped]]:
+        """The ``candidates`` newest REGISTERED records of the topic's current incarnation,
+        highest LSN first, and those of another incarnation met on the way (skipped: after
+        the topic was recreated, the old topic's higher LSNs list first). The listing is
+        paged past records of other statuses (REJECTED, EXPIRING, DELETED) and of other
+        incarnations, at most ``MAX_LISTING_PAGES`` pages."""
         found: list[dict[str, Any]] = []
+        others: list[Skipped] = []
         cursor: str | None = None
         for _ in range(MAX_LISTING_PAGES):
-            answer = self.registry.snapshots(topic, partition, limit=LISTING_PAGE, cursor=cursor)
-            found += [r for r in answer.get("snapshots", []) if r.get("status") == "REGISTERED"]
+            answer = self.registry.snapshots(
+                changelog.topic, partition, limit=LISTING_PAGE, cursor=cursor
+            )
+            for record in answer.get("snapshots", []):
+                if record.get("status") != "REGISTERED":
+                    continue
+                named = (record.get("changelog") or {}).get("topic_id")
+                other = other_incarnation(changelog.topic, named, changelog.topic_id)
+                if other is None:
+                    found.append(record)
+                else:
+                    others.append(Skipped(record["snapshot_id"], int(record["lsn"]), other))
             cursor = answer.get("cursor")
             if len(found) >= self.candidates or not cursor:
                 break
         found.sort(key=lambda r: int(r["lsn"]), reverse=True)
-        return found[: self.candidates]
+        return found[: self.candidates], others
 
     def _place(self, app_dir: Path, target: Path, task: TaskId, opened: OpenedSnapshot) -> None:
         staging = app_dir / f".seeding-{task}-{uuid.uuid4().hex}"

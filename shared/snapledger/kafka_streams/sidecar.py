@@ -9,7 +9,10 @@ changelog's end offsets (one ListOffsets call for all partitions), asks the sche
 (``schedule.py``) which partitions are due and snapshots those with ``StoreSnapshotter``
 (one seeder process for the batch). A failed batch is run again partition by partition, so
 one failing partition does not hold back the others; a failed partition is logged and
-retried, alone, at the next poll.
+retried, alone, at the next poll. A latest snapshot of another incarnation of the topic (it
+was deleted and recreated) counts as none; an end offset below what a partition's last snapshot
+covers (the topic recreated while the sidecar runs: its offsets restarted), or end offsets that
+cannot be read, make the next poll read the topic and the ledger again.
 SIGTERM or SIGINT lets the run in flight finish (its snapshots written, manifest last, and
 delivered), starts no other, and returns.
 """
@@ -27,8 +30,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from snapledger.core.changelog_horizon import other_incarnation
 from snapledger.errors import InvalidRequestError
 from snapledger.kafka_streams.changelog import (
+    Changelog,
     ChangelogError,
     changelog_admin,
     check_partition,
@@ -109,17 +114,24 @@ class SnapshotSidecar:
                 "partitions; give partitions it has"
             )
         started = self.clock()
-        for p in partitions:
-            self.marks[p] = self._mark_from_ledger(p, changelog.partitions[p].log_start, started)
+        self.marks = {
+            p: self._mark_from_ledger(p, changelog.partitions[p].log_start, started, changelog)
+            for p in partitions
+        }
         self._admin = changelog_admin(snap.bootstrap_servers)
 
-    def _mark_from_ledger(self, partition: int, log_start: int, started: datetime) -> PartitionMark:
+    def _mark_from_ledger(
+        self, partition: int, log_start: int, started: datetime, changelog: Changelog
+    ) -> PartitionMark:
         latest = self.snapshotter.latest(partition)
         if latest is None:
             return PartitionMark(partition, covered_to=log_start, since=started)
         snapshot_id, lsn = latest
         record = self.snapshotter.registry.snapshot(self.snapshotter.stream, partition, snapshot_id)
         fields = record["snapshot"]
+        named = (fields.get("changelog") or {}).get("topic_id")
+        if other_incarnation(changelog.topic, named, changelog.topic_id) is not None:
+            return PartitionMark(partition, covered_to=log_start, since=started)
         made_at = (fields.get("changelog") or {}).get("read_at") or fields["registered_at"]
         return PartitionMark(partition, lsn + 1, datetime.fromisoformat(made_at), lsn)
 
@@ -137,11 +149,25 @@ class SnapshotSidecar:
                 timeout_s=snap.broker_timeout_s,
                 bootstrap_servers=snap.bootstrap_servers,
             )
-        except Exception as exc:  # the broker may be back at the next poll
+        except Exception as exc:  # the broker may be back, or the topic recreated, next poll
             log.error(
-                "reading %s's end offsets failed (tried again next poll): %s", snap.stream, exc
+                "reading %s's end offsets failed (the topic and the ledger read again next "
+                "poll): %s",
+                snap.stream,
+                exc,
             )
+            self._admin = None
             return PollResult(error=str(exc))
+        behind = sorted(p for p, end in ends.items() if end < self.marks[p].covered_to)
+        if behind:
+            log.warning(
+                "%s partitions %s: end offsets below what their last snapshots cover: the "
+                "topic was recreated (its offsets restarted); reading it and the ledger again",
+                snap.stream,
+                behind,
+            )
+            self._admin = None
+            return PollResult()
         due = self.schedule.due(self.marks, ends, now)
         batch = [p for p in due if p not in self.failing]
         groups = ([batch] if batch else []) + [[p] for p in due if p in self.failing]

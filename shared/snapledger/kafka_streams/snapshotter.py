@@ -4,10 +4,14 @@ the application runs (docs/kafka-streams.md, "Snapshots").
 A store partition's snapshot is the store folder of its task, ``rocksdb/{store}/`` (the
 RocksDB files, the changelog offset inside them), uploaded as an ``opaque`` snapshot of the
 lineage (stream = the changelog topic, partition = the changelog partition) at LSN = the
-offset of the last changelog record the store reflects. For each partition: the lineage's
-latest registered snapshot is downloaded (checksums checked) into a scratch task folder (none:
-an empty one), ``kafka-seeder catch-up --tasks`` (one process for every partition of the run:
-one JVM start, not one per partition) applies the changelog after it up to the end offset
+offset of the last changelog record the store reflects; its manifest's ``changelog`` names
+the topic's id (its incarnation). For each partition: the lineage's latest registered
+snapshot is downloaded (checksums checked) into a scratch task folder (none, or one the
+changelog cannot continue: an empty one; one of another incarnation of the topic, i.e. the
+topic was deleted and recreated, makes the snapshot begin the lineage over at the epoch
+above the lineage's highest: ``core/changelog_horizon.py``), ``kafka-seeder catch-up
+--tasks`` (one process for every partition of the run: one JVM start, not one per
+partition) applies the changelog after it up to the end offset
 read at start, and when it applied records the store folder is written with
 ``SnapshotWriter.write_files`` (manifest last), to be registered as any snapshot is.
 """
@@ -19,13 +23,14 @@ import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from snapledger.client.control import RequestRefusedError, Snapledger
 from snapledger.client.errors import SnapshotCorruptError
 from snapledger.client.reader import SnapshotReader
 from snapledger.client.storage import BlobStore
 from snapledger.client.writer import SnapshotWriter, WrittenSnapshot
+from snapledger.core.changelog_horizon import other_incarnation
 from snapledger.errors import InvalidRequestError, NotFoundError
 from snapledger.kafka_streams.catch_up import CatchUpResult, catch_up_tasks
 from snapledger.kafka_streams.changelog import (
@@ -44,7 +49,8 @@ if TYPE_CHECKING:
 
 #: The producer name the snapshots' manifests carry.
 PRODUCER = "snapledger-kafka-streams"
-#: The epoch of every snapshot the snapshotter writes (one writer per lineage at a time).
+#: The epoch of a lineage's first snapshot; later ones keep the lineage's highest epoch, and
+#: the first snapshot of a new incarnation of the topic takes one above it.
 EPOCH = 1
 
 
@@ -130,7 +136,7 @@ class StoreSnapshotter:
                 self._store_dir(scratch, p),
                 bases[p],
                 results[TaskId(0, p)],
-                changelog.delete_retention_ms,
+                changelog,
                 generation=generation,
             )
             for p in partitions
@@ -140,32 +146,31 @@ class StoreSnapshotter:
         self,
         partition: int,
         store_dir: Path,
-        base: tuple[str | None, int | None, str, dict[str, int]],
+        base: _Base,
         result: CatchUpResult,
-        delete_retention_ms: int,
+        changelog: Changelog,
         *,
         generation: OpenGeneration | None,
     ) -> PartitionSnapshot:
-        base_id, base_lsn, note, base_offsets = base
         # An open generation still missing this partition takes the base again when nothing
         # is new: the same state at the same LSN, naming it (docs/kafka-streams.md).
         again = generation is not None and generation.wants(partition, result.offset)
         if result.offset is None or (result.applied == 0 and not again):
             return PartitionSnapshot(
-                partition, base_id, base_lsn, result, None, note + "nothing new"
+                partition, base.snapshot_id, base.lsn, result, None, base.note + "nothing new"
             )
         input_offsets = snapshot_offsets(
             self.stream,
             partition,
             result.offset,
-            result.input_offsets if result.applied else base_offsets,
+            result.input_offsets if result.applied else base.inputs,
         )
         writer = SnapshotWriter(
             self.root, self.stream, partition, producer=PRODUCER, s3_client=self.s3_client
         )
         written = writer.write_files(
             result.offset,
-            EPOCH,
+            base.epoch,
             store_dir,
             offsets=input_offsets,
             created_at=result.end_read_at,
@@ -173,67 +178,95 @@ class StoreSnapshotter:
             changelog={
                 "log_start_offset": result.log_start_offset,
                 "end_offset": result.end_offset,
-                "delete_retention_ms": delete_retention_ms,
+                "delete_retention_ms": changelog.delete_retention_ms,
+                **({} if changelog.topic_id is None else {"topic_id": changelog.topic_id}),
             },
         )
         if self.on_written is not None:
             self.on_written(written)
         return PartitionSnapshot(
             partition,
-            base_id,
-            base_lsn,
+            base.snapshot_id,
+            base.lsn,
             result,
             written,
-            note
+            base.note
             + f"{result.applied} records applied"
             + ("" if generation is None else f"; names generation {generation.generation}"),
         )
 
     def latest(self, partition: int) -> tuple[str, int] | None:
         """The partition's latest registered snapshot (id, LSN), None without one."""
-        try:
-            head = self.registry.latest(self.stream, partition).get("head") or {}
-        except RequestRefusedError as refused:
-            if refused.answer.get("error") != "not_found":
-                raise
-            return None
+        head = self._head(partition)
         snapshot_id, lsn = head.get("latest_snapshot_id"), head.get("latest_lsn")
         if snapshot_id is None or lsn is None:
             return None
         return snapshot_id, lsn
 
-    def _download_latest(
-        self, partition: int, store_dir: Path, changelog: Changelog
-    ) -> tuple[str | None, int | None, str, dict[str, int]]:
+    def _head(self, partition: int) -> dict[str, Any]:
+        try:
+            return dict(self.registry.latest(self.stream, partition).get("head") or {})
+        except RequestRefusedError as refused:
+            if refused.answer.get("error") != "not_found":
+                raise
+            return {}
+
+    def _download_latest(self, partition: int, store_dir: Path, changelog: Changelog) -> _Base:
         """The latest registered snapshot's files into ``store_dir``; a base the changelog
-        cannot continue (below its log start) or a damaged one is not used: the store then
-        starts empty, from the changelog's start."""
-        latest = self.latest(partition)
-        if latest is None:
-            return None, None, "no snapshot yet; ", {}
-        snapshot_id, lsn = latest
+        cannot continue (of another incarnation of the topic, or below its log start) or a
+        damaged one is not used: the store then starts empty, from the changelog's start.
+        The epoch written is the lineage's highest, one above it on a new incarnation (its
+        first snapshot then becomes the latest whatever its LSN: docs/ledger.md)."""
+        head = self._head(partition)
+        epoch = max(EPOCH, int(head.get("max_epoch") or EPOCH))
+        snapshot_id, lsn = head.get("latest_snapshot_id"), head.get("latest_lsn")
+        if snapshot_id is None or lsn is None:
+            return _Base.empty("no snapshot yet; ", epoch)
         offsets = changelog.partitions.get(partition)
         if offsets is None:
             raise InvalidRequestError(
                 f"partition {partition}: {changelog.topic} has no such partition (it has "
                 f"{len(changelog.partitions)})"
             )
-        if lsn + 1 < offsets.log_start:
-            return None, None, f"latest {snapshot_id} is below the log start; from empty; ", {}
         record = self.registry.snapshot(self.stream, partition, snapshot_id)["snapshot"]
+        named = (record.get("changelog") or {}).get("topic_id")
+        other = other_incarnation(changelog.topic, named, changelog.topic_id)
+        if other is not None:
+            note = f"latest {snapshot_id} is {other}; from empty at epoch {epoch + 1}; "
+            return _Base.empty(note, epoch + 1)
+        if lsn + 1 < offsets.log_start:
+            note = f"latest {snapshot_id} is below the log start; from empty; "
+            return _Base.empty(note, epoch)
         try:
             SnapshotReader(self.root, s3_client=self.s3_client).open(
                 record["manifest_key"]
             ).download(store_dir)
         except SnapshotCorruptError as exc:
             shutil.rmtree(store_dir, ignore_errors=True)
-            return None, None, f"latest {snapshot_id} is damaged ({exc}); from empty; ", {}
+            return _Base.empty(f"latest {snapshot_id} is damaged ({exc}); from empty; ", epoch)
         except NotFoundError as exc:  # its manifest is gone since the lookup
             shutil.rmtree(store_dir, ignore_errors=True)
-            return None, None, f"latest {snapshot_id} is gone ({exc}); from empty; ", {}
+            return _Base.empty(f"latest {snapshot_id} is gone ({exc}); from empty; ", epoch)
         inputs = dict(record.get("offsets") or {})
         inputs.pop(f"{self.stream}-{partition}", None)  # the changelog's own: written anew
-        return snapshot_id, lsn, f"continues {snapshot_id}; ", inputs
+        return _Base(snapshot_id, lsn, f"continues {snapshot_id}; ", inputs, epoch)
+
+
+@dataclass(frozen=True)
+class _Base:
+    """What a partition's snapshot continues: a registered snapshot (its id, LSN and input
+    offsets) or nothing (the changelog's start), why (``note``), and the epoch to write."""
+
+    snapshot_id: str | None
+    lsn: int | None
+    note: str
+    inputs: dict[str, int]
+    epoch: int
+
+    @classmethod
+    def empty(cls, note: str, epoch: int) -> _Base:
+        """No base: the store starts empty, from the changelog's start."""
+        return cls(None, None, note, {}, epoch)
 
 
 def snapshot_offsets(

@@ -72,8 +72,12 @@ class LineageFacts:
     """What a lineage's records tell a strategy about every one of its snapshots (the
     horizon of the log they continue from): ``LayoutStrategy.facts``."""
 
-    #: The highest log-start offset of the changelog any of its snapshots reported.
+    #: The highest log-start offset of the changelog any of its snapshots of the current
+    #: incarnation reported.
     log_start_offset: int | None = None
+    #: The current incarnation of the log (a Kafka topic id): the one its registered
+    #: snapshot with the highest (epoch, LSN) that names one names; None: none names one.
+    topic_id: str | None = None
 
 
 NO_FACTS = LineageFacts()

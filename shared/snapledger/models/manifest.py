@@ -29,6 +29,7 @@ __all__ = [
     "MAX_MANIFEST_BYTES",
     "MAX_MANIFEST_FILES",
     "MAX_OFFSETS",
+    "TOPIC_ID_PATTERN",
     "ManifestChangelog",
     "ManifestFile",
     "ManifestProducer",
@@ -40,6 +41,9 @@ __all__ = [
 #: The checksum algorithms a manifest may name: the three S3 stores as additional
 #: checksums (``crc64nvme``, ``crc32c``, ``sha256``), and ``md5``.
 CHECKSUM_ALGORITHMS = ("crc64nvme", "crc32c", "sha256", "md5")
+#: A Kafka topic id as Kafka prints it (``kafka-topics.sh --describe``, ``Uuid.toString``):
+#: the topic's 16-byte UUID in URL-safe base64 without padding, 22 characters.
+TOPIC_ID_PATTERN = "[A-Za-z0-9_-]{22}"
 #: ``kv-parquet``: Parquet files of ``key``, ``value``, ``lsn``, the columns the jobs
 #: read. ``opaque``: any files (e.g. a RocksDB checkpoint), registered, retained and
 #: collected like any other, but refused as a job's base.
@@ -122,6 +126,17 @@ class ManifestChangelog(Frozen):
             strict=True,
             description="The topic's delete.retention.ms: how long compaction keeps a "
             "tombstone; a snapshot older than that is not counted as restorable.",
+        ),
+    ] = None
+    topic_id: Annotated[
+        str | None,
+        Field(
+            default=None,
+            pattern=f"^{TOPIC_ID_PATTERN}$",
+            description="The topic's id as Kafka prints it (22 characters of URL-safe "
+            "base64): which incarnation of the topic the snapshot was made from. A topic "
+            "deleted and recreated under the same name has another id, and a snapshot of "
+            "another incarnation is never used with it.",
         ),
     ] = None
 

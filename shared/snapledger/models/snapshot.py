@@ -43,6 +43,11 @@ class ChangelogHorizon(BaseModel):
         default=None,
         description="When the producer read the end offset (the manifest's created_at)",
     )
+    topic_id: str | None = Field(
+        default=None,
+        description="The changelog topic's id: the incarnation of the topic the snapshot "
+        "was made from (None: not reported, as by releases before 2026-11-29)",
+    )
 
 
 class SnapshotFields(BaseModel):

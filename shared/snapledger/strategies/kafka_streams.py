@@ -18,10 +18,14 @@ ends with RocksDB's block-based table magic (one ranged GET of its tail each, at
 ``end_offset`` and a ``created_at``.
 
 Retention counts a snapshot as restorable only while the changelog can continue it: not
-when ``lsn + 1`` is below the newest log-start offset any snapshot of the lineage reported
-(the records after it are gone), nor once ``now - created_at`` reaches the topic's
-``delete.retention.ms`` less ``retention_margin`` (compaction may since have dropped
-tombstones written after it: a boot from it would bring deleted keys back).
+when it was made from another incarnation of the topic than the lineage's current one (the
+topic id its manifest names is not the one named by the lineage's REGISTERED snapshot with
+the highest (epoch, LSN) that names one: the topic was deleted and recreated), nor when
+``lsn + 1`` is below the newest log-start offset any snapshot of the current incarnation
+reported (the records after it are gone), nor once ``now - created_at`` reaches the topic's
+``delete.retention.ms`` less its margin (compaction may since have dropped tombstones
+written after it: a boot from it would bring deleted keys back): the horizon rule the seed and
+the rewind apply too (``core/changelog_horizon.py``).
 GC's steps are the native ones. A consumer boots with ``snapledger.kafka_streams.seed``.
 """
 
@@ -30,9 +34,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from snapledger import layout as keys
+from snapledger.core.changelog_horizon import other_incarnation, past_horizon
 from snapledger.layouts import LayoutName, PointerOwner
 from snapledger.layouts.native_keys import NativeKeys
 from snapledger.layouts.strategy import LineageFacts, Placed, broken_reason
@@ -47,16 +52,6 @@ from snapledger.services.restate_snapshots import sst_footers
 #: A store's RocksDB folder (``{task}/rocksdb/{store}/``), as the snapshotter writes it and
 #: the seed places it: flat file names (RocksDB keeps no sub-folders there).
 _STORE_FILE = re.compile(r"[^/]+")
-#: The margin kept before ``delete.retention.ms``: 10% of it, and at least 5 minutes (a
-#: boot must read the changelog's tail before compaction may drop its tombstones).
-RETENTION_MARGIN_FRACTION = 0.1
-MIN_RETENTION_MARGIN = timedelta(minutes=5)
-
-
-def retention_margin(delete_retention_ms: int) -> timedelta:
-    """How long before ``delete.retention.ms`` a snapshot stops counting as restorable."""
-    fraction = timedelta(milliseconds=delete_retention_ms * RETENTION_MARGIN_FRACTION)
-    return max(MIN_RETENTION_MARGIN, fraction)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +76,21 @@ class KafkaStreamsLayout(NativeKeys):
         return NativeSteps(context)
 
     def facts(self, records: Iterable[SnapshotRecord]) -> LineageFacts:
-        starts = [
-            r.changelog.log_start_offset
+        reported = [
+            (r, r.changelog)
             for r in records
             if r.changelog is not None and r.status is not SnapshotStatus.REJECTED
         ]
-        return LineageFacts(log_start_offset=max(starts, default=None))
+        naming = [
+            (r.epoch or 0, r.lsn, c.topic_id)
+            for r, c in reported
+            if c.topic_id is not None and r.status is SnapshotStatus.REGISTERED
+        ]
+        current = max(naming, default=(0, 0, None))[2]
+        starts = [
+            c.log_start_offset for _, c in reported if current is None or c.topic_id == current
+        ]
+        return LineageFacts(log_start_offset=max(starts, default=None), topic_id=current)
 
     def unrestorable(
         self, record: SnapshotRecord, facts: LineageFacts, now: datetime
@@ -94,6 +98,11 @@ class KafkaStreamsLayout(NativeKeys):
         broken = broken_reason(record)
         if broken is not None:
             return broken
+        horizon = record.changelog
+        named = None if horizon is None else horizon.topic_id
+        other = other_incarnation(self.stream, named, facts.topic_id)
+        if other is not None:
+            return other
         start = facts.log_start_offset
         if start is not None and record.lsn + 1 < start:
             return (
@@ -101,18 +110,9 @@ class KafkaStreamsLayout(NativeKeys):
                 f"and a snapshot of the lineage read log_start_offset {start}: the records "
                 "after it are gone from the topic"
             )
-        horizon = record.changelog
         if horizon is None or horizon.delete_retention_ms is None or horizon.read_at is None:
             return None
-        ms = horizon.delete_retention_ms
-        margin = retention_margin(ms)
-        if now - horizon.read_at >= timedelta(milliseconds=ms) - margin:
-            return (
-                f"older than the topic's delete.retention.ms ({ms:,} ms) less {margin}: read "
-                f"at {horizon.read_at.isoformat()}, so compaction may have dropped tombstones "
-                "written after it, and a boot from it could bring deleted keys back"
-            )
-        return None
+        return past_horizon(horizon.read_at, now, horizon.delete_retention_ms)
 
 
 def store_problems(
