@@ -154,30 +154,54 @@ class FakeRunner:
         return FoundJobRun(run_id=f"run-{job_id}", state=status.state, reason=status.reason)
 
 
-def make_runtime(ledger: DynamoLedger, store: ObjectStore, clock: Any, runner: Any = None) -> Any:
-    """A function Runtime on one ledger table (moto or DynamoDB Local) and a store."""
+def make_runtime(
+    ledger: DynamoLedger,
+    store: ObjectStore,
+    clock: Any,
+    runner: Any = None,
+    *,
+    restate_prefixes: Mapping[str, str] | None = None,
+    kafka_streams: tuple[str, ...] = (),
+) -> Any:
+    """A function Runtime on one ledger table (moto or DynamoDB Local) and a store, built
+    by the composition root (``build_runtime``) from the settings a deployment would give
+    (its layouts: ``restate_prefixes``, ``kafka_streams``), with these adapters."""
     from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
     from snapledger.adapters.dynamodb_jobs import DynamoJobStore
     from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
     from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
     from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
-    from snapledger.core.compaction_trigger import CompactionConfig
-    from snapledger.gc_settings import GcConfig
-    from snapledger.runtime import Runtime
+    from snapledger.runtime import build_runtime, replaced
+    from snapledger.settings import (
+        ENV_KAFKA_STREAMS_STREAMS,
+        ENV_RESTATE_PREFIXES,
+        ENV_ROOT,
+        ENV_TABLE,
+        LedgerSettings,
+        settings_from_env,
+    )
 
-    return Runtime(
+    environ = {
+        ENV_TABLE: ledger.table_name,
+        ENV_ROOT: store.uri,
+        ENV_RESTATE_PREFIXES: json.dumps(dict(restate_prefixes or {})),
+        ENV_KAFKA_STREAMS_STREAMS: json.dumps(list(kafka_streams)),
+    }
+    client = ledger.client
+    composed = build_runtime(
+        settings_from_env(LedgerSettings, environ),
+        environ=environ,
         ledger=ledger,
         store=store,
         clock=clock,
-        jobs=DynamoJobStore(ledger.table_name, client=ledger.client),
+        jobs=DynamoJobStore(ledger.table_name, client=client),
         runner=runner or FakeRunner(),
-        segments=DynamoSegmentStore(ledger.table_name, client=ledger.client),
-        thresholds=CompactionConfig(),
-        lineages=DynamoLineageIndex(ledger.table_name, client=ledger.client),
-        policies=DynamoPolicyStore(ledger.table_name, client=ledger.client),
-        streams=DynamoStreamLog(ledger.table_name, client=ledger.client),
-        gc=GcConfig(),
+        segments=DynamoSegmentStore(ledger.table_name, client=client),
+        lineages=DynamoLineageIndex(ledger.table_name, client=client),
+        policies=DynamoPolicyStore(ledger.table_name, client=client),
+        streams=DynamoStreamLog(ledger.table_name, client=client),
     )
+    return replaced(composed)  # a plain Runtime: dataclasses.replace works on it
 
 
 def write_history(
