@@ -44,10 +44,12 @@ pytestmark = pytest.mark.ddblocal
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
 #: The changelog's delete.retention.ms: longer than the two days GC is moved on.
 RETENTION_MS = 30 * 86_400_000
-#: What both runtimes are given: a Restate cluster's prefix and a Kafka Streams changelog.
-LAYOUT_ENV = {
+#: What both runtimes are given: a Restate cluster's prefix, a Kafka Streams changelog, and
+#: a default retention policy other than GC's own default (min_count 3).
+SETTINGS_ENV = {
     ENV_RESTATE_PREFIXES: json.dumps({PREFIX: STREAM}),
     ENV_KAFKA_STREAMS_STREAMS: json.dumps([TOPIC]),
+    "SNAPLEDGER_DEFAULT_MIN_COUNT": "2",
 }
 
 
@@ -79,7 +81,7 @@ def kafka_streams_snapshot(
 def write_every_layout(store: ObjectStore) -> dict[str, str]:
     """A valid and an invalid snapshot of each layout, and a history for GC: name -> key."""
     keys: dict[str, str] = {}
-    for lsn in (100, 200, 300, 400):  # native: one more than GC's min_count 3
+    for lsn in (100, 200, 300, 400):  # native: two more than the default policy's min_count
         sid = _sid(lsn)
         files = {"part-00000.parquet": kv_parquet(sid)}
         keys[f"native {lsn}"] = write_snapshot(
@@ -131,10 +133,10 @@ def _decided(record: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture
 def environ(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     """The layouts in this process's environment, as the functions' and ``local up``'s."""
-    for name, value in {**POWERTOOLS_ENV, **LAYOUT_ENV}.items():
+    for name, value in {**POWERTOOLS_ENV, **SETTINGS_ENV}.items():
         monkeypatch.setenv(name, value)
     reset_runtime()
-    yield LAYOUT_ENV
+    yield SETTINGS_ENV
     reset_runtime()
 
 
@@ -196,6 +198,12 @@ def test_the_functions_and_the_local_runtime_decide_alike_for_every_layout(
         if d.get("unrestorable")
     ]
     assert unrestorable == [(TOPIC, 20), (TOPIC, 10)]
+    [orders] = [
+        lin
+        for lin in functions["gc"]["lineages"]
+        if lin["stream"] == "orders" and not lin["partition"]
+    ]
+    assert [d["lsn"] for d in orders["deleted"]] == [200, 100]  # SNAPLEDGER_DEFAULT_MIN_COUNT
     # And the local runtime decided exactly the same: every registration, GC's whole plan
     assert local["registered"] == registered
     assert local["gc"] == functions["gc"]

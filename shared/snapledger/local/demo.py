@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None, *, spark: Any = None) -> int:
     demo: Demo | None = None
     try:
         with local as runtime:
-            router = Router(runtime.store, HANDLERS)
+            router = Router(runtime.store, HANDLERS, runtime.layouts)
             runner.bind(router)
             demo = Demo(args.root, args.partitions, args.rows, local, runner, router)
             run_scenario(demo)
