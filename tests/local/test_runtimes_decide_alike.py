@@ -20,26 +20,27 @@ from typing import Any
 
 import pytest
 
+from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.clock import ManualClock
 from snapledger.local.aws_events import s3_object_created
 from snapledger.local.clients import local_dynamodb_client
 from snapledger.local.handlers import invoke
 from snapledger.local.runtime import LocalRuntime, ensure_table
 from snapledger.ports import ObjectStore
-from snapledger.runtime import replaced, reset_runtime, runtime, use_runtime
+from snapledger.runtime import DECIDED, build_runtime, replaced, reset_runtime, runtime, use_runtime
 from snapledger.settings import (
     ENV_DYNAMODB_ENDPOINT,
     ENV_KAFKA_STREAMS_STREAMS,
     ENV_RESTATE_PREFIXES,
     ENV_ROOT,
     ENV_TABLE,
+    LedgerSettings,
+    settings_from_env,
 )
 from tests.functions.support import POWERTOOLS_ENV
 from tests.gc.test_kafka_streams_layout import SST, TOPIC
 from tests.restate.fixtures import PREFIX, STREAM, write_restate_snapshot
 from tests.support import FakeRunner, kv_parquet, write_snapshot
-
-pytestmark = pytest.mark.ddblocal
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
 #: The changelog's delete.retention.ms: longer than the two days GC is moved on.
@@ -171,6 +172,7 @@ def _local_decides(endpoint: str, folder: Path) -> dict[str, Any]:
         return decisions(built.store, clock)
 
 
+@pytest.mark.ddblocal
 def test_the_functions_and_the_local_runtime_decide_alike_for_every_layout(
     environ, dynamodb_local, tmp_path, monkeypatch
 ):
@@ -207,3 +209,19 @@ def test_the_functions_and_the_local_runtime_decide_alike_for_every_layout(
     # And the local runtime decided exactly the same: every registration, GC's whole plan
     assert local["registered"] == registered
     assert local["gc"] == functions["gc"]
+
+
+@pytest.mark.parametrize("decided", sorted(DECIDED))
+def test_what_decides_cannot_be_handed_to_the_root(decided, tmp_path):
+    # Given settings with a Kafka Streams changelog
+    environ = {ENV_TABLE: "ledger", ENV_ROOT: tmp_path.as_uri()}
+    settings = settings_from_env(LedgerSettings, {**environ, **SETTINGS_ENV})
+    # When a caller hands in its own layouts (or GC config, or thresholds), it is refused,
+    # naming what it may hand in instead
+    with pytest.raises(TypeError, match=f"cannot be handed '{decided}': give an adapter among"):
+        build_runtime(settings, **{decided: object()})
+    # While adapters may be handed in, and the layouts still come from the settings
+    store = FileObjectStore(tmp_path)
+    built = build_runtime(settings, store=store, clock=ManualClock(NOW))
+    assert built.store is store
+    assert built.layouts.for_stream(TOPIC).name == "kafka-streams"
