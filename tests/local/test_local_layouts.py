@@ -35,9 +35,10 @@ BY_ENVIRONMENT = "orders-app-counts-changelog"
         (["--kafka-streams-stream", "orders"], {}, "not a changelog topic's name"),
         ([], {ENV_KAFKA_STREAMS_STREAMS: "orders-changelog"}, ENV_KAFKA_STREAMS_STREAMS),
         ([], {ENV_KAFKA_STREAMS_STREAMS: '["a/b"]'}, "Kafka Streams stream 'a/b'"),
+        ([], {"SNAPLEDGER_DEFAULT_MIN_COUNT": "-1"}, "min_count must be at least 1 (got -1)"),
     ],
 )
-def test_unusable_layouts_are_refused_in_one_line_before_anything_starts(
+def test_unusable_settings_are_refused_in_one_line_before_anything_starts(
     arguments, environ, says, tmp_path, capsys, monkeypatch
 ):
     for name, value in environ.items():

@@ -53,6 +53,7 @@ from snapledger.adapters.table_definition import (
     time_to_live_request,
 )
 from snapledger.clock import SystemClock
+from snapledger.gc_settings import GcConfig
 from snapledger.local.aws_events import LOCAL_BUCKET
 from snapledger.local.clients import ensure_bucket, local_dynamodb_client, local_s3_client
 from snapledger.local.dynamodb_local import REPO_ROOT, DynamoDBLocal, free_port, require_checkout
@@ -268,7 +269,9 @@ class LocalRuntime:
             .joined(own, source="local up's options")
             .joined(LocalLayouts.from_runtime_file(running), source="runtime.json")
         )
-        return {**environ, **self.applied_layouts.environment()}
+        environ.update(self.applied_layouts.environment())
+        settings_from_env(GcConfig, environ)  # checked now too: GC is built after the start
+        return environ
 
     @property
     def endpoint_url(self) -> str | None:
