@@ -171,6 +171,43 @@ def make_runtime(
     from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
     from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
     from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
+
+    table, client = ledger.table_name, ledger.client
+    adapters = {
+        "ledger": ledger,
+        "store": store,
+        "clock": clock,
+        "jobs": DynamoJobStore(table, client=client),
+        "runner": runner or FakeRunner(),
+        "segments": DynamoSegmentStore(table, client=client),
+        "lineages": DynamoLineageIndex(table, client=client),
+        "policies": DynamoPolicyStore(table, client=client),
+        "streams": DynamoStreamLog(table, client=client),
+    }
+    return _through_the_root(adapters, restate_prefixes, kafka_streams)
+
+
+def deployed_with(
+    rt: Any,
+    *,
+    restate_prefixes: Mapping[str, str] | None = None,
+    kafka_streams: tuple[str, ...] = (),
+) -> Any:
+    """``rt``'s adapters (ledger, store, clock, runner, ...) in a runtime the composition
+    root builds as a deployment with these layouts would be: no catalog patched in."""
+    from dataclasses import fields
+
+    from snapledger.runtime import DECIDED, Runtime
+
+    adapters = {f.name: getattr(rt, f.name) for f in fields(Runtime) if f.name not in DECIDED}
+    return _through_the_root(adapters, restate_prefixes, kafka_streams)
+
+
+def _through_the_root(
+    adapters: dict[str, Any],
+    restate_prefixes: Mapping[str, str] | None,
+    kafka_streams: tuple[str, ...],
+) -> Any:
     from snapledger.runtime import build_runtime, replaced
     from snapledger.settings import (
         ENV_KAFKA_STREAMS_STREAMS,
@@ -182,26 +219,14 @@ def make_runtime(
     )
 
     environ = {
-        ENV_TABLE: ledger.table_name,
-        ENV_ROOT: store.uri,
+        ENV_TABLE: adapters["ledger"].table_name,
+        ENV_ROOT: adapters["store"].uri,
         ENV_RESTATE_PREFIXES: json.dumps(dict(restate_prefixes or {})),
         ENV_KAFKA_STREAMS_STREAMS: json.dumps(list(kafka_streams)),
     }
-    client = ledger.client
-    composed = build_runtime(
-        settings_from_env(LedgerSettings, environ),
-        environ=environ,
-        ledger=ledger,
-        store=store,
-        clock=clock,
-        jobs=DynamoJobStore(ledger.table_name, client=client),
-        runner=runner or FakeRunner(),
-        segments=DynamoSegmentStore(ledger.table_name, client=client),
-        lineages=DynamoLineageIndex(ledger.table_name, client=client),
-        policies=DynamoPolicyStore(ledger.table_name, client=client),
-        streams=DynamoStreamLog(ledger.table_name, client=client),
-    )
-    return replaced(composed)  # a plain Runtime: dataclasses.replace works on it
+    settings = settings_from_env(LedgerSettings, environ)
+    # a plain Runtime (every collaborator built now): dataclasses.replace works on it
+    return replaced(build_runtime(settings, environ=environ, **adapters))
 
 
 def write_history(

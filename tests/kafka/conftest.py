@@ -23,9 +23,9 @@ from snapledger.local.handlers import HANDLERS, invoke
 from snapledger.local.kafka_app import KafkaStreamsApp
 from snapledger.local.kafka_broker import KafkaBroker
 from snapledger.local.router import Router
-from snapledger.runtime import runtime_override, use_runtime
+from snapledger.runtime import runtime, runtime_override, use_runtime
 from tests.functions.support import POWERTOOLS_ENV
-from tests.support import make_runtime, moto_ledger
+from tests.support import deployed_with, make_runtime, moto_ledger
 
 #: Small and quick: commits every 100 ms, no record cache (every update reaches the store's
 #: changelog, so its record count is the number of orders processed), one stream thread.
@@ -94,7 +94,7 @@ class Registry:
         ``SNAPLEDGER_KAFKA_STREAMS_STREAMS``: their runtime built again by the composition
         root, on the same ledger and store, so registration runs the kafka-streams
         strategy's checks (layouts/kafka_streams.py) on their snapshots."""
-        built = make_runtime(self.ledger, self.store, SystemClock(), kafka_streams=changelogs)
+        built = deployed_with(runtime(), kafka_streams=changelogs)
         use_runtime(built)
         self.router = Router(self.store, HANDLERS, built.layouts)
 
