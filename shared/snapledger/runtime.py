@@ -9,13 +9,10 @@ SQS or S3 adapters, nor builds their clients. This is the only place the functio
 boto3 clients are built, and each reports an AccessDenied as ``AccessDeniedError``
 naming the action and the resource.
 
-``build_runtime`` is the one composition root: the functions' cold start, the local
-runtime (``snapledger local up``, every ``--local`` command, the demos, the benches) and the
-tests' ``make_runtime`` all build their runtime with it. A caller may hand in adapters of
-its own (DynamoDB Local's client, a ``file://`` store, local Spark), never what decides a
-registration or a GC run (``DECIDED``: the layout catalog, GC's configuration, the
-compaction thresholds): those are always built here from the ``SNAPLEDGER_*`` settings,
-so two runtimes given the same settings decide alike (DESIGN invariant 19).
+``build_runtime`` is the one composition root: the functions' cold start, the local runtime
+(``local up``, ``--local``, the demos, the benches) and the tests build with it. A caller may
+hand in adapters, never what decides a registration or a GC run (``DECIDED``): those come
+from the ``SNAPLEDGER_*`` settings, so runtimes given the same settings decide alike.
 
 Tests and the local runtime hand in their own with ``use_runtime(rt)`` (or the
 ``runtime_override`` context manager) and drop it again with ``reset_runtime()``.
@@ -327,8 +324,10 @@ _FIELDS = frozenset(f.name for f in fields(Runtime))
 
 def replaced(rt: Runtime, **changes: Any) -> Runtime:
     """``dataclasses.replace`` for any runtime, a composed one included: a plain ``Runtime``
-    with ``changes`` in place of those collaborators and the others taken from ``rt`` (a
-    composed runtime builds them now). An unknown name is a TypeError, as for replace."""
+    with ``changes`` in place of those adapters and the others taken from ``rt`` (a composed
+    runtime builds them now). An unknown name, or one of ``DECIDED``, is a TypeError."""
+    if decided := sorted(DECIDED & changes.keys()):
+        raise TypeError(f"replaced() cannot change {decided}: build_runtime builds them")
     kept = {f.name: getattr(rt, f.name) for f in fields(Runtime) if f.name not in changes}
     return Runtime(**kept, **changes)
 

@@ -223,5 +223,7 @@ def test_what_decides_cannot_be_handed_to_the_root(decided, tmp_path):
     # While adapters may be handed in, and the layouts still come from the settings
     store = FileObjectStore(tmp_path)
     built = build_runtime(settings, store=store, clock=ManualClock(NOW))
+    with pytest.raises(TypeError, match=f"replaced\\(\\) cannot change \\['{decided}'\\]"):
+        replaced(built, **{decided: object()})  # nor swapped in afterwards
     assert built.store is store
     assert built.layouts.for_stream(TOPIC).name == "kafka-streams"
