@@ -3,7 +3,10 @@ replaying the changelog, and the application's throughput while snapshots are ma
 
 The real Kafka 4.4.0 broker and the Kafka Streams application of ``kafka/app`` on this
 machine, the local registry (``snapledger.local.kafka_world``). One run, same data; ratios
-only, each against a baseline measured in the same run.
+only, each against a baseline measured in the same run. The registry applies the
+kafka-streams layout to every application's changelog (``_applications``), as a deployment
+with ``SNAPLEDGER_KAFKA_STREAMS_STREAMS`` does: each snapshot is registered through its
+checks (runs saved before 2026-11-29 registered them as native snapshots).
 
 Boot, for each size in ``KEYS`` (the store holds that many keys: one order per distinct
 customer id, all produced before the application starts): instance A processes them; every
@@ -78,6 +81,8 @@ EMPTY_BOOTS = 3
 #: changelog grew is snapshotted this many seconds after its last snapshot) and CPU priority.
 SNAPSHOT_INTERVALS_S = (5, 15)
 SIDECAR_NICE = 19
+#: The layout every snapshot the bench makes is registered through.
+KAFKA_STREAMS = "kafka-streams"
 
 
 def _orders(count: int, start: int = 0) -> Any:
@@ -93,8 +98,13 @@ def _boot_figures(world: KafkaWorld, keys: int, empty_boot_s: float) -> dict[str
     a = world.app(app_id, f"a-{keys}", topic, out).start()
     first_s = world.wait_processed(app_id, keys)
     started = time.perf_counter()
+    answered = len(world.registrations)
     made = world.snapshotter(app_id).snapshot(work_dir=world.work)
     snapshot_s = time.perf_counter() - started
+    registered = world.registrations[answered:]
+    if len(registered) != PARTITIONS:
+        raise RuntimeError(f"{len(registered)} registrations answered for {PARTITIONS} snapshots")
+    _checked_by_the_layout(registered, f"{app_id}'s")
     lsns = {p.partition: p.written.lsn for p in made if p.written is not None}
     if sorted(lsns) != list(range(PARTITIONS)):
         raise RuntimeError(f"not every partition was snapshotted: {sorted(lsns)}")
@@ -132,6 +142,13 @@ def _boot_figures(world: KafkaWorld, keys: int, empty_boot_s: float) -> dict[str
         "replay_restored": c.restored,
         "tasks_seeded": sum(t.outcome == "seeded" for t in b.seeded),
     }
+
+
+def _applications(keys: tuple[int, ...], throughput_records: int) -> tuple[str, ...]:
+    """Every application id a run starts (the registry applies the kafka-streams layout to
+    their changelogs): the empty boots', one per size, one per throughput trial."""
+    trials = len(SNAPSHOT_INTERVALS_S) * TRIALS * 2 if throughput_records else 0
+    return ("empty", *(f"boot-{k}" for k in keys), *(f"tp-{n}" for n in range(trials)))
 
 
 def _trial(
@@ -201,7 +218,16 @@ def _stop_sidecar(process: subprocess.Popen[str], until: float) -> int:
     if process.returncode != 0:
         raise RuntimeError(f"the sidecar exited {process.returncode}; printed {lines[:5]}")
     made = [json.loads(line) for line in lines if line.startswith("{")]
+    _checked_by_the_layout(made, "the sidecar's")
     return sum(1 for snapshot in made if snapshot["at"] <= until)
+
+
+def _checked_by_the_layout(registered: list[dict[str, Any]], whose: str) -> None:
+    """Every registration was checked by the kafka-streams layout (the registry applies
+    it to the bench's changelogs), or the run stops saying which layout was used."""
+    others = {r.get("layout") for r in registered} - {KAFKA_STREAMS}
+    if others:
+        raise RuntimeError(f"{whose} snapshots were checked by {others}, not {KAFKA_STREAMS}")
 
 
 def _throughput_figures(world: KafkaWorld, records: int) -> dict[str, object]:
@@ -247,7 +273,7 @@ def _throughput_figures(world: KafkaWorld, records: int) -> dict[str, object]:
 def measure(work: Path, keys: tuple[int, ...], throughput_records: int) -> dict[str, object]:
     shutil.rmtree(work, ignore_errors=True)
     figures: dict[str, object] = {}
-    with kafka_world(work) as world:
+    with kafka_world(work, _applications(keys, throughput_records)) as world:
         kafka_topics.create_topics(world.servers, ["empty-in", "empty-out"], partitions=PARTITIONS)
         empty = []
         for n in range(EMPTY_BOOTS):

@@ -154,30 +154,79 @@ class FakeRunner:
         return FoundJobRun(run_id=f"run-{job_id}", state=status.state, reason=status.reason)
 
 
-def make_runtime(ledger: DynamoLedger, store: ObjectStore, clock: Any, runner: Any = None) -> Any:
-    """A function Runtime on one ledger table (moto or DynamoDB Local) and a store."""
+def make_runtime(
+    ledger: DynamoLedger,
+    store: ObjectStore,
+    clock: Any,
+    runner: Any = None,
+    *,
+    restate_prefixes: Mapping[str, str] | None = None,
+    kafka_streams: tuple[str, ...] = (),
+) -> Any:
+    """A function Runtime on one ledger table (moto or DynamoDB Local) and a store, built
+    by the composition root (``build_runtime``) from the settings a deployment would give
+    (its layouts: ``restate_prefixes``, ``kafka_streams``), with these adapters."""
     from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
     from snapledger.adapters.dynamodb_jobs import DynamoJobStore
     from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
     from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
     from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
-    from snapledger.core.compaction_trigger import CompactionConfig
-    from snapledger.gc_settings import GcConfig
-    from snapledger.runtime import Runtime
 
-    return Runtime(
-        ledger=ledger,
-        store=store,
-        clock=clock,
-        jobs=DynamoJobStore(ledger.table_name, client=ledger.client),
-        runner=runner or FakeRunner(),
-        segments=DynamoSegmentStore(ledger.table_name, client=ledger.client),
-        thresholds=CompactionConfig(),
-        lineages=DynamoLineageIndex(ledger.table_name, client=ledger.client),
-        policies=DynamoPolicyStore(ledger.table_name, client=ledger.client),
-        streams=DynamoStreamLog(ledger.table_name, client=ledger.client),
-        gc=GcConfig(),
+    table, client = ledger.table_name, ledger.client
+    adapters = {
+        "ledger": ledger,
+        "store": store,
+        "clock": clock,
+        "jobs": DynamoJobStore(table, client=client),
+        "runner": runner or FakeRunner(),
+        "segments": DynamoSegmentStore(table, client=client),
+        "lineages": DynamoLineageIndex(table, client=client),
+        "policies": DynamoPolicyStore(table, client=client),
+        "streams": DynamoStreamLog(table, client=client),
+    }
+    return _through_the_root(adapters, restate_prefixes, kafka_streams)
+
+
+def deployed_with(
+    rt: Any,
+    *,
+    restate_prefixes: Mapping[str, str] | None = None,
+    kafka_streams: tuple[str, ...] = (),
+) -> Any:
+    """``rt``'s adapters (ledger, store, clock, runner, ...) in a runtime the composition
+    root builds as a deployment with these layouts would be: no catalog patched in."""
+    from dataclasses import fields
+
+    from snapledger.runtime import DECIDED, Runtime
+
+    adapters = {f.name: getattr(rt, f.name) for f in fields(Runtime) if f.name not in DECIDED}
+    return _through_the_root(adapters, restate_prefixes, kafka_streams)
+
+
+def _through_the_root(
+    adapters: dict[str, Any],
+    restate_prefixes: Mapping[str, str] | None,
+    kafka_streams: tuple[str, ...],
+) -> Any:
+    from snapledger.runtime import build_runtime, replaced
+    from snapledger.settings import (
+        ENV_KAFKA_STREAMS_STREAMS,
+        ENV_RESTATE_PREFIXES,
+        ENV_ROOT,
+        ENV_TABLE,
+        LedgerSettings,
+        settings_from_env,
     )
+
+    environ = {
+        ENV_TABLE: adapters["ledger"].table_name,
+        ENV_ROOT: adapters["store"].uri,
+        ENV_RESTATE_PREFIXES: json.dumps(dict(restate_prefixes or {})),
+        ENV_KAFKA_STREAMS_STREAMS: json.dumps(list(kafka_streams)),
+    }
+    settings = settings_from_env(LedgerSettings, environ)
+    # a plain Runtime (every collaborator built now): dataclasses.replace works on it
+    return replaced(build_runtime(settings, environ=environ, **adapters))
 
 
 def write_history(

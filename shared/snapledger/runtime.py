@@ -9,6 +9,11 @@ SQS or S3 adapters, nor builds their clients. This is the only place the functio
 boto3 clients are built, and each reports an AccessDenied as ``AccessDeniedError``
 naming the action and the resource.
 
+``build_runtime`` is the one composition root: the functions' cold start, the local runtime
+(``local up``, ``--local``, the demos, the benches) and the tests build with it. A caller may
+hand in adapters, never what decides a registration or a GC run (``DECIDED``): those come
+from the ``SNAPLEDGER_*`` settings, so runtimes given the same settings decide alike.
+
 Tests and the local runtime hand in their own with ``use_runtime(rt)`` (or the
 ``runtime_override`` context manager) and drop it again with ``reset_runtime()``.
 """
@@ -27,7 +32,6 @@ from botocore.config import Config
 
 from snapledger.adapters.access_denied import report_access_denied
 from snapledger.clock import Clock, SystemClock
-from snapledger.errors import JobStartError
 from snapledger.settings import (
     ENV_EMR_APPLICATION_ID,
     JobSettings,
@@ -37,7 +41,7 @@ from snapledger.settings import (
 )
 
 if TYPE_CHECKING:
-    from datetime import datetime, timedelta
+    from datetime import timedelta
 
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
@@ -46,10 +50,7 @@ if TYPE_CHECKING:
     from snapledger.core.job_sizing import Capacity
     from snapledger.gc_settings import GcConfig
     from snapledger.ports import (
-        FoundJobRun,
         JobRunner,
-        JobRunSpec,
-        JobRunStatus,
         JobStore,
         Ledger,
         LineageIndex,
@@ -120,37 +121,6 @@ class EventArchive:
     bus_arn: str
 
 
-class NoJobRunner:
-    """The runner of a function deployed without the EMR Serverless settings."""
-
-    def start(self, spec: JobRunSpec) -> str:
-        raise JobStartError(
-            "this function is not configured to start jobs: set SNAPLEDGER_EMR_APPLICATION_ID, "
-            "SNAPLEDGER_EMR_JOB_ROLE_ARN and SNAPLEDGER_JOB_ENTRYPOINT"
-        )
-
-    def size(self, spec: JobRunSpec) -> None:
-        return None
-
-    def status(self, run_id: str) -> JobRunStatus:
-        # Nothing to ask: callers keep what the event said (no reason is better than a
-        # reason that describes this function's configuration instead of the job).
-        # Imported here: the jobs family's classes are created only when a function uses it.
-        from snapledger.models.jobs import reported_state
-        from snapledger.ports.jobs import JobRunStatus
-
-        return JobRunStatus(state=reported_state("UNKNOWN"), reason=None)
-
-    def find_run(self, job_id: str, *, created_after: datetime) -> FoundJobRun | None:
-        # Nothing to ask, so nothing may be concluded (a job is never failed as "never
-        # started" by a function that cannot see the runs).
-        raise JobStartError(
-            f"this function cannot look for job {job_id}'s run: set "
-            "SNAPLEDGER_EMR_APPLICATION_ID, SNAPLEDGER_EMR_JOB_ROLE_ARN and "
-            "SNAPLEDGER_JOB_ENTRYPOINT"
-        )
-
-
 def compaction_config(settings: LedgerSettings) -> CompactionConfig:
     """The thresholds from the settings: a default and per-stream overrides."""
     from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds
@@ -177,10 +147,20 @@ def emr_capacity(settings: JobSettings) -> Capacity | None:
     return Capacity(vcpu, memory, disk)  # checked when the settings were read
 
 
-def build_runtime(settings: LedgerSettings) -> Runtime:
-    """The AWS (or DynamoDB Local) runtime the settings describe, each collaborator built
-    when first asked for."""
-    return ComposedRuntime(settings)
+#: The collaborators that decide what a registration or a GC run does: built from the
+#: settings by ``build_runtime`` alone, never handed in.
+DECIDED = frozenset({"layouts", "gc", "thresholds"})
+
+
+def build_runtime(
+    settings: LedgerSettings, *, environ: Mapping[str, str] | None = None, **adapters: Any
+) -> Runtime:
+    """The composition root: the runtime the settings describe, each collaborator built
+    when first asked for. ``adapters`` (``Runtime`` fields: ledger, store, clock, runner,
+    ...) are used instead of the ones the settings would build; GC's configuration is read
+    from ``environ`` (default: this process's environment). Handing in one of ``DECIDED``
+    is a TypeError: they come from the settings only."""
+    return ComposedRuntime(settings, environ=environ, adapters=adapters)
 
 
 class ComposedRuntime(Runtime):
@@ -191,14 +171,30 @@ class ComposedRuntime(Runtime):
     attribute of the subclass, so it is found before the field's default): once built,
     it is the instance's own value, as a field is. Two threads asking at once may both
     build it; one is kept, which is harmless for these objects (a client, an adapter).
-    ``dataclasses.replace`` needs a plain ``Runtime``: ``replaced`` makes one.
+    ``dataclasses.replace`` needs a plain ``Runtime``: ``replaced`` makes one. An adapter
+    handed in is set as the instance's own value at once (found before the property).
     """
 
     settings: LedgerSettings
+    _environ: Mapping[str, str] | None
 
-    def __init__(self, settings: LedgerSettings) -> None:
+    def __init__(
+        self,
+        settings: LedgerSettings,
+        *,
+        environ: Mapping[str, str] | None = None,
+        adapters: Mapping[str, Any] | None = None,
+    ) -> None:
         # Not the dataclass __init__: nothing is built until asked for.
         object.__setattr__(self, "settings", settings)
+        object.__setattr__(self, "_environ", environ)
+        for name, adapter in (adapters or {}).items():
+            if name in DECIDED or name not in _FIELDS:
+                raise TypeError(
+                    f"build_runtime() cannot be handed {name!r}: give an adapter among "
+                    f"{sorted(_FIELDS - DECIDED)}; {sorted(DECIDED)} come from the settings"
+                )
+            object.__setattr__(self, name, adapter)
         if settings.protect_latest:
             # Set only on the functions that hold objects: a store that cannot hold is a
             # misconfiguration they report at once, not at their first hold.
@@ -231,6 +227,8 @@ class ComposedRuntime(Runtime):
     def runner(self) -> JobRunner:
         settings = self.settings
         if not isinstance(settings, JobSettings):
+            from snapledger.adapters.no_job_runner import NoJobRunner
+
             return NoJobRunner()
         from snapledger.adapters.emr_serverless import EmrServerlessRunner
 
@@ -275,7 +273,7 @@ class ComposedRuntime(Runtime):
     def gc(self) -> GcConfig:
         from snapledger.gc_settings import GcConfig
 
-        return settings_from_env(GcConfig)
+        return settings_from_env(GcConfig, self._environ)
 
     @cached_property
     def gc_shards(self) -> ShardQueue | None:
@@ -321,10 +319,15 @@ class ComposedRuntime(Runtime):
         return ttl_window(self.settings)
 
 
+_FIELDS = frozenset(f.name for f in fields(Runtime))
+
+
 def replaced(rt: Runtime, **changes: Any) -> Runtime:
     """``dataclasses.replace`` for any runtime, a composed one included: a plain ``Runtime``
-    with ``changes`` in place of those collaborators and the others taken from ``rt`` (a
-    composed runtime builds them now). An unknown name is a TypeError, as for replace."""
+    with ``changes`` in place of those adapters and the others taken from ``rt`` (a composed
+    runtime builds them now). An unknown name, or one of ``DECIDED``, is a TypeError."""
+    if decided := sorted(DECIDED & changes.keys()):
+        raise TypeError(f"replaced() cannot change {decided}: build_runtime builds them")
     kept = {f.name: getattr(rt, f.name) for f in fields(Runtime) if f.name not in changes}
     return Runtime(**kept, **changes)
 

@@ -33,6 +33,9 @@ ENV_REGISTRATION_QUEUE_URL = "SNAPLEDGER_REGISTRATION_QUEUE_URL"
 ENV_EVENT_BUS_ARN = "SNAPLEDGER_EVENT_BUS_ARN"
 ENV_EVENT_ARCHIVE_ARN = "SNAPLEDGER_EVENT_ARCHIVE_ARN"
 ENV_LEDGER_TTL_DAYS = "SNAPLEDGER_LEDGER_TTL_DAYS"
+#: The default compaction thresholds (``compaction_records``, ``compaction_bytes``).
+ENV_COMPACTION_RECORDS = "SNAPLEDGER_COMPACTION_RECORDS"
+ENV_COMPACTION_BYTES = "SNAPLEDGER_COMPACTION_BYTES"
 #: "true": register holds each registered snapshot's objects, GC releases them (S3 Object
 #: Lock; the CDK app sets it with ``-c protectLatest=true``).
 ENV_PROTECT_LATEST = "SNAPLEDGER_PROTECT_LATEST"

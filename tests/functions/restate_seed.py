@@ -4,24 +4,23 @@ latest.json naming 3000 and retaining all three."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 from snapledger.runtime import Runtime, use_runtime
 from snapledger.services.registration import register_manifest
-from snapledger.strategies.catalog import LayoutCatalog
 from tests.restate.fixtures import PREFIX, STREAM, Written, write_latest, write_restate_snapshot
+from tests.support import deployed_with
 
-__all__ = ["LAYOUTS", "PREFIX", "STREAM", "damage", "latest_names", "seed_restate"]
+__all__ = ["PREFIX", "STREAM", "damage", "latest_names", "seed_restate"]
 
-LAYOUTS = LayoutCatalog({PREFIX: STREAM})
 LSNS = (1000, 2000, 3000)
 
 
 def seed_restate(rt: Runtime, partitions: tuple[int, ...] = (0, 1)) -> dict[int, list[Written]]:
-    """``rt`` with the Restate layout, used by the handlers from now on (the caller's
-    ``runtime_override`` resets it); each partition's snapshots, oldest first."""
-    restate_rt = dataclasses.replace(rt, layouts=LAYOUTS)
+    """``rt``'s adapters in a runtime deployed with the Restate prefix (built by the
+    composition root), used by the handlers from now on (the caller's ``runtime_override``
+    resets it); each partition's snapshots, oldest first."""
+    restate_rt = deployed_with(rt, restate_prefixes={PREFIX: STREAM})
     use_runtime(restate_rt)
     seeded: dict[int, list[Written]] = {}
     for partition in partitions:
@@ -35,7 +34,7 @@ def seed_restate(rt: Runtime, partitions: tuple[int, ...] = (0, 1)) -> dict[int,
                 ledger=rt.ledger,
                 store=rt.store,
                 clock=rt.clock,
-                layouts=LAYOUTS,
+                layouts=restate_rt.layouts,
             )
         write_latest(rt.store, written[-1], list(reversed(written)))
         seeded[partition] = written

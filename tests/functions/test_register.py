@@ -56,7 +56,15 @@ def test_sample_put_notification_registers_its_manifest_as_latest(
     # Then the manifest is the lineage's latest, answered and counted
     assert answer == {
         "ok": True,
-        "records": [{"key": key, "outcome": "became_latest", "snapshot_id": SAMPLE_ID, "lsn": 100}],
+        "records": [
+            {
+                "key": key,
+                "outcome": "became_latest",
+                "snapshot_id": SAMPLE_ID,
+                "lsn": 100,
+                "layout": "native",  # the layout whose strategy checked it
+            }
+        ],
         "counts": {"became_latest": 1},
     }
     assert ledger.get_head(ORDERS_3).latest_snapshot_id == SAMPLE_ID

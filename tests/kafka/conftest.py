@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.client.control import Snapledger
 from snapledger.client.writer import WrittenSnapshot
@@ -22,9 +23,9 @@ from snapledger.local.handlers import HANDLERS, invoke
 from snapledger.local.kafka_app import KafkaStreamsApp
 from snapledger.local.kafka_broker import KafkaBroker
 from snapledger.local.router import Router
-from snapledger.runtime import runtime_override
+from snapledger.runtime import runtime, runtime_override, use_runtime
 from tests.functions.support import POWERTOOLS_ENV
-from tests.support import make_runtime, moto_ledger
+from tests.support import deployed_with, make_runtime, moto_ledger
 
 #: Small and quick: commits every 100 ms, no record cache (every update reaches the store's
 #: changelog, so its record count is the number of orders processed), one stream thread.
@@ -88,9 +89,19 @@ class Registry:
     store: FileObjectStore
     router: Router
     directory: Path  # the file:// root's folder
+    ledger: DynamoLedger
 
     def deliver(self, written: WrittenSnapshot) -> None:
         self.router.scan((written.prefix,), settled=True)
+
+    def apply_kafka_streams(self, *changelogs: str) -> None:
+        """From now on the functions run as deployed with these changelog topics in
+        ``SNAPLEDGER_KAFKA_STREAMS_STREAMS``: their runtime built again by the composition
+        root, on the same ledger and store, so registration runs the kafka-streams
+        strategy's checks (layouts/kafka_streams.py) on their snapshots."""
+        built = deployed_with(runtime(), kafka_streams=changelogs)
+        use_runtime(built)
+        self.router = Router(self.store, HANDLERS, built.layouts)
 
 
 class _InProcess:
@@ -107,5 +118,5 @@ def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Regist
     with moto_ledger() as ledger:
         runtime = make_runtime(ledger, store, SystemClock())
         with runtime_override(runtime):
-            router = Router(store, HANDLERS)
-            yield Registry(Snapledger(_InProcess()), store.uri, store, router, directory)
+            router = Router(store, HANDLERS, runtime.layouts)
+            yield Registry(Snapledger(_InProcess()), store.uri, store, router, directory, ledger)

@@ -11,8 +11,6 @@ from snapledger.client.writer import SnapshotWriter, WrittenSnapshot
 from snapledger.kafka_streams.generation_rewind import GenerationRewind
 from snapledger.kafka_streams.snapshotter import PRODUCER
 from snapledger.local.kafka_app import STORE, changelog_topic
-from snapledger.runtime import replaced, runtime, use_runtime
-from snapledger.strategies.catalog import LayoutCatalog
 from tests.kafka.conftest import Registry
 
 #: A closed port: any Kafka call fails (after its timeout), so a test passing with it made none.
@@ -31,7 +29,7 @@ class Generation:
         self.app_id = f"rw-{next(_ids)}"
         self.stream = changelog_topic(self.app_id)
         self.input = f"rw-orders-{self.app_id}"
-        use_runtime(replaced(runtime(), layouts=LayoutCatalog(kafka_streams=[self.stream])))
+        registry.apply_kafka_streams(self.stream)
         requested = registry.client.request_stream_snapshot(
             self.stream, [0, 1], min_lsn={0: LSN, 1: LSN}
         )

@@ -28,6 +28,8 @@ def test_the_kafka_demo_passes_every_check_and_prints_both_boot_times(tmp_path):
         "  [ok] round 1: every partition snapshotted while A runs",
         "  [ok] round 3: every partition snapshotted while A runs",
         "  [ok] each partition's latest is its newest snapshot",
+        "  [ok] every snapshot registered, checked by the kafka-streams layout - registered: "
+        "24 became_latest (layout kafka-streams)",
         "  [ok] C restored the whole changelog - 4,000 records",
         "  [ok] B and C serve the same totals, equal to the sums of the orders - ",
         "  [ok] GC deleted the oldest of partitions 1-7, kept the held one - 7 deleted",
@@ -44,4 +46,6 @@ def test_the_kafka_demo_passes_every_check_and_prints_both_boot_times(tmp_path):
     assert len(seeded) == 8, out
     assert re.search(r"^B from the snapshots +[\d.]+s +[\d,]+$", out, re.MULTILINE), out
     assert re.search(r"^C replaying +[\d.]+s +4,000$", out, re.MULTILINE), out
-    assert lines[-1].startswith("13 of 13 checks passed")
+    rounds = [line for line in lines if line.startswith("   registered: ")]
+    assert rounds == ["   registered: 8 became_latest (layout kafka-streams)"] * 3, out
+    assert lines[-1].startswith("14 of 14 checks passed")

@@ -19,8 +19,6 @@ from snapledger.kafka_streams.snapshotter import StoreSnapshotter
 from snapledger.local import kafka_topics
 from snapledger.local.kafka_app import STORE, KafkaStreamsApp, changelog_topic
 from snapledger.local.kafka_broker import KafkaBroker
-from snapledger.runtime import replaced, runtime, use_runtime
-from snapledger.strategies.catalog import LayoutCatalog
 from tests.kafka.conftest import Registry
 from tests.kafka.orders import orders, totals
 
@@ -63,7 +61,7 @@ def test_an_application_rewound_to_a_generation_restarts_from_its_state_and_offs
     servers = kafka_broker.bootstrap_servers
     app_id, source, output = "gen-0", "gen-orders-0", "gen-out-0"
     kafka_topics.create_topics(servers, [source, output], partitions=PARTITIONS)
-    use_runtime(replaced(runtime(), layouts=LayoutCatalog(kafka_streams=[changelog_topic(app_id)])))
+    registry.apply_kafka_streams(changelog_topic(app_id))
 
     def instance(state: str) -> KafkaStreamsApp:
         return app_factory(

@@ -23,8 +23,6 @@ from snapledger.kafka_streams.snapshotter import PartitionSnapshot, StoreSnapsho
 from snapledger.local import kafka_topics
 from snapledger.local.kafka_app import STORE, changelog_topic
 from snapledger.local.kafka_broker import KafkaBroker
-from snapledger.runtime import replaced, runtime, use_runtime
-from snapledger.strategies.catalog import LayoutCatalog
 from tests.kafka.conftest import Registry
 from tests.kafka.topic_reset import create_again, delete_topics
 
@@ -47,7 +45,7 @@ class Changelog:
         self.topic = changelog_topic(self.app_id)
         if create:
             self.create()
-        use_runtime(replaced(runtime(), layouts=LayoutCatalog(kafka_streams=[self.topic])))
+        registry.apply_kafka_streams(self.topic)
         self.registry = registry
         self.tmp = tmp_path
 

@@ -20,8 +20,6 @@ from snapledger.kafka_streams.snapshotter import StoreSnapshotter
 from snapledger.local import kafka_topics
 from snapledger.local.kafka_app import STORE, KafkaStreamsApp, changelog_topic
 from snapledger.local.kafka_broker import KafkaBroker
-from snapledger.runtime import replaced, runtime, use_runtime
-from snapledger.strategies.catalog import LayoutCatalog
 from tests.kafka.conftest import Registry
 from tests.kafka.orders import orders as _orders
 from tests.kafka.orders import totals as _totals
@@ -49,7 +47,7 @@ class Story:
         self.changelog = changelog_topic(self.app_id)
         # The registry knows the store's changelog as a Kafka Streams stream: registration
         # runs the kafka-streams strategy's checks (layouts/kafka_streams.py) on every snapshot.
-        use_runtime(replaced(runtime(), layouts=LayoutCatalog(kafka_streams=[self.changelog])))
+        registry.apply_kafka_streams(self.changelog)
         self.tmp = tmp_path
         self.registry = registry
         self.root_dir = registry.directory

@@ -69,7 +69,7 @@ class World:
         return list(iter_snapshots(self.rt.ledger, lineage))
 
     def gc(self, config: GcConfig) -> Any:
-        deps = replace(gc_deps(self.rt.ledger, self.rt.store, self.clock), layouts=LAYOUTS)
+        deps = replace(gc_deps(self.rt.ledger, self.rt.store, self.clock), layouts=self.rt.layouts)
         return run_gc(deps, config=config)
 
     def put_round(self, version: str) -> None:
@@ -102,10 +102,10 @@ def world(tmp_path_factory: pytest.TempPathFactory, dynamodb_local: Any) -> Iter
         ledger = create_ledger(local_client(dynamodb_local.endpoint_url))
         store = open_object_store(f"s3://{BUCKET}", s3_client=harness.s3)
         clock = ManualClock()
-        rt = replace(make_runtime(ledger, store, clock), layouts=LAYOUTS)
+        rt = make_runtime(ledger, store, clock, restate_prefixes={PREFIX: STREAM})
         world_timings: dict[str, float] = {}
         with runtime_override(rt):
-            yield World(harness, rt, Router(store, HANDLERS, LAYOUTS), clock, {}, world_timings)
+            yield World(harness, rt, Router(store, HANDLERS, rt.layouts), clock, {}, world_timings)
         print(f"\nrestate end-to-end timings (s): {harness.timings} {world_timings}")
 
 

@@ -35,9 +35,21 @@ def local() -> None:
     help="A Restate cluster's snapshot prefix in that endpoint's bucket, and its stream "
     "name (repeatable; needs --s3-port).",
 )
+@click.option(
+    "--kafka-streams-stream",
+    "kafka_streams",
+    multiple=True,
+    metavar="TOPIC",
+    help="A Kafka Streams changelog topic whose snapshots have the kafka-streams layout "
+    "(repeatable; besides SNAPLEDGER_KAFKA_STREAMS_STREAMS').",
+)
 @click.pass_context
 def local_up(
-    ctx: click.Context, poll_seconds: float, s3_port: int | None, restate_prefixes: tuple[str, ...]
+    ctx: click.Context,
+    poll_seconds: float,
+    s3_port: int | None,
+    restate_prefixes: tuple[str, ...],
+    kafka_streams: tuple[str, ...],
 ) -> int:
     """Run DynamoDB Local, the router and local Spark until stopped (Ctrl-C)."""
     from snapledger.local.up import run_local_up
@@ -47,4 +59,5 @@ def local_up(
         poll_seconds=poll_seconds,
         s3_port=s3_port,
         restate_prefixes=restate_prefixes,
+        kafka_streams=kafka_streams,
     )

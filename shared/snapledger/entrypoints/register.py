@@ -81,6 +81,8 @@ class RecordAnswer:
     reason: str | None = None
     snapshot_id: str | None = None
     lsn: int | None = None
+    #: The layout whose strategy checked it (native, restate, kafka-streams).
+    layout: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -283,7 +285,9 @@ def _answer(
     if result.stream is not None and result.outcome in PER_STREAM_OUTCOMES:
         # Counted under service alone with the others (register_*): no total here.
         emit_for_stream(METRIC_PREFIX + result.outcome.value, result.stream, 1, total=False)
-    return RecordAnswer(key, result.outcome.value, result.reason, result.snapshot_id, result.lsn)
+    return RecordAnswer(
+        key, result.outcome.value, result.reason, result.snapshot_id, result.lsn, result.layout
+    )
 
 
 def _manifest_key(

@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds
+from snapledger.limits import MAX_COUNT
 from snapledger.local.demo_restore import (
     bootstrap_from_the_bucket,
     restore_and_compare,
@@ -42,6 +42,7 @@ from snapledger.local.handlers import HANDLERS, invoke
 from snapledger.local.router import Router
 from snapledger.local.runtime import LocalRuntime
 from snapledger.local.spark_runner import LocalSparkRunner
+from snapledger.settings import ENV_COMPACTION_BYTES, ENV_COMPACTION_RECORDS
 
 
 def run_scenario(demo: Demo) -> None:
@@ -169,13 +170,14 @@ def main(argv: list[str] | None = None, *, spark: Any = None) -> int:
         parser.error("need --partitions >= 1 and --rows >= 8 per partition")
     shutil.rmtree(args.root, ignore_errors=True)
     per_round_per_partition = args.rows // 4 // args.partitions
-    thresholds = CompactionConfig(
-        default=CompactionThresholds(records=max(1, per_round_per_partition * 3 // 4), bytes=2**62)
-    )
+    thresholds = {  # compaction by records only: the bytes threshold never reached
+        ENV_COMPACTION_RECORDS: str(max(1, per_round_per_partition * 3 // 4)),
+        ENV_COMPACTION_BYTES: str(MAX_COUNT),
+    }
     spark_log = args.root.resolve() / "spark.log"
     runner = LocalSparkRunner(spark=spark, log_file=spark_log)
     local = LocalRuntime(
-        home=args.root.resolve(), in_memory=True, thresholds=thresholds, runner=runner
+        home=args.root.resolve(), in_memory=True, settings=thresholds, runner=runner
     )
     print("starting DynamoDB Local and the local runtime...", flush=True)
     if spark is None:
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None, *, spark: Any = None) -> int:
     demo: Demo | None = None
     try:
         with local as runtime:
-            router = Router(runtime.store, HANDLERS)
+            router = Router(runtime.store, HANDLERS, runtime.layouts)
             runner.bind(router)
             demo = Demo(args.root, args.partitions, args.rows, local, runner, router)
             run_scenario(demo)

@@ -8,8 +8,10 @@ in-process: ``make demo``'s):
 
 1. topics with 8 partitions; the first batch of orders produced;
 2. instance A runs; three times, while it processes the next batch, every store partition
-   is snapshotted from the changelog (``StoreSnapshotter``) and registered; more orders
-   after the last snapshots; A stops;
+   is snapshotted from the changelog (``StoreSnapshotter``) and registered, each checked by
+   the kafka-streams layout (the registry has the store's changelog as a Kafka Streams
+   stream, as ``local up --kafka-streams-stream`` gives it: the answer says which layout
+   checked it); more orders after the last snapshots; A stops;
 3. instance B boots on an empty state dir seeded from the snapshots (``StoreSeeder``):
    its boot time (seed + start to RUNNING) and the records it restored (at most those
    written after the snapshots);
@@ -46,6 +48,15 @@ ROUNDS = 3  # snapshot rounds while A runs
 #: round starts: A processes it while the snapshots are made), and the tail after them.
 BATCHES = (0.5, 0.1, 0.1, 0.1, 0.2)
 MIN_COUNT, MIN_AGE_HOURS = 2, 1
+#: The layout the registry checks the store's snapshots by (strategies/kafka_streams.py).
+KAFKA_STREAMS = "kafka-streams"
+
+
+def _checked_by(answers: list[dict[str, object]]) -> str:
+    """What registration answered, by outcome and the layout that checked each."""
+    counts = Counter(f"{a.get('outcome')} (layout {a.get('layout')})" for a in answers)
+    said = ", ".join(f"{n} {what}" for what, n in sorted(counts.items()))
+    return f"registered: {said or 'none'}"
 
 
 def make_orders(seed: int, count: int, customers: int) -> list[tuple[str, int]]:
@@ -84,6 +95,7 @@ class KafkaDemo:
             snapshotter = world.snapshotter(APP_ID)
             for round_ in range(1, ROUNDS + 1):
                 self.produce(self.batches[round_])  # A processes it while the snapshots run
+                answered = len(world.registrations)
                 made = snapshotter.snapshot(work_dir=world.work)
                 written = {p.partition: p.written for p in made if p.written is not None}
                 self.lsns.update({p: w.lsn for p, w in written.items()})
@@ -92,8 +104,16 @@ class KafkaDemo:
                     len(written) == PARTITIONS,
                     f"{sum(p.catch_up.applied for p in made):,} changelog records applied",
                 )
+                print(f"   {_checked_by(world.registrations[answered:])}", flush=True)
                 done += len(self.batches[round_])
                 world.wait_processed(APP_ID, done)
+            registered = [r for r in world.registrations if r.get("outcome") == "became_latest"]
+            report.check(
+                "every snapshot registered, checked by the kafka-streams layout",
+                len(registered) == len(world.registrations) == ROUNDS * PARTITIONS
+                and all(r.get("layout") == KAFKA_STREAMS for r in registered),
+                _checked_by(world.registrations),
+            )
             self.produce(self.batches[-1])
             done += len(self.batches[-1])
             world.wait_processed(APP_ID, done)
@@ -232,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     print("starting the Kafka broker, DynamoDB Local and the local runtime...", flush=True)
     demo: KafkaDemo | None = None
     try:
-        with kafka_world(root) as world:
+        with kafka_world(root, applications=(APP_ID,)) as world:
             print(f"   broker {world.servers}; snapshots in {world.root}", flush=True)
             demo = KafkaDemo(world, args.orders, args.customers)
             demo.run_and_snapshot()

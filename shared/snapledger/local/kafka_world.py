@@ -3,7 +3,10 @@ the Kafka Streams benchmark (bench/bench_kafka_streams.py).
 
 The registry is the embedded default ``make demo`` uses: DynamoDB Local (in memory), a
 ``file://`` store and the functions in-process; each snapshot the snapshotter writes is
-delivered to ``register`` as the router delivers an arrival (in AWS: the S3 event). The
+delivered to ``register`` as the router delivers an arrival (in AWS: the S3 event), and
+each answer kept (``registrations``: which layout checked it). The applications' changelog
+topics are Kafka Streams streams of the registry (``local up --kafka-streams-stream``'s
+way): registration runs the kafka-streams strategy's checks on their snapshots. The
 functions' clock is a ``ManualClock`` (GC's ages can be moved on). Also: a batching
 producer (millions of records quickly), a wait for the application to have processed a
 number of records (its changelog's end offsets), and a boot of an instance, timed.
@@ -78,14 +81,19 @@ class KafkaWorld:
     #: process joins it with (``LocalRuntime(home=..., endpoint=...)``).
     endpoint: str
     home: Path
+    #: The applications whose changelogs have the kafka-streams layout in the registry.
+    applications: tuple[str, ...] = ()
     apps: list[KafkaStreamsApp] = field(default_factory=list)
+    #: Every registration's answer (a register answer's records), in order.
+    registrations: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def servers(self) -> str:
         return self.broker.bootstrap_servers
 
     def deliver(self, written: WrittenSnapshot) -> None:
-        self.router.scan((written.prefix,), settled=True)
+        for answer in self.router.scan((written.prefix,), settled=True):
+            self.registrations.extend(answer.get("records", []))
 
     def snapshotter(self, app_id: str) -> StoreSnapshotter:
         return StoreSnapshotter(
@@ -96,6 +104,11 @@ class KafkaWorld:
         return StoreSeeder(self.registry, self.root, self.servers, app_id, STORE)
 
     def app(self, app_id: str, state: str, input_topic: str, output_topic: str) -> KafkaStreamsApp:
+        if app_id not in self.applications:
+            raise ValueError(
+                f"application {app_id!r} is not one of the registry's ({self.applications}): "
+                "give it to kafka_world(applications=...) so its changelog has its layout"
+            )
         app = KafkaStreamsApp(
             self.servers,
             app_id,
@@ -185,16 +198,19 @@ def produce_fast(servers: str, topic: str, records: Iterable[tuple[bytes, bytes]
 
 
 @contextmanager
-def kafka_world(work: Path) -> Iterator[KafkaWorld]:
-    """The broker (its data under ``work/broker``) and the local registry (``work/state``),
-    stopped on exit; ``work`` must be empty or new."""
+def kafka_world(work: Path, applications: Iterable[str]) -> Iterator[KafkaWorld]:
+    """The broker (its data under ``work/broker``) and the local registry (``work/state``)
+    with the ``applications``' changelog topics as Kafka Streams streams, stopped on exit;
+    ``work`` must be empty or new."""
     work = work.resolve()
-    local = LocalRuntime(home=work / "state", in_memory=True)
+    apps = tuple(applications)
+    changelogs = tuple(changelog_topic(app_id) for app_id in apps)
+    local = LocalRuntime(home=work / "state", in_memory=True, kafka_streams=changelogs)
     with KafkaBroker(work / "broker") as broker, local as runtime:
         clock = ManualClock(datetime.now(UTC))
         rt = replace(runtime, clock=clock)
         use_runtime(rt)
-        router = Router(rt.store, HANDLERS)
+        router = Router(rt.store, HANDLERS, rt.layouts)
         world = KafkaWorld(
             broker,
             Snapledger(InProcess()),
@@ -204,6 +220,7 @@ def kafka_world(work: Path) -> Iterator[KafkaWorld]:
             work,
             endpoint=str(local.endpoint),
             home=local.home,
+            applications=apps,
         )
         try:
             yield world

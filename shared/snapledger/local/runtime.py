@@ -8,10 +8,17 @@ folder, and other processes (the CLI) use its DynamoDB Local instead of starting
 
 Given ``s3_endpoint`` (``local up --s3-port``: moto's server on loopback, an endpoint a
 Restate node can write to), the object store is ``s3://snapledger-local`` there instead
-of the ``file://`` root, so Restate's objects and snapledger's are in one bucket as in AWS,
-and ``restate_prefixes`` (``SNAPLEDGER_RESTATE_PREFIXES``'s mapping) give the functions
-their Restate layouts. Other processes attaching to that ``local up`` use the same store
-and layouts (``runtime.json`` names them).
+of the ``file://`` root, so Restate's objects and snapledger's are in one bucket as in AWS.
+Other processes attaching to that ``local up`` use the same store (``runtime.json``).
+
+The runtime is built by the functions' composition root (``snapledger.runtime.
+build_runtime``) from ``SNAPLEDGER_*`` settings read as the functions read them: this
+process's environment, ``settings`` over it (a demo's choices), and the layouts joined by
+``restate_prefixes``, ``kafka_streams`` (``local up``'s options) and a running ``local
+up``'s ``runtime.json`` (``layout_settings.py``). The local runtime hands in its own
+adapters (DynamoDB Local's client, the store, local Spark); what a registration or a GC
+decides (the layouts, GC's configuration, the compaction thresholds) comes from the
+settings, so it decides as the deployed functions given the same settings do.
 """
 
 from __future__ import annotations
@@ -46,15 +53,21 @@ from snapledger.adapters.table_definition import (
     time_to_live_request,
 )
 from snapledger.clock import SystemClock
-from snapledger.core.compaction_trigger import CompactionConfig
 from snapledger.gc_settings import GcConfig
 from snapledger.local.aws_events import LOCAL_BUCKET
 from snapledger.local.clients import ensure_bucket, local_dynamodb_client, local_s3_client
 from snapledger.local.dynamodb_local import REPO_ROOT, DynamoDBLocal, free_port, require_checkout
+from snapledger.local.layout_settings import LocalLayouts
 from snapledger.ports import JobRunner, ObjectStore
-from snapledger.runtime import Runtime, reset_runtime, use_runtime
+from snapledger.runtime import Runtime, build_runtime, replaced, reset_runtime, use_runtime
+from snapledger.settings import (
+    ENV_DYNAMODB_ENDPOINT,
+    ENV_ROOT,
+    ENV_TABLE,
+    LedgerSettings,
+    settings_from_env,
+)
 from snapledger.stack_names import METRICS_NAMESPACE
-from snapledger.strategies.catalog import LayoutCatalog
 
 DEFAULT_HOME = REPO_ROOT / ".local" / "state"
 RUNTIME_FILE = "runtime.json"
@@ -159,14 +172,19 @@ class LocalRuntime:
     home: Path
     in_memory: bool = False
     table: str = DEFAULT_TABLE_NAME
-    thresholds: CompactionConfig = field(default_factory=CompactionConfig)
     runner: JobRunner | None = None
-    gc: GcConfig = field(default_factory=GcConfig)
     ttl_window: timedelta | None = DEFAULT_TTL_WINDOW
     #: The local S3 endpoint: the store is ``s3://snapledger-local`` there (None: file://).
     s3_endpoint: str | None = None
-    #: Restate prefixes, each with its stream name (``SNAPLEDGER_RESTATE_PREFIXES``).
+    #: ``SNAPLEDGER_*`` variables over this process's environment (e.g. a demo's
+    #: ``SNAPLEDGER_COMPACTION_RECORDS``), read as the functions read theirs.
+    settings: Mapping[str, str] = field(default_factory=dict)
+    #: Restate prefixes, each with its stream name, besides ``SNAPLEDGER_RESTATE_PREFIXES``'.
     restate_prefixes: Mapping[str, str] = field(default_factory=dict)
+    #: Kafka Streams changelog topics, besides ``SNAPLEDGER_KAFKA_STREAMS_STREAMS``'.
+    kafka_streams: tuple[str, ...] = ()
+    #: The layouts it applies, once started (``local up`` writes them in runtime.json).
+    applied_layouts: LocalLayouts = field(default_factory=LocalLayouts)
     #: A DynamoDB Local to use (a job's process: its CLI's); None: ``local up``'s, or our own.
     endpoint: str | None = None
     _engine: DynamoDBLocal | None = None
@@ -200,10 +218,9 @@ class LocalRuntime:
         self.home.mkdir(parents=True, exist_ok=True)
         running = None if self.in_memory else running_runtime(self.home)
         endpoint = self.endpoint or (None if running is None else running.get("endpoint"))
-        if running is not None and self.s3_endpoint is None:  # its store and layouts
+        if running is not None and self.s3_endpoint is None:  # its store
             self.s3_endpoint = running.get("s3_endpoint")
-            self.restate_prefixes = running.get("restate_prefixes") or {}
-        layouts = LayoutCatalog(self.restate_prefixes)
+        environ = self._environ(running)  # a bad setting fails before anything starts
         if endpoint is None:
             data_dir = None if self.in_memory else self.home / "dynamodb"
             self._engine = DynamoDBLocal(port=free_port(), data_dir=data_dir).start()
@@ -216,22 +233,45 @@ class LocalRuntime:
             from snapledger.local.spark_runner import LocalSparkRunner
 
             self.runner = LocalSparkRunner()
-        self.runtime = Runtime(
+        environ[ENV_DYNAMODB_ENDPOINT] = endpoint
+        composed = build_runtime(
+            settings_from_env(LedgerSettings, environ),
+            environ=environ,
             ledger=DynamoLedger(self.table, client=client, ttl_window=self.ttl_window),
             store=store,
             clock=SystemClock(),
             jobs=DynamoJobStore(self.table, client=client, ttl_window=self.ttl_window),
             runner=self.runner,
             segments=DynamoSegmentStore(self.table, client=client),
-            thresholds=self.thresholds,
             lineages=DynamoLineageIndex(self.table, client=client),
             policies=DynamoPolicyStore(self.table, client=client),
             streams=DynamoStreamLog(self.table, client=client, ttl_window=self.ttl_window),
-            gc=self.gc,
-            layouts=layouts,
+            # No AWS here: no queues, no archive, no Object Lock (whatever SNAPLEDGER_* says).
+            gc_shards=None,
+            registration_queue=None,
+            event_archive=None,
+            holds=None,
         )
+        self.runtime = replaced(composed)  # every collaborator built now: a bad setting fails here
         use_runtime(self.runtime)
         return self.runtime
+
+    def _environ(self, running: Mapping[str, Any] | None) -> dict[str, str]:
+        """The ``SNAPLEDGER_*`` settings the runtime is built from: this process's
+        environment, ``settings`` over it, this runtime's table and store, and the layouts
+        joined by ``local up``'s (``layout_settings.py``); its DynamoDB Local is added once
+        known."""
+        environ = {**os.environ, **self.settings, ENV_TABLE: self.table, ENV_ROOT: self.store_uri}
+        environ.pop(ENV_DYNAMODB_ENDPOINT, None)
+        own = LocalLayouts(dict(self.restate_prefixes), tuple(self.kafka_streams))
+        self.applied_layouts = (
+            LocalLayouts.of(settings_from_env(LedgerSettings, environ))
+            .joined(own, source="local up's options")
+            .joined(LocalLayouts.from_runtime_file(running), source="runtime.json")
+        )
+        environ.update(self.applied_layouts.environment())
+        settings_from_env(GcConfig, environ)  # checked now too: GC is built after the start
+        return environ
 
     @property
     def endpoint_url(self) -> str | None:

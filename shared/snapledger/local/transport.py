@@ -110,7 +110,7 @@ class LocalTransport:
             path.parent.mkdir(parents=True, exist_ok=True)
             stream = log_file = path.open("a", encoding="utf-8")
         routed = LogsRouted(handlers, stream)
-        router = Router(runtime.store, routed)
+        router = Router(runtime.store, routed, runtime.layouts)
         return cls(
             local=local,
             router=router,

@@ -13,6 +13,12 @@ delivers the new objects under ``snapshots/``, ``changelog/`` and those prefixes
 functions as S3 events, and the restate.toml ``[worker.snapshots]`` table to point a node
 at it is printed. The endpoint keeps its objects in memory, so the ledger is kept in
 memory too: both last as long as the process.
+
+Each ``--kafka-streams-stream TOPIC`` names a Kafka Streams changelog topic whose
+snapshots have the kafka-streams layout, as ``SNAPLEDGER_KAFKA_STREAMS_STREAMS`` does for
+the functions. The layouts applied are those of the environment's ``SNAPLEDGER_*``
+variables joined by these options (``layout_settings.py``); ``runtime.json`` names them,
+so every process attaching to this ``local up`` applies the same.
 """
 
 from __future__ import annotations
@@ -65,6 +71,17 @@ def parse_restate_prefixes(values: Iterable[str]) -> dict[str, str]:
     return prefixes
 
 
+def parse_kafka_streams(values: Iterable[str]) -> tuple[str, ...]:
+    """``TOPIC`` arguments as ``SNAPLEDGER_KAFKA_STREAMS_STREAMS`` holds them, checked as
+    the deploy's ``-c kafkaStreamsStreams`` is (``layout_config``)."""
+    topics = tuple(dict.fromkeys(value.strip() for value in values))
+    try:
+        layout_config({}, topics)
+    except InvalidRequestError as exc:
+        raise BadArgumentError(f"--kafka-streams-stream: {exc}") from exc
+    return topics
+
+
 def restate_snippet(endpoint: str, prefix: str) -> str:
     """The restate.toml table pointing a Restate node's snapshots at ``prefix`` in the local
     runtime's bucket on ``endpoint``, with the recommended ``num-retained`` (255: without
@@ -115,10 +132,12 @@ def run_local_up(
     poll_seconds: float = 1.0,
     s3_port: int | None = None,
     restate_prefixes: Iterable[str] = (),
+    kafka_streams: Iterable[str] = (),
 ) -> int:
     try:
         folder = local_home(home)
         prefixes, port = _s3_arguments(s3_port, restate_prefixes)
+        topics = parse_kafka_streams(kafka_streams)
     except (NotACheckoutError, BadArgumentError) as exc:  # one line, no traceback
         print(f"snapledger: {exc}", file=sys.stderr)
         return 2
@@ -146,19 +165,25 @@ def run_local_up(
             in_memory=s3_endpoint is not None,  # as the endpoint's objects are
             s3_endpoint=s3_endpoint,
             restate_prefixes=prefixes,
+            kafka_streams=topics,
         )
-        runtime = local.start()
         running.callback(local.stop)
+        try:
+            runtime = local.start()
+        except InvalidRequestError as exc:  # a SNAPLEDGER_* setting: one line, no traceback
+            print(f"snapledger: {exc}", file=sys.stderr)
+            return 2
         router = Router(runtime.store, HANDLERS, runtime.layouts)
         bind = getattr(local.runner, "bind", None)
         if bind is not None:
             bind(router)
         info: dict[str, object] = {"pid": os.getpid(), "endpoint": local.endpoint_url}
         if s3_endpoint is not None:
-            info.update(s3_endpoint=s3_endpoint, restate_prefixes=prefixes)
+            info.update(s3_endpoint=s3_endpoint)
+        info.update(local.applied_layouts.runtime_file())
         (folder / RUNTIME_FILE).write_text(json.dumps(info))
         running.callback((folder / RUNTIME_FILE).unlink, missing_ok=True)
-        _say(local, s3_endpoint, prefixes)
+        _say(local, s3_endpoint, dict(local.applied_layouts.restate_prefixes))
         with suppress(KeyboardInterrupt):
             while not stopping:
                 for answer in router.scan():
@@ -175,6 +200,8 @@ def _say(local: LocalRuntime, s3_endpoint: str | None, prefixes: dict[str, str])
         print("  drop snapshots under snapshots/ and changelog under changelog/; Ctrl-C stops")
     else:
         _say_s3(local, s3_endpoint, prefixes)
+    for topic in local.applied_layouts.kafka_streams:
+        print(f"  Kafka Streams changelog {topic}: snapshots checked by the kafka-streams layout")
 
 
 def _say_s3(local: LocalRuntime, endpoint: str, prefixes: dict[str, str]) -> None:

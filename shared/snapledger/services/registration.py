@@ -8,7 +8,7 @@ raise, so the asynchronous invoke is retried.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 
 from snapledger.clock import Clock
@@ -64,6 +64,9 @@ class RegistrationResult:
     generation_counted: bool | None = None
     generation_reason: str | None = None
     generation_completed: bool | None = None
+    #: The layout whose strategy checked it (native, restate, kafka-streams; None: placed
+    #: by none, its key names no snapshot).
+    layout: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -138,6 +141,7 @@ def register_manifests(
     answers: list[RegistrationResult | RegistrationFailed | None] = [None] * len(keys)
     lineages: dict[tuple[str, int], list[tuple[int, SnapshotLocation, RegisterSnapshot]]] = {}
     manifests: dict[str, ManifestV1] = {}  # manifest key -> the manifest, when valid
+    checked_by: dict[int, str] = {}  # index -> the layout whose strategy checked it
     for index, key in enumerate(keys):
         placed = layouts.place(key)
         if isinstance(placed, Refused):
@@ -149,6 +153,7 @@ def register_manifests(
                 answers[index] = RegistrationResult(Outcome.REJECTED, key, reason=placed.reason)
             continue
         location = placed.location
+        checked_by[index] = placed.strategy.name
         try:
             command, manifest = placed.strategy.register_command(placed, store, holds)
         except Exception as failure:  # answered per key
@@ -171,7 +176,13 @@ def register_manifests(
             combiner=combiner,
         ):
             answers[index] = answer
-    return [answer for answer in answers if answer is not None]
+    return [
+        replace(answer, layout=checked_by[index])
+        if isinstance(answer, RegistrationResult) and index in checked_by
+        else answer
+        for index, answer in enumerate(answers)
+        if answer is not None
+    ]
 
 
 def _register_lineage(
