@@ -12,7 +12,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def load_tool(name: str) -> ModuleType:
-    """tools/``name``.py as the module ``name``."""
+    """tools/``name``.py as the module ``name`` (tools/ on the path, as when it is run, so
+    it imports its sibling tools by name)."""
+    tools = str(REPO / "tools")
+    if tools not in sys.path:
+        sys.path.append(tools)
     spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -22,9 +22,10 @@ judged against the importer (``a → b → c``: ``a`` loads ``c``). A lazy impor
 function is judged where it is written, with what it loads. ``TYPE_CHECKING`` imports never
 run: they are judged against the layers directly and followed no further. An
 ``importlib.import_module`` of a literal name counts as an import; of a computed one, it is
-refused unless ``dynamic`` names the module. Module-level import cycles inside a package fail,
-with the cycle printed. Standard library only, so ``make lint`` runs it with nothing to
-install:
+refused unless ``dynamic`` names the module. Import cycles inside a package fail, with the
+cycle printed: module-level imports and ``TYPE_CHECKING`` ones count (a lazy import does
+not: it is how a cycle is broken); ``tools/import_cycles.py`` finds them. Standard library
+only, so ``make lint`` runs it with nothing to install:
 
     python tools/check_layers.py [--root DIR]   # exit 1 and one line per broken rule
 """
@@ -41,6 +42,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from import_cycles import cycles as find_cycles
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: The calls that import a module named by a string.
@@ -322,53 +325,32 @@ class Graph:
         return list(found.values())
 
     def cycles(self) -> list[str]:
-        """One line per module-level import cycle inside a package."""
+        """One line per import cycle inside a package, ``TYPE_CHECKING`` imports counted."""
+        module_level: dict[str, set[str]] = {m: set() for m in self.found}
         edges: dict[str, set[str]] = {m: set() for m in self.found}
-        for module in self.found:
-            for _, loaded in self.loads(module):
-                mine, theirs = self.contract.package_of(module), self.contract.package_of(loaded)
-                if mine is not None and theirs is not None and mine[0] == theirs[0]:
-                    edges[module].add(loaded)
-        return [
-            f"{cycle[0]}: a module-level import cycle in {self.contract.package_of(cycle[0])[0]}"  # type: ignore[index]
-            f": {' → '.join([*cycle, cycle[0]])}: import one of them inside the function that "
-            "needs it, or move what both need into a module of its own"
-            for cycle in _cycles(edges)
-        ]
-
-
-def _cycles(edges: Mapping[str, set[str]]) -> list[list[str]]:
-    """One cycle through each group of modules that import one another (at module level)."""
-    reach = {v: _reachable(v, edges) for v in edges}
-    groups = {frozenset(w for w in reach[v] if v in reach[w]) for v in edges if v in reach[v]}
-    return [_a_cycle(sorted(group), edges) for group in sorted(groups, key=sorted)]
-
-
-def _reachable(start: str, edges: Mapping[str, set[str]]) -> set[str]:
-    seen: set[str] = set()
-    todo = list(edges[start])
-    while todo:
-        v = todo.pop()
-        if v not in seen:
-            seen.add(v)
-            todo.extend(edges[v])
-    return seen
-
-
-def _a_cycle(component: list[str], edges: Mapping[str, set[str]]) -> list[str]:
-    """A shortest cycle through the first module of ``component``."""
-    start, members = component[0], set(component)
-    paths = {start: [start]}
-    queue = deque([start])
-    while queue:
-        v = queue.popleft()
-        for w in sorted(edges[v] & members):
-            if w == start:
-                return paths[v]
-            if w not in paths:
-                paths[w] = [*paths[v], w]
-                queue.append(w)
-    return component
+        for module, finder in self.found.items():
+            runs = {b for _, b in self.loads(module)}
+            typed = {b for i in finder.found if i.how == TYPES for b in _parents(i.imported, edges)}
+            for other in runs | typed:
+                mine, theirs = self.contract.package_of(module), self.contract.package_of(other)
+                if not under(module, other) and mine and theirs and mine[0] == theirs[0]:
+                    edges[module].add(other)
+                    if other in runs:
+                        module_level[module].add(other)
+        found = []
+        for cycle in find_cycles(edges):
+            steps = zip(cycle, [*cycle[1:], cycle[0]], strict=True)
+            kind = (
+                "a module-level import cycle"
+                if all(b in module_level[a] for a, b in steps)
+                else "an import cycle through a TYPE_CHECKING import"
+            )
+            found.append(
+                f"{cycle[0]}: {kind} in {self.contract.package_of(cycle[0])[0]}"  # type: ignore[index]
+                f": {' → '.join([*cycle, cycle[0]])}: import one of them inside the function "
+                "that needs it, or move what both need into a module of its own"
+            )
+        return found
 
 
 def violations(sources: Mapping[str, str], contract: Contract) -> list[str]:

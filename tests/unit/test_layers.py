@@ -321,6 +321,34 @@ def test_a_cycle_inside_a_layer_fails_with_the_cycle_printed(sources, contract):
     assert layers.violations(lazy, contract) == []
 
 
+def test_a_type_only_cycle_is_found_too(sources, contract):
+    # gc_steps loads gc_deps at module level: a TYPE_CHECKING import of gc_steps from
+    # gc_deps (what broke the contract before GcDeps was made generic) closes a cycle that
+    # never runs, and still fails: two modules that each need the other to be read are one
+    back = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from snapledger.services import gc_steps"
+    )
+    tree = planted(sources, "snapledger.services.gc_deps", back)
+    found = layers.violations(tree, contract)
+    assert len(found) == 1, found
+    assert "an import cycle through a TYPE_CHECKING import in snapledger.services" in found[0]
+    assert "snapledger.services.gc_deps → snapledger.services.gc_steps → " in found[0]
+    # The same import done lazily, inside a function, closes none
+    lazy = planted(
+        sources, "snapledger.services.gc_deps", "def f():\n    import snapledger.services.gc_steps"
+    )
+    assert layers.violations(lazy, contract) == []
+
+
+def test_the_cycle_search_names_one_shortest_cycle_per_group():
+    cycles = load_tool("import_cycles").cycles
+    edges = {"a": {"b"}, "b": {"c", "a"}, "c": {"a"}, "d": {"e"}, "e": {"d"}, "f": {"a"}}
+    assert cycles(edges) == [["a", "b"], ["d", "e"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
 SYNTHETIC = layers.Contract.from_table(
     {
         "roots": {"pkg": "pkg"},

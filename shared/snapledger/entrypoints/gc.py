@@ -64,6 +64,7 @@ from snapledger.services.gc import run_gc, run_gc_shard
 from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_fanout import GcShard
 from snapledger.services.gc_report import GcReport
+from snapledger.services.gc_steps import CollectedStrategy
 from snapledger.stack_names import (
     GC_POINTERS_UNREPAIRED_METRIC,
     GC_RESTATE_LATESTS_BROKEN_METRIC,
@@ -327,7 +328,7 @@ def _records_since(rt: "Runtime") -> RecordsSince:
     return lambda lineage, lsn: backlog_since(lsn, rt.segments.ending_after(lineage, lsn)).records
 
 
-def _gc_deps(rt: "Runtime") -> GcDeps:
+def _gc_deps(rt: "Runtime") -> GcDeps[CollectedStrategy]:
     return GcDeps(
         ledger=rt.ledger,
         store=rt.store,

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from snapledger.errors import SnapledgerError
 from snapledger.layout import MANIFEST_NAME
+from snapledger.layouts.strategy import LayoutStrategy
 from snapledger.models.gc_commands import (
     MAX_MARK_PER_COMMAND,
     DeletedPrefix,
@@ -91,7 +92,7 @@ class DeletionBatch:
     would; the other threads meanwhile plan, expire and list their own lineages.
     """
 
-    def __init__(self, deps: GcDeps, *, run_id: str, budget: Budget) -> None:
+    def __init__(self, deps: GcDeps[LayoutStrategy], *, run_id: str, budget: Budget) -> None:
         self._deps = deps
         self._run_id = run_id
         self._budget = budget
@@ -252,7 +253,7 @@ class DeletionBatch:
 
 
 def mark_deleted(
-    deps: GcDeps,
+    deps: GcDeps[LayoutStrategy],
     lineage: LineageId,
     deleted: list[DeletedPrefix],
     *,
@@ -278,7 +279,12 @@ def mark_deleted(
 
 
 def mark_all(
-    deps: GcDeps, lineage: LineageId, deleted: list[DeletedPrefix], *, run_id: str, budget: Budget
+    deps: GcDeps[LayoutStrategy],
+    lineage: LineageId,
+    deleted: list[DeletedPrefix],
+    *,
+    run_id: str,
+    budget: Budget,
 ) -> bool:
     """Mark ``deleted`` in transactions of 45; True if the budget ran out first."""
     for start in range(0, len(deleted), MAX_MARK_PER_COMMAND):

@@ -40,6 +40,7 @@ from snapledger.errors import InvalidKeyError
 from snapledger.gc_settings import GcConfig
 from snapledger.layout import lineage_changelog_prefix, parse_segment_key
 from snapledger.layouts.lineage import folder_of_manifest
+from snapledger.layouts.strategy import LayoutStrategy
 from snapledger.models.events import LedgerEvent, SnapshotExpiring, TrimPointAdvanced
 from snapledger.models.gc_commands import (
     MAX_EXPIRE_PER_COMMAND,
@@ -78,7 +79,7 @@ class Applied:
 
 
 def plan_lineage(
-    deps: GcDeps,
+    deps: GcDeps[LayoutStrategy],
     head: Head,
     policy: RetentionPolicy,
     config: GcConfig,
@@ -113,7 +114,7 @@ def plan_lineage(
 
 
 def expire_plan(
-    deps: GcDeps,
+    deps: GcDeps[LayoutStrategy],
     report: LineageReport,
     *,
     head: Head,
@@ -167,7 +168,7 @@ def queue_deletions(
 
 
 def finisher(
-    deps: GcDeps,
+    deps: GcDeps[LayoutStrategy],
     report: LineageReport,
     *,
     head: Head,
@@ -189,7 +190,7 @@ def finisher(
 
 
 def _record_deleted(
-    deps: GcDeps,
+    deps: GcDeps[LayoutStrategy],
     report: LineageReport,
     head: Head,
     done: list[DeletedPrefix],
@@ -224,7 +225,7 @@ def _record_deleted(
 
 
 def _expire(
-    deps: GcDeps,
+    deps: GcDeps[LayoutStrategy],
     report: LineageReport,
     chunk: list[Doomed],
     policy: RetentionPolicy,
@@ -314,7 +315,9 @@ def _note_trim(report: LineageReport, events: list[LedgerEvent], trim_lsn: int |
     report.trim_lsn = trim_lsn
 
 
-def _delete_segments(deps: GcDeps, report: LineageReport, head: Head, budget: Budget) -> None:
+def _delete_segments(
+    deps: GcDeps[LayoutStrategy], report: LineageReport, head: Head, budget: Budget
+) -> None:
     """The lineage's changelog segments wholly below its trim point: listed and deleted a
     request at a time, the budget checked before each (what is left waits for the next
     run)."""

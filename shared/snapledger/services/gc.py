@@ -40,6 +40,7 @@ from snapledger.services.gc_lineage import LineageCollector
 from snapledger.services.gc_parallel import run_lineages
 from snapledger.services.gc_pointers import GenerationPointers
 from snapledger.services.gc_report import GcReport
+from snapledger.services.gc_steps import CollectedStrategy
 from snapledger.services.generations import GenerationGuards
 from snapledger.services.orphans import sweep_unledgered_streams
 from snapledger.services.policies import PolicyCache
@@ -49,7 +50,7 @@ _log = logging.getLogger(__name__)
 
 
 def run_gc(
-    deps: GcDeps,
+    deps: GcDeps[CollectedStrategy],
     *,
     dry_run: bool = False,
     stream: str | None = None,
@@ -68,7 +69,7 @@ def run_gc(
 
 
 def run_gc_shard(
-    deps: GcDeps,
+    deps: GcDeps[CollectedStrategy],
     shard: GcShard,
     *,
     config: GcConfig | None = None,
@@ -89,7 +90,7 @@ class _Run:
     def __init__(
         self,
         *,
-        deps: GcDeps,
+        deps: GcDeps[CollectedStrategy],
         config: GcConfig,
         budget: Budget,
         policies: PolicyCache,
@@ -120,7 +121,7 @@ class _Run:
     @classmethod
     def start(
         cls,
-        deps: GcDeps,
+        deps: GcDeps[CollectedStrategy],
         config: GcConfig | None,
         remaining_seconds: Callable[[], float] | None,
         *,

@@ -1,13 +1,19 @@
-"""What GC needs from the outside world, as small protocols, and the bundle of them."""
+"""What GC needs from the outside world, as small protocols, and the bundle of them.
+
+``GcDeps`` is generic over what its catalog's strategies are: GC's pass asks them for its
+steps (``GcDeps[CollectedStrategy]``, ``gc_steps.py``), the services that only read keys
+take any (``GcDeps[LayoutStrategy]``), so this module imports none of GC's own modules.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Generic, TypeVar
 
 from snapledger.clock import Clock
 from snapledger.layouts.lineage import Layouts
+from snapledger.layouts.strategy import LayoutStrategy
 from snapledger.ports import (
     JobRunner,
     JobStore,
@@ -20,12 +26,12 @@ from snapledger.ports import (
     StreamLogStore,
 )
 
-if TYPE_CHECKING:
-    from snapledger.services.gc_steps import CollectedStrategy
+#: What the catalog's strategies are to the service holding the deps.
+S_co = TypeVar("S_co", bound=LayoutStrategy, covariant=True)
 
 
 @dataclass(frozen=True)
-class GcDeps:
+class GcDeps(Generic[S_co]):
     ledger: Ledger
     store: ObjectStore
     clock: Clock
@@ -34,7 +40,7 @@ class GcDeps:
     jobs: JobStore
     #: Each stream's snapshot layout (the catalog the composition builds:
     #: ``strategies/catalog.py``; Restate prefixes, Kafka Streams topics, native for the rest).
-    layouts: Layouts[CollectedStrategy]
+    layouts: Layouts[S_co]
     runner: JobRunner | None = None  # None: stuck jobs are reported, not reconciled
     shards: ShardQueue | None = None  # None: every run works its lineages itself
     #: The streams' own logs: which stream snapshots' members to keep, and failing the

@@ -35,7 +35,7 @@ from snapledger.services.expiry import expire_plan, finisher, plan_lineage, queu
 from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_pointers import GenerationPointers, PointerUnreadableError
 from snapledger.services.gc_report import LineageReport, OrphanOutcome
-from snapledger.services.gc_steps import Listing, Pointers, StepsContext
+from snapledger.services.gc_steps import CollectedStrategy, Listing, Pointers, StepsContext
 from snapledger.services.generations import GenerationGuards
 from snapledger.services.object_deletion import list_lineage
 from snapledger.services.orphans import sweep_lineage
@@ -54,7 +54,7 @@ class LineageCollector:
     """What every lineage of one run shares: its dependencies, settings, budget, the
     streams' policies and generations, and the streams' generation pointers."""
 
-    deps: GcDeps
+    deps: GcDeps[CollectedStrategy]
     config: GcConfig
     budget: Budget
     policies: PolicyCache

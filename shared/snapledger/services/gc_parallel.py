@@ -32,6 +32,7 @@ from snapledger.models.ledger import Head, LineageId
 from snapledger.services.deletion_batch import DeletionBatch, LineageTicket
 from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_report import LineageReport
+from snapledger.services.gc_steps import CollectedStrategy
 
 #: One lineage's work: its report, and True if the budget ran out inside it.
 Collect = Callable[[Head, DeletionBatch, LineageTicket], tuple[LineageReport, bool]]
@@ -96,7 +97,7 @@ def run_lineages(
     heads: Iterator[Head],
     collect: Collect,
     *,
-    deps: GcDeps,
+    deps: GcDeps[CollectedStrategy],
     run_id: str,
     budget: Budget,
     workers: int,

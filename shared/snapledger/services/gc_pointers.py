@@ -43,6 +43,7 @@ from snapledger.errors import (
     SnapledgerError,
 )
 from snapledger.layout import generation_pointer_key, latest_pointer_key, parse_snapshot_prefix
+from snapledger.layouts.strategy import LayoutStrategy
 from snapledger.limits import MAX_POINTER_BYTES
 from snapledger.models.ledger import Head, LineageId, snapshot_sort_key
 from snapledger.models.pointer import GenerationPointer, LatestPointer
@@ -157,7 +158,7 @@ class LineagePointers:
         reasons = self._named.get(next(iter(_prefix_key(prefix, self.head.lineage)), ""), ())
         return ", ".join(r.value for r in reasons) or None
 
-    def repair(self, deps: GcDeps, *, dry_run: bool) -> None:
+    def repair(self, deps: GcDeps[LayoutStrategy], *, dry_run: bool) -> None:
         """Publish the ledger's latest over a lagging ``latest.json`` (not in a dry run)."""
         check = self.check
         if check is None or not check.lagging:

@@ -42,7 +42,7 @@ Listing = dict[str, list[ObjectInfo]]
 class StepsContext:
     """What a lineage's pass gives its layout's steps."""
 
-    deps: GcDeps
+    deps: GcDeps[LayoutStrategy]
     head: Head
     report: LineageReport
     generation_pointers: GenerationPointers
@@ -58,7 +58,7 @@ class Pointers(Protocol):
 
     def named_prefix(self, prefix: str) -> str | None: ...
 
-    def repair(self, deps: GcDeps, *, dry_run: bool) -> None: ...
+    def repair(self, deps: GcDeps[LayoutStrategy], *, dry_run: bool) -> None: ...
 
 
 class LineageSteps(Protocol):

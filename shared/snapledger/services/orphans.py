@@ -39,6 +39,7 @@ from snapledger.errors import InvalidKeyError, SnapledgerError
 from snapledger.gc_settings import GcConfig
 from snapledger.layout import SNAPSHOTS, check_stream_name
 from snapledger.layouts.lineage import SnapshotFolder
+from snapledger.layouts.strategy import LayoutStrategy
 from snapledger.models.gc_commands import ClaimOrphan
 from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
 from snapledger.ports import ObjectInfo
@@ -50,7 +51,7 @@ from snapledger.services.object_deletion import list_lineage
 
 
 def sweep_lineage(
-    deps: GcDeps,
+    deps: GcDeps[LayoutStrategy],
     lineage: LineageId,
     statuses: Mapping[str, SnapshotStatus],
     listing: Mapping[str, list[ObjectInfo]],
@@ -96,7 +97,7 @@ def sweep_lineage(
 
 
 def sweep_unledgered_streams(
-    deps: GcDeps,
+    deps: GcDeps[LayoutStrategy],
     config: GcConfig,
     *,
     run_id: str,
@@ -130,7 +131,13 @@ def sweep_unledgered_streams(
 
 
 def _sweep_unledgered_stream(
-    deps: GcDeps, config: GcConfig, name: str, *, run_id: str, dry_run: bool, budget: Budget
+    deps: GcDeps[LayoutStrategy],
+    config: GcConfig,
+    name: str,
+    *,
+    run_id: str,
+    dry_run: bool,
+    budget: Budget,
 ) -> tuple[list[OrphanOutcome], bool]:
     outcomes: list[OrphanOutcome] = []
     errors: list[str] = []
@@ -173,7 +180,7 @@ def _sweep_unledgered_stream(
 
 
 def _sweep_prefix(  # noqa: PLR0911 - one return per outcome
-    deps: GcDeps,
+    deps: GcDeps[LayoutStrategy],
     lineage: LineageId,
     location: SnapshotFolder,
     *,
@@ -214,7 +221,7 @@ def _sweep_prefix(  # noqa: PLR0911 - one return per outcome
 
 
 def _hand_to_registration(
-    deps: GcDeps, location: SnapshotFolder, outcome: OrphanOutcome, *, dry_run: bool
+    deps: GcDeps[LayoutStrategy], location: SnapshotFolder, outcome: OrphanOutcome, *, dry_run: bool
 ) -> OrphanOutcome:
     """A prefix holding a manifest the ledger never recorded: registered, never deleted."""
     outcome.note = "holds a manifest the ledger has no record of: registered, not deleted"
@@ -252,7 +259,7 @@ def _unit(outcome: OrphanOutcome, keys: list[str], *, sort_key: str | None) -> D
 
 
 def _claim(
-    deps: GcDeps,
+    deps: GcDeps[LayoutStrategy],
     lineage: LineageId,
     location: SnapshotFolder,
     *,
@@ -282,7 +289,7 @@ def _claim(
     return record is not None and record.status is SnapshotStatus.EXPIRING
 
 
-def _streams(deps: GcDeps, stream: str | None) -> list[str]:
+def _streams(deps: GcDeps[LayoutStrategy], stream: str | None) -> list[str]:
     """The streams to sweep, in name order: the folders under ``snapshots/`` and each
     stream whose layout has a root of its own (whether or not the ledger knows it)."""
     if stream is not None:
@@ -297,13 +304,13 @@ def _streams(deps: GcDeps, stream: str | None) -> list[str]:
     return sorted(names)
 
 
-def _stream_folder(deps: GcDeps, stream: str) -> str:
+def _stream_folder(deps: GcDeps[LayoutStrategy], stream: str) -> str:
     """The folder holding the stream's partition folders (``snapshots/{stream}/``, or its
     layout's own root)."""
     return deps.layouts.for_stream(stream).stream_root
 
 
-def _partitions(deps: GcDeps, stream: str) -> list[int]:
+def _partitions(deps: GcDeps[LayoutStrategy], stream: str) -> list[int]:
     folder = _stream_folder(deps, stream)
     found = []
     for prefix in deps.store.list_dirs(folder):
@@ -313,7 +320,9 @@ def _partitions(deps: GcDeps, stream: str) -> list[int]:
     return found
 
 
-def _partitions_with_head(deps: GcDeps, stream: str, budget: Budget) -> set[int] | None:
+def _partitions_with_head(
+    deps: GcDeps[LayoutStrategy], stream: str, budget: Budget
+) -> set[int] | None:
     """The stream's partitions that have a HEAD; None if the budget ran out first (a
     partial set would make lineages with a HEAD look like orphans)."""
     found: set[int] = set()

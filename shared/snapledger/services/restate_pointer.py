@@ -22,6 +22,7 @@ from snapledger.core.retention import Named
 from snapledger.errors import ManifestTooLargeError, StaleVersionError
 from snapledger.layouts import restate
 from snapledger.layouts.restate_prefix import RestatePrefix
+from snapledger.layouts.strategy import LayoutStrategy
 from snapledger.limits import MAX_POINTER_BYTES
 from snapledger.models.ledger import snapshot_sort_key
 from snapledger.models.retention_reasons import KeepReason
@@ -161,5 +162,5 @@ class RestatePointers:
             return KeepReason.NAMED_BY_LATEST_JSON.value
         return None
 
-    def repair(self, deps: GcDeps, *, dry_run: bool) -> None:
+    def repair(self, deps: GcDeps[LayoutStrategy], *, dry_run: bool) -> None:
         """Nothing: Restate publishes its latest.json (a broken latest is healed)."""

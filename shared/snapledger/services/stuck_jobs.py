@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from snapledger.core.jobs import advance_job
 from snapledger.errors import SnapledgerError
 from snapledger.gc_settings import GcConfig
+from snapledger.layouts.strategy import LayoutStrategy
 from snapledger.models.jobs import JobRecord, JobState
 from snapledger.models.ledger import Head
 from snapledger.ports import FoundJobRun
@@ -39,7 +40,12 @@ RUN_LOOKUP_MARGIN = timedelta(minutes=15)
 
 
 def reconcile_stuck_jobs(
-    deps: GcDeps, config: GcConfig, *, stream: str | None, dry_run: bool, budget: Budget
+    deps: GcDeps[LayoutStrategy],
+    config: GcConfig,
+    *,
+    stream: str | None,
+    dry_run: bool,
+    budget: Budget,
 ) -> list[StuckJob]:
     """Find the stuck jobs (of ``stream``, or all) and, unless a dry run, reconcile them."""
     found: list[StuckJob] = []
@@ -76,7 +82,7 @@ def reconcile_stuck_jobs(
 
 
 def settle_lineage_jobs(
-    deps: GcDeps, head: Head, *, dry_run: bool, budget: Budget | None = None
+    deps: GcDeps[LayoutStrategy], head: Head, *, dry_run: bool, budget: Budget | None = None
 ) -> list[str]:
     """Replay the final state of jobs HEAD lists as active but whose job item has ended
     (until ``budget`` runs out: the next run settles the rest)."""
@@ -101,7 +107,9 @@ def settle_lineage_jobs(
     return settled
 
 
-def _reconcile(deps: GcDeps, job: JobRecord, entry: StuckJob, now: datetime) -> None:
+def _reconcile(
+    deps: GcDeps[LayoutStrategy], job: JobRecord, entry: StuckJob, now: datetime
+) -> None:
     if job.run_id is None:
         if job.state is not JobState.REQUESTED:
             entry.note = f"{job.state.value} without a run id: left for an operator"
@@ -133,7 +141,7 @@ def _reconcile(deps: GcDeps, job: JobRecord, entry: StuckJob, now: datetime) -> 
     entry.action, entry.new_state = "reconciled", status.state
 
 
-def _adopt(deps: GcDeps, job: JobRecord, run: FoundJobRun, entry: StuckJob) -> None:
+def _adopt(deps: GcDeps[LayoutStrategy], job: JobRecord, run: FoundJobRun, entry: StuckJob) -> None:
     """The launch stopped after the runner accepted ``run``: record it as the job's run, in
     the state the runner reports (pins kept while it runs, released when it has ended)."""
     result = record_job_state(
@@ -160,7 +168,9 @@ def _adopt(deps: GcDeps, job: JobRecord, run: FoundJobRun, entry: StuckJob) -> N
     )
 
 
-def _fail_never_started(deps: GcDeps, job: JobRecord, entry: StuckJob, now: datetime) -> None:
+def _fail_never_started(
+    deps: GcDeps[LayoutStrategy], job: JobRecord, entry: StuckJob, now: datetime
+) -> None:
     reason = (
         f"never started: requested at {job.requested_at.isoformat()} and still without a run "
         f"after {entry.stuck_for_hours:.1f}h (the launch stopped before the runner accepted "
