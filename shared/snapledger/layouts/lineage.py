@@ -33,8 +33,6 @@ from snapledger.layouts.strategy import (
     folder_of_manifest,
 )
 
-#: The object names a producer writes last in a snapshot's folder (GC deletes them last).
-MANIFEST_NAMES = (native.MANIFEST_NAME, restate.METADATA_NAME)
 #: Any layout's snapshot id: a ULID (native) or Restate's ``snap_`` and base62 digits.
 SNAPSHOT_ID_PATTERN = rf"(?:{native.ULID_PATTERN}|{restate.SNAPSHOT_ID_PATTERN})"
 #: What services that only read keys call a stream's layout (the strategy answers them).
@@ -44,7 +42,6 @@ CHANGELOG_SUFFIX = "-changelog"
 
 __all__ = [
     "CHANGELOG_SUFFIX",
-    "MANIFEST_NAMES",
     "SNAPSHOT_ID_PATTERN",
     "LayoutConfig",
     "Layouts",

@@ -151,6 +151,17 @@ class LayoutStrategy(Protocol):
         ...
 
 
+class RootedStrategy(LayoutStrategy, Protocol):
+    """A layout with a root of its own (a bucket prefix outside ``snapshots/``: Restate's,
+    Fluss's): the catalog asks each such strategy to place an arriving key before the
+    native keys."""
+
+    def place(self, key: str) -> Placed | Refused | None:
+        """The snapshot whose manifest is at ``key``; why an object under the root is none;
+        None when ``key`` is outside the root."""
+        ...
+
+
 def broken_reason(record: SnapshotRecord) -> str | None:
     """Every layout's first reason: the snapshot was found broken (heal's check)."""
     if not record.broken:

@@ -31,7 +31,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from snapledger.errors import SnapledgerError
-from snapledger.layout import MANIFEST_NAME
 from snapledger.layouts.strategy import LayoutStrategy
 from snapledger.models.gc_commands import (
     MAX_MARK_PER_COMMAND,
@@ -62,6 +61,9 @@ class DeletionUnit:
     prefix: str
     keys: list[str]
     sort_key: str | None  # the record to mark DELETED; None: nothing to mark
+    #: The object its layout's producer writes last (``LayoutStrategy.manifest_name``): sent
+    #: last, so a half-deleted prefix still says what it was.
+    manifest_name: str
     on_deleted: Callable[[int], None] = lambda count: None  # every key went
     on_failed: Callable[[str], None] | None = None  # None: the reason joins the lineage's errors
     unsent: int = 0
@@ -113,8 +115,8 @@ class DeletionBatch:
         return ticket
 
     def add(self, ticket: LineageTicket, unit: DeletionUnit) -> None:
-        """Queue ``unit`` (its manifests last); sends every full batch now waiting."""
-        keys = sorted(unit.keys, key=lambda key: (key.endswith("/" + MANIFEST_NAME), key))
+        """Queue ``unit`` (its manifest last); sends every full batch now waiting."""
+        keys = sorted(unit.keys, key=lambda key: (key.endswith("/" + unit.manifest_name), key))
         with self._lock:
             unit.keys, unit.unsent = keys, len(keys)
             ticket.open_units += 1

@@ -152,8 +152,11 @@ def queue_deletions(
     report: LineageReport,
     expiring: list[SnapshotRecord],
     listing: Mapping[str, list[ObjectInfo]],
+    *,
+    layout: LayoutStrategy,
 ) -> None:
-    """Step 2: every EXPIRING snapshot's objects (as listed) into the deletion batch."""
+    """Step 2: every EXPIRING snapshot's objects (as listed) into the deletion batch, each
+    with its layout's manifest name (deleted last)."""
     for record in expiring:
         if batch.stopped:
             return
@@ -162,6 +165,7 @@ def queue_deletions(
             prefix=prefix,
             keys=[info.key for info in listing.get(prefix, [])],
             sort_key=record.sort_key,
+            manifest_name=layout.manifest_name,
             on_deleted=functools.partial(report.deleted.__setitem__, record.snapshot_id),
         )
         batch.add(ticket, unit)

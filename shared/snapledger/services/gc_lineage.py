@@ -267,7 +267,7 @@ class _LineagePass:
             run_id=self.collector.run_id,
         )
         ticket.finish = self.steps.after_deleting(ticket.finish, pointers)
-        queue_deletions(self.batch, ticket, self.report, self.expiring, listing)
+        queue_deletions(self.batch, ticket, self.report, self.expiring, listing, layout=self.layout)
 
     def sweep_orphans(self, listing: Listing) -> tuple[list[OrphanOutcome], bool]:
         """The folders no live record owns (``orphans.py``); whether it stopped."""

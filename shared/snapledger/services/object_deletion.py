@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from snapledger.errors import StoreUnavailableError
-from snapledger.layouts.lineage import MANIFEST_NAMES, LineageLayout
+from snapledger.layouts.lineage import LineageLayout
 from snapledger.ports import MAX_KEYS_PER_REQUEST, ObjectInfo, ObjectStore
 
 
@@ -42,12 +42,14 @@ def list_prefix(
         after = page[-1].key
 
 
-def delete_objects(store: ObjectStore, keys: Sequence[str]) -> int:
-    """Delete ``keys`` (manifests last: ``_manifest.json``, or a Restate snapshot's
-    ``metadata.json``); the number deleted, or DeletionFailedError."""
+def delete_objects(
+    store: ObjectStore, keys: Sequence[str], *, manifest_name: str | None = None
+) -> int:
+    """Delete ``keys`` (those named ``manifest_name``, a layout's manifest as its strategy
+    names it, last; none: changelog segments); the number deleted, or DeletionFailedError."""
     if not keys:
         return 0
-    ordered = sorted(keys, key=lambda key: (key.rpartition("/")[2] in MANIFEST_NAMES, key))
+    ordered = sorted(keys, key=lambda key: (key.rpartition("/")[2] == manifest_name, key))
     result = store.delete_many(ordered)
     if result.failed:
         raise DeletionFailedError(failure_message(result.failed, len(ordered)))

@@ -200,6 +200,7 @@ def _sweep_prefix(  # noqa: PLR0911 - one return per outcome
         outcome.note = f"an object arrived within the {config.orphan_grace_hours:g}h window"
         return outcome
     keys = [info.key for info in objects]
+    manifest_name = deps.layouts.for_stream(lineage.stream).manifest_name
     if status is None and location.manifest_key in keys:
         return _hand_to_registration(deps, location, outcome, dry_run=dry_run)
     if dry_run:
@@ -207,7 +208,7 @@ def _sweep_prefix(  # noqa: PLR0911 - one return per outcome
         return outcome
     if status is SnapshotStatus.DELETED:
         outcome.note = "objects written again after the snapshot was deleted"
-        queue(_unit(outcome, keys, sort_key=None))
+        queue(_unit(outcome, keys, sort_key=None, manifest_name=manifest_name))
         return outcome
     claimed = _claim(
         deps, lineage, location, newest=newest, count=len(objects), config=config, now=now
@@ -216,7 +217,8 @@ def _sweep_prefix(  # noqa: PLR0911 - one return per outcome
         outcome.action, outcome.note = "registered_meanwhile", "the ledger recorded it first"
         return outcome
     outcome.note = "no ledger record"
-    queue(_unit(outcome, keys, sort_key=snapshot_sort_key(location.lsn, location.snapshot_id)))
+    sort_key = snapshot_sort_key(location.lsn, location.snapshot_id)
+    queue(_unit(outcome, keys, sort_key=sort_key, manifest_name=manifest_name))
     return outcome
 
 
@@ -243,7 +245,9 @@ def _hand_to_registration(
     return outcome
 
 
-def _unit(outcome: OrphanOutcome, keys: list[str], *, sort_key: str | None) -> DeletionUnit:
+def _unit(
+    outcome: OrphanOutcome, keys: list[str], *, sort_key: str | None, manifest_name: str
+) -> DeletionUnit:
     """The prefix's deletion; until the batch sends it the outcome says it is claimed."""
     outcome.action = "claimed"
 
@@ -254,7 +258,12 @@ def _unit(outcome: OrphanOutcome, keys: list[str], *, sort_key: str | None) -> D
         outcome.action, outcome.note = "error", why
 
     return DeletionUnit(
-        prefix=outcome.prefix, keys=keys, sort_key=sort_key, on_deleted=deleted, on_failed=failed
+        prefix=outcome.prefix,
+        keys=keys,
+        sort_key=sort_key,
+        manifest_name=manifest_name,
+        on_deleted=deleted,
+        on_failed=failed,
     )
 
 

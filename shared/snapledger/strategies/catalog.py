@@ -10,16 +10,22 @@ The configuration is checked by ``layouts/lineage.py``'s ``layout_config``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 from snapledger.layouts.lineage import layout_config
 from snapledger.layouts.native_keys import native_location
-from snapledger.layouts.strategy import Placed, Refused
+from snapledger.layouts.strategy import Placed, Refused, RootedStrategy
 from snapledger.services.gc_steps import CollectedStrategy
 from snapledger.strategies.kafka_streams import KafkaStreamsLayout
 from snapledger.strategies.native import NativeLayout
 from snapledger.strategies.restate import RestateLayout
 
-__all__ = ["NATIVE_ONLY", "LayoutCatalog"]
+__all__ = ["NATIVE_ONLY", "LayoutCatalog", "RootedCollected"]
+
+
+class RootedCollected(RootedStrategy, CollectedStrategy, Protocol):
+    """A layout with a root of its own as the catalog holds it: it places keys under its
+    root and gives GC its steps."""
 
 
 class LayoutCatalog:
@@ -40,7 +46,7 @@ class LayoutCatalog:
         return tuple(self._restate[s] for s in sorted(self._restate))
 
     @property
-    def rooted(self) -> tuple[CollectedStrategy, ...]:
+    def rooted(self) -> tuple[RootedCollected, ...]:
         """The configured layouts with a root of their own (outside ``snapshots/``), by
         stream: the folders the router watches and the orphan sweep walks besides it."""
         return self.restate_layouts
@@ -55,8 +61,9 @@ class LayoutCatalog:
 
     def place(self, key: str) -> Placed | Refused:
         """The snapshot whose manifest is at ``key`` (any layout's) with its stream's
-        strategy, or why ``key`` names none."""
-        for layout in self._restate.values():
+        strategy, or why ``key`` names none: each rooted layout is asked first (a key under
+        its root is its own), then the native keys."""
+        for layout in self.rooted:
             placed = layout.place(key)
             if placed is not None:
                 return placed
