@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from snapledger.core.retention import RetentionPlan
 from snapledger.core.state import LineageState
@@ -14,7 +14,24 @@ from snapledger.models.ledger import LineageId
 
 if TYPE_CHECKING:
     from snapledger.services.gc_pointers import PointerCheck
-    from snapledger.services.restate_heal import HealOutcome
+
+
+class HealPart(Protocol):
+    """A lineage report's layout part: its layout's check of the pointer its producer owns,
+    which the strategy's GC steps fill (``LineageSteps.heal``; Restate's
+    ``restate_heal.HealOutcome``), rendered under ``heal`` and counted in the summary."""
+
+    @property
+    def broken(self) -> bool:
+        """The pointer named a snapshot its producer could not restore from."""
+        ...
+
+    @property
+    def healed(self) -> bool:
+        """The pointer was moved to one it can."""
+        ...
+
+    def to_dict(self) -> dict[str, object]: ...
 
 
 @dataclass
@@ -67,8 +84,9 @@ class LineageReport:
     #: What GC found in the lineage's pointer objects (None: it had nothing to delete, so
     #: they were not read) and whether it repaired a lagging ``latest.json``.
     pointer: PointerCheck | None = None
-    #: A Restate lineage's heal check of the snapshot its latest.json names (None: not one).
-    heal: HealOutcome | None = None
+    #: The layout's heal check of the snapshot its producer's pointer names (Restate's
+    #: latest.json; None: the layout has none, or it was not checked).
+    heal: HealPart | None = None
     # What GC last knew of the lineage (the plan's reads, then each of its commits): the
     # seed of its next command there, checked by that command's commit (not reported).
     known: LineageState | None = field(default=None, repr=False, compare=False)
@@ -221,7 +239,7 @@ class GcReport:
             ),
             "pointers_unrepaired": len(self.pointers_unrepaired),
             "latests_broken": sum(1 for r in self.lineages if r.heal and r.heal.broken),
-            "latests_healed": sum(1 for r in self.lineages if r.heal and r.heal.state == "healed"),
+            "latests_healed": sum(1 for r in self.lineages if r.heal and r.heal.healed),
             "stuck_jobs_reconciled": sum(1 for j in self.stuck_jobs if j.action in SETTLED),
             "errors": len(self.errors)
             + len(self.failures)

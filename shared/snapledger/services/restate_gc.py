@@ -35,11 +35,12 @@ class RestateSteps:
     layout: RestatePrefix
     lists_every_folder: bool = True
     _pointers: RestatePointers | None = field(default=None, repr=False)
+    _heal: HealOutcome | None = field(default=None, repr=False)  # also the report's part
 
     def heal(self) -> None:
         context = self.context
         deps = context.deps
-        context.report.heal = heal_partition(
+        context.report.heal = self._heal = heal_partition(
             deps.ledger,
             deps.store,
             deps.clock,
@@ -49,13 +50,13 @@ class RestateSteps:
         )
 
     def as_recorded(self, records: list[SnapshotRecord]) -> list[SnapshotRecord]:
-        heal = self.context.report.heal
+        heal = self._heal
         if self.context.dry_run and heal is not None and heal.broken:
             return _found_broken(records, heal)
         return records
 
     def pointers(self) -> Pointers:
-        heal = self.context.report.heal
+        heal = self._heal
         self._pointers = RestatePointers(
             self.context.deps.store,
             self.layout,

@@ -71,6 +71,10 @@ class HealOutcome:
     def broken(self) -> bool:
         return bool(self.problems)
 
+    @property
+    def healed(self) -> bool:
+        return self.state == HEALED
+
     def to_dict(self) -> dict[str, object]:
         shown = {f: getattr(self, f) for f in _SHOWN}
         return {k: v for k, v in shown.items() if v not in (None, "", [])}
