@@ -30,8 +30,8 @@ from snapledger.entrypoints.registration_queue import (
     SQS_EVENT,
     QueuedMessage,
     deduplication_id,
-    lineage_group,
     parse_queued,
+    placed_group,
 )
 from snapledger.entrypoints.s3_events import (
     Arrival,
@@ -42,13 +42,15 @@ from snapledger.entrypoints.s3_events import (
 )
 from snapledger.entrypoints.stream_metrics import emit_for_stream
 from snapledger.layouts.lineage import Layouts
-from snapledger.layouts.strategy import LayoutStrategy, Refused
+from snapledger.layouts.strategy import LayoutStrategy, Placed, Refused
 from snapledger.ports import QueuedManifest, RegistrationQueue
 from snapledger.services.registration import (
+    Arrived,
     Outcome,
+    Registrar,
     RegistrationFailed,
     RegistrationResult,
-    register_manifests,
+    register_placed,
 )
 
 if TYPE_CHECKING:
@@ -123,31 +125,22 @@ def register_arrivals(
     """
     batch = RegistrationBatch()
     answers: list[RecordAnswer | None] = []
-    manifests: list[tuple[int, ObjectArrival, str]] = []
+    manifests: list[tuple[int, ObjectArrival, Arrived]] = []  # each placed once, here
     for arrival in arrivals:
-        answer, key = _triage(arrival, rt.store.uri, rt.layouts)
+        answer, arrived = _triage(arrival, rt.store.uri, rt.layouts)
         answers.append(answer)
-        if key is not None:
-            manifests.append((len(answers) - 1, arrival, key))  # type: ignore[arg-type]
+        if arrived is not None:
+            manifests.append((len(answers) - 1, arrival, arrived))  # type: ignore[arg-type]
     queue = rt.registration_queue
     if queue is not None:
-        layouts = rt.layouts
-        queued = [(i, a, k) for i, a, k in manifests if lineage_group(k, layouts) is not None]
-        manifests = [(i, a, k) for i, a, k in manifests if lineage_group(k, layouts) is None]
+        queued = [m for m in manifests if placed_group(m[2][1]) is not None]
+        manifests = [m for m in manifests if placed_group(m[2][1]) is None]
         for index, answer in zip(
-            (i for i, _, _ in queued), _queue(queued, queue, batch, layouts), strict=True
+            (i for i, _, _ in queued), _queue(queued, queue, batch), strict=True
         ):
             answers[index] = answer
-    results = register_manifests(
-        [key for _, _, key in manifests],
-        ledger=rt.ledger,
-        store=rt.store,
-        clock=rt.clock,
-        streams=rt.streams,
-        holds=rt.holds,
-        layouts=rt.layouts,
-    )
-    for (index, arrival, key), result in zip(manifests, results, strict=True):
+    results = register_placed([arrived for _, _, arrived in manifests], registrar(rt))
+    for (index, arrival, (key, _)), result in zip(manifests, results, strict=True):
         answers[index] = _answer(key, result, batch, arrival.request_id)
     for answer in answers:
         assert answer is not None
@@ -167,15 +160,7 @@ def register_queued(
     valid ones to the failure queue with it).
     """
     batch = RegistrationBatch()
-    results = register_manifests(
-        [m.key for m in messages],
-        ledger=rt.ledger,
-        store=rt.store,
-        clock=rt.clock,
-        streams=rt.streams,
-        holds=rt.holds,
-        layouts=rt.layouts,
-    )
+    results = register_placed([(m.key, rt.layouts.place(m.key)) for m in messages], registrar(rt))
     retry: list[str] = []
     for message, result in zip(messages, results, strict=True):
         answer = _answer(message.key, result, batch, message.message_id)
@@ -193,21 +178,14 @@ def manifest_registrar(rt: Runtime) -> Callable[[str], str]:
     queue = rt.registration_queue
 
     def register(key: str) -> str:
-        group = lineage_group(key, rt.layouts)
+        placed = rt.layouts.place(key)
+        group = placed_group(placed)
         if queue is not None and group is not None:
             # Repeated sweeps within SQS's 5 minutes send nothing new.
             dedup = deduplication_id(rt.store.uri, key, "orphan-sweep")
             queue.send([QueuedManifest(key, group, dedup)])
             return QUEUED
-        (result,) = register_manifests(
-            [key],
-            ledger=rt.ledger,
-            store=rt.store,
-            clock=rt.clock,
-            streams=rt.streams,
-            holds=rt.holds,
-            layouts=rt.layouts,
-        )
+        (result,) = register_placed([(key, placed)], registrar(rt))
         if isinstance(result, RegistrationFailed):
             raise result.error
         return result.outcome.value + (f" ({result.reason})" if result.reason else "")
@@ -215,33 +193,45 @@ def manifest_registrar(rt: Runtime) -> Callable[[str], str]:
     return register
 
 
+def registrar(rt: Runtime) -> Registrar:
+    """What registration needs of the runtime, as one object."""
+    return Registrar(
+        ledger=rt.ledger,
+        store=rt.store,
+        clock=rt.clock,
+        layouts=rt.layouts,
+        streams=rt.streams,
+        holds=rt.holds,
+    )
+
+
 def _triage(
     arrival: Arrival, store_uri: str, layouts: Layouts[LayoutStrategy]
-) -> tuple[RecordAnswer | None, str | None]:
-    """The answer of a record that names no manifest, or the manifest key it names."""
+) -> tuple[RecordAnswer | None, Arrived | None]:
+    """The answer of a record that names no manifest, or the manifest key it names with
+    its placement."""
     if isinstance(arrival, InvalidRecord):
         problems = "; ".join(f"{p['field']}: {p['problem']}" for p in arrival.fields)
         _log.error("record %d is not an S3 record: %s", arrival.index, problems)
         return RecordAnswer(None, INVALID_RECORD, reason=problems), None
-    key, ignored = _manifest_key(arrival, store_uri, layouts)
-    if ignored:
-        return RecordAnswer(key, IGNORED, reason=ignored), None
-    return None, key
+    key, placed = _manifest_key(arrival, store_uri, layouts)
+    if isinstance(placed, str):
+        return RecordAnswer(key, IGNORED, reason=placed), None
+    return None, (key, placed)
 
 
 def _queue(
-    queued: list[tuple[int, ObjectArrival, str]],
+    queued: list[tuple[int, ObjectArrival, Arrived]],
     queue: RegistrationQueue,
     batch: RegistrationBatch,
-    layouts: Layouts[LayoutStrategy],
 ) -> list[RecordAnswer]:
     messages = [
         QueuedManifest(
             key=key,
-            group_id=lineage_group(key, layouts) or "",
+            group_id=placed_group(placed) or "",
             deduplication_id=deduplication_id(arrival.bucket, key, arrival.write_token),
         )
-        for _, arrival, key in queued
+        for _, arrival, (key, placed) in queued
     ]
     if not messages:
         return []
@@ -292,9 +282,9 @@ def _answer(
 
 def _manifest_key(
     arrival: ObjectArrival, store_uri: str, layouts: Layouts[LayoutStrategy]
-) -> tuple[str, str | None]:
-    """The manifest key relative to the store root (any layout's, as ``layouts`` places
-    it), or why the object is not one."""
+) -> tuple[str, Placed | Refused | str]:
+    """The manifest key relative to the store root with its placement (any layout's, as
+    ``layouts`` places it), or why the object is not one."""
     if not arrival.created:
         return arrival.key, "not an ObjectCreated event"
     key = key_in_store(store_uri, arrival.bucket, arrival.key)
@@ -303,4 +293,4 @@ def _manifest_key(
     placed = layouts.place(key)
     if isinstance(placed, Refused) and not placed.manifest:
         return key, placed.reason
-    return key, None  # a manifest refused by its key is recorded so by registration
+    return key, placed  # a manifest refused by its key is recorded so by registration

@@ -20,7 +20,7 @@ from pydantic import Field
 
 from snapledger.entrypoints.payloads import AwsEvent
 from snapledger.layouts.lineage import Layouts
-from snapledger.layouts.strategy import LayoutStrategy, Refused
+from snapledger.layouts.strategy import LayoutStrategy, Placed, Refused
 
 SQS_EVENT = "SQS event"
 #: SQS allows up to 128 characters in a message group id.
@@ -30,7 +30,12 @@ MAX_GROUP_ID = 128
 def lineage_group(key: str, layouts: Layouts[LayoutStrategy]) -> str | None:
     """The message group of a manifest key (any layout's, as ``layouts`` places it): its
     lineage, or None if it names none."""
-    placed = layouts.place(key)
+    return placed_group(layouts.place(key))
+
+
+def placed_group(placed: Placed | Refused) -> str | None:
+    """The message group of a manifest as its catalog placed it: its lineage, or None if
+    it names none."""
     if isinstance(placed, Refused):
         return None
     group = f"{placed.location.stream}/{placed.location.partition}"

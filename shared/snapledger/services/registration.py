@@ -14,7 +14,7 @@ from enum import StrEnum
 from snapledger.clock import Clock
 from snapledger.layout import SnapshotLocation
 from snapledger.layouts.lineage import Layouts
-from snapledger.layouts.strategy import LayoutStrategy, Refused
+from snapledger.layouts.strategy import LayoutStrategy, Placed, Refused
 from snapledger.models.commands import RegisterSnapshot
 from snapledger.models.events import LatestAdvanced, SnapshotRegistered, SnapshotRejected
 from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
@@ -109,6 +109,25 @@ def register_manifest(
     return answer
 
 
+@dataclass(frozen=True)
+class Registrar:
+    """What registration needs, as one object: the composition's ports and catalog
+    (``entrypoints/register.py``: ``registrar``), built once per delivery."""
+
+    ledger: LedgerStore
+    store: ObjectStore
+    clock: Clock
+    layouts: Layouts[LayoutStrategy]
+    retry: RetryPolicy | None = None
+    combiner: LineageCombiner = COMBINER
+    streams: StreamLogStore | None = None  # required when a manifest names a generation
+    holds: ObjectHolds | None = None  # the latest protected in the bucket; None: off
+
+
+#: An arrived key, and where its catalog placed it (``Layouts.place``).
+Arrived = tuple[str, Placed | Refused]
+
+
 def register_manifests(
     keys: Sequence[str],
     *,
@@ -121,7 +140,16 @@ def register_manifests(
     holds: ObjectHolds | None = None,
     layouts: Layouts[LayoutStrategy],
 ) -> list[RegistrationResult | RegistrationFailed]:
-    """Record each manifest of ``keys``; one answer per key, in order.
+    """Record each manifest of ``keys``, each placed by ``layouts``: ``register_placed``."""
+    registrar = Registrar(ledger, store, clock, layouts, retry, combiner, streams, holds)
+    return register_placed([(key, layouts.place(key)) for key in keys], registrar)
+
+
+def register_placed(
+    arrived: Sequence[Arrived], registrar: Registrar
+) -> list[RegistrationResult | RegistrationFailed]:
+    """Record each manifest of ``arrived`` (placed once, by whoever received it); one
+    answer per key, in order.
 
     Each manifest is validated on its own; a lineage's commands are then committed
     together, a transaction per ``MAX_BATCH_COMMANDS``, through ``combiner`` (one writer
@@ -133,17 +161,18 @@ def register_manifests(
     published (``services/latest_pointer.py``); if that fails, the lineage's keys fail
     too, so their redelivery (a duplicate) publishes it again. With ``holds`` (the latest
     protected in the bucket), every valid manifest's files are held before the commit
-    (``services/latest_protection.py``). Each key is placed by ``layouts`` and checked by
-    its stream's strategy (``LayoutStrategy.register_command``: what registration checks);
-    ``latest.json`` is published only where the strategy says snapledger owns the pointer
+    (``services/latest_protection.py``). Each key is checked, as it was placed (one its
+    placement refused is recorded unplaceable, with the reason), by its stream's strategy
+    (``LayoutStrategy.register_command``: what registration checks); ``latest.json`` is
+    published only where the strategy says snapledger owns the pointer
     (a producer, e.g. Restate, owns its own).
     """
-    answers: list[RegistrationResult | RegistrationFailed | None] = [None] * len(keys)
+    ledger, store, clock = registrar.ledger, registrar.store, registrar.clock
+    answers: list[RegistrationResult | RegistrationFailed | None] = [None] * len(arrived)
     lineages: dict[tuple[str, int], list[tuple[int, SnapshotLocation, RegisterSnapshot]]] = {}
     manifests: dict[str, ManifestV1] = {}  # manifest key -> the manifest, when valid
     checked_by: dict[int, str] = {}  # index -> the layout whose strategy checked it
-    for index, key in enumerate(keys):
-        placed = layouts.place(key)
+    for index, (key, placed) in enumerate(arrived):
         if isinstance(placed, Refused):
             try:
                 ledger.record_unplaceable_manifest(key, placed.reason, clock.now())
@@ -155,7 +184,7 @@ def register_manifests(
         location = placed.location
         checked_by[index] = placed.strategy.name
         try:
-            command, manifest = placed.strategy.register_command(placed, store, holds)
+            command, manifest = placed.strategy.register_command(placed, store, registrar.holds)
         except Exception as failure:  # answered per key
             answers[index] = RegistrationFailed(key, failure)
             continue
@@ -167,13 +196,13 @@ def register_manifests(
         for index, answer in _register_lineage(
             members,
             manifests,
-            publishes_latest=layouts.for_stream(stream).owner == "snapledger",
+            publishes_latest=registrar.layouts.for_stream(stream).owner == "snapledger",
             ledger=ledger,
             store=store,
-            streams=streams,
+            streams=registrar.streams,
             clock=clock,
-            retry=retry,
-            combiner=combiner,
+            retry=registrar.retry,
+            combiner=registrar.combiner,
         ):
             answers[index] = answer
     return [
