@@ -66,16 +66,16 @@ bench: setup
 	$(UV) run --frozen python -m bench $(BENCH_ARGS)
 
 demo: setup
-	$(UV) run --frozen python -m snapledger.local.demo $(DEMO_ARGS)
+	$(UV) run --frozen python -m snapledger.demos.lifecycle $(DEMO_ARGS)
 
 # The real Restate 1.7.12 server's snapshots registered, retained, healed and restored from.
 demo-restate: setup
-	$(UV) run --frozen python -m snapledger.local.demo_restate $(DEMO_ARGS)
+	$(UV) run --frozen python -m snapledger.demos.restate $(DEMO_ARGS)
 
 # A Kafka Streams application's stores snapshotted, and an instance booted from them vs one
 # replaying the changelog (the real broker and application; docs/kafka-streams.md).
 demo-kafka: setup
-	$(UV) run --frozen python -m snapledger.local.demo_kafka $(DEMO_ARGS)
+	$(UV) run --frozen python -m snapledger.demos.kafka_streams $(DEMO_ARGS)
 
 # The same command cdk.json gives the CDK CLI.
 synth: setup

@@ -32,7 +32,7 @@ JOBS_DIR = REPO_ROOT / "jobs"
 JOB_ENTRYPOINT_NAME = "entrypoint.py"
 EVENTS_DIR = REPO_ROOT / "events"
 # Sub-packages of ``snapledger`` that only run on a workstation, never in Lambda.
-LAMBDA_EXCLUDED_SUBPACKAGES = ("local", "cli", "client", "kafka_streams")
+LAMBDA_EXCLUDED_SUBPACKAGES = ("local", "cli", "client", "kafka_streams", "demos")
 #: The modules of ``snapledger`` the job zip carries beside ``jobs/`` (standard library only):
 #: the layout, ULIDs, errors and job kinds, and the checksum and Parquet footer rules, shared by the
 #: functions and the jobs (tests/infra/test_units.py checks the jobs import no other).
