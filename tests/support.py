@@ -160,6 +160,7 @@ def make_runtime(ledger: DynamoLedger, store: ObjectStore, clock: Any, runner: A
     from snapledger.adapters.dynamodb_jobs import DynamoJobStore
     from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
     from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
+    from snapledger.adapters.dynamodb_producer_offsets import DynamoProducerOffsets
     from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
     from snapledger.core.compaction_trigger import CompactionConfig
     from snapledger.gc_settings import GcConfig
@@ -177,6 +178,7 @@ def make_runtime(ledger: DynamoLedger, store: ObjectStore, clock: Any, runner: A
         policies=DynamoPolicyStore(ledger.table_name, client=ledger.client),
         streams=DynamoStreamLog(ledger.table_name, client=ledger.client),
         gc=GcConfig(),
+        producer_offsets=DynamoProducerOffsets(ledger.table_name, client=ledger.client),
     )
 
 

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         ObjectHolds,
         ObjectStore,
         PolicyStore,
+        ProducerOffsetsStore,
         RegistrationQueue,
         SegmentStore,
         ShardQueue,
@@ -110,6 +111,7 @@ class Runtime:
     holds: ObjectHolds | None = None
     #: Each stream's snapshot layout (SNAPLEDGER_RESTATE_PREFIXES; native for the rest).
     layouts: LayoutCatalog = field(default_factory=_catalog)
+    producer_offsets: ProducerOffsetsStore | None = None  # the Fluss producers' registry
 
 
 @dataclass(frozen=True)
@@ -184,15 +186,11 @@ def build_runtime(settings: LedgerSettings) -> Runtime:
 
 
 class ComposedRuntime(Runtime):
-    """The runtime composed from a function's settings: each collaborator is built, with
-    its adapter's import and its boto3 client, the first time the function asks for it.
-
-    Each is a ``cached_property`` named as the ``Runtime`` field it provides (a class
-    attribute of the subclass, so it is found before the field's default): once built,
-    it is the instance's own value, as a field is. Two threads asking at once may both
-    build it; one is kept, which is harmless for these objects (a client, an adapter).
-    ``dataclasses.replace`` needs a plain ``Runtime``: ``replaced`` makes one.
-    """
+    """The runtime composed from a function's settings: each collaborator is built (its
+    adapter's import, its boto3 client) when the function first asks for it, by a
+    ``cached_property`` named as the ``Runtime`` field it provides (found before the field's
+    default; once built, the instance's own value). Two threads may both build it; one is
+    kept, harmless here. ``dataclasses.replace`` needs a plain ``Runtime``: ``replaced``."""
 
     settings: LedgerSettings
 
@@ -264,6 +262,12 @@ class ComposedRuntime(Runtime):
         from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
 
         return DynamoPolicyStore(self.settings.table, client=self._dynamodb)
+
+    @cached_property
+    def producer_offsets(self) -> ProducerOffsetsStore:
+        from snapledger.adapters.dynamodb_producer_offsets import DynamoProducerOffsets as Store
+
+        return Store(self.settings.table, client=self._dynamodb)
 
     @cached_property
     def streams(self) -> StreamLogStore:

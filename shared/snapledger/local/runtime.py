@@ -36,6 +36,7 @@ from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
 from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
+from snapledger.adapters.dynamodb_producer_offsets import DynamoProducerOffsets
 from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
 from snapledger.adapters.object_store import open_object_store
 from snapledger.adapters.object_store_file import FileObjectStore
@@ -229,6 +230,7 @@ class LocalRuntime:
             streams=DynamoStreamLog(self.table, client=client, ttl_window=self.ttl_window),
             gc=self.gc,
             layouts=layouts,
+            producer_offsets=DynamoProducerOffsets(self.table, client=client),
         )
         use_runtime(self.runtime)
         return self.runtime
