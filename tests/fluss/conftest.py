@@ -9,11 +9,20 @@ import itertools
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from snapledger.adapters.object_store_file import FileObjectStore
+from snapledger.client.control import Snapledger
+from snapledger.clock import SystemClock
 from snapledger.local.fluss_cluster import FlussCluster
 from snapledger.local.fluss_probe import BucketSnapshot, FlussProbe
+from snapledger.local.handlers import invoke
+from snapledger.runtime import runtime_override
+from tests.functions.support import POWERTOOLS_ENV
+from tests.support import make_runtime, moto_ledger
 
 #: Snapshots every second (the bound's floor) so tests wait little; 3 retained per bucket.
 SNAPSHOT_INTERVAL_S = 1
@@ -61,3 +70,19 @@ def wait_for_snapshots(
         if time.monotonic() > deadline:
             raise AssertionError(f"no snapshots reaching {covering} after {timeout_s}s: {latest}")
         time.sleep(1)
+
+
+class _InProcess:
+    def invoke(self, function: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return invoke(function, payload)
+
+
+@pytest.fixture
+def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Snapledger]:
+    """snapledger's client over the functions in-process, on a moto ledger."""
+    for name, value in POWERTOOLS_ENV.items():
+        monkeypatch.setenv(name, value)
+    with moto_ledger() as ledger:
+        runtime = make_runtime(ledger, FileObjectStore(tmp_path / "root"), SystemClock())
+        with runtime_override(runtime):
+            yield Snapledger(_InProcess())

@@ -61,8 +61,9 @@ public final class Probe {
             Configuration conf = new Configuration();
             conf.setString("bootstrap.servers", options.text("bootstrap"));
             TablePath path = tablePath(options.text("table"));
+            Action action = parse(args[0], options);
             try (Connection connection = ConnectionFactory.createConnection(conf)) {
-                run(args[0], options, connection, path);
+                action.run(connection, path);
             }
         } catch (Args.UsageError e) {
             System.err.println("fluss-probe: " + e.getMessage());
@@ -80,45 +81,76 @@ public final class Probe {
         return TablePath.of(parts[0], parts[1]);
     }
 
-    private static void run(String command, Args options, Connection connection, TablePath path) throws Exception {
-        Admin admin = connection.getAdmin();
+    /** A command with its options parsed: run once connected. */
+    @FunctionalInterface
+    interface Action {
+        void run(Connection connection, TablePath path) throws Exception;
+    }
+
+    /** The command's options are all read here, before any connection is made. */
+    private static Action parse(String command, Args options) {
         switch (command) {
-            case "create" -> create(admin, path, options.integer("buckets", 1, 1024));
+            case "create" -> {
+                int buckets = options.integer("buckets", 1, 1024);
+                return (connection, path) -> create(connection.getAdmin(), path, buckets);
+            }
             case "upsert" -> {
-                try (Table table = connection.getTable(path)) {
-                    int n = upsert(table, range(options), options.number("version", 0, Long.MAX_VALUE),
-                            options.integer("payload-bytes", 100, 0, 1 << 20));
-                    print(Map.of("upserted", n));
-                }
+                int[] range = range(options);
+                long version = options.number("version", 0, Long.MAX_VALUE);
+                int payloadBytes = options.integer("payload-bytes", 100, 0, 1 << 20);
+                return (connection, path) -> {
+                    try (Table table = connection.getTable(path)) {
+                        print(Map.of("upserted", upsert(table, range, version, payloadBytes)));
+                    }
+                };
             }
             case "delete" -> {
-                try (Table table = connection.getTable(path)) {
-                    print(Map.of("deleted", delete(table, range(options))));
-                }
+                int[] range = range(options);
+                return (connection, path) -> {
+                    try (Table table = connection.getTable(path)) {
+                        print(Map.of("deleted", delete(table, range)));
+                    }
+                };
             }
             case "read" -> {
-                try (Table table = connection.getTable(path)) {
-                    read(table, range(options));
-                }
+                int[] range = range(options);
+                return (connection, path) -> {
+                    try (Table table = connection.getTable(path)) {
+                        read(table, range);
+                    }
+                };
             }
-            case "snapshots" -> snapshots(admin, path);
-            case "offsets" -> offsets(admin, path).forEach((b, o) -> print(ordered("bucket", b, "offset", o)));
+            case "snapshots" -> {
+                return (connection, path) -> snapshots(connection.getAdmin(), path);
+            }
+            case "offsets" -> {
+                return (connection, path) -> offsets(connection.getAdmin(), path)
+                        .forEach((b, o) -> print(ordered("bucket", b, "offset", o)));
+            }
             case "write" -> {
-                try (Table table = connection.getTable(path)) {
-                    int written = upsert(table, range(options), options.number("version", 0, Long.MAX_VALUE), 100);
-                    int from = options.integer("delete-from", 0, Integer.MAX_VALUE);
-                    int to = options.integer("delete-to", from, Integer.MAX_VALUE);
-                    int deleted = delete(table, new int[] {from, to});
-                    print(ordered("written", written, "deleted", deleted));
-                    Thread.sleep(Long.MAX_VALUE); // no checkpoint ever comes: the test kills this process
-                }
+                int[] range = range(options);
+                long version = options.number("version", 0, Long.MAX_VALUE);
+                int from = options.integer("delete-from", 0, Integer.MAX_VALUE);
+                int to = options.integer("delete-to", from, Integer.MAX_VALUE);
+                return (connection, path) -> {
+                    try (Table table = connection.getTable(path)) {
+                        int written = upsert(table, range, version, 100);
+                        int deleted = delete(table, new int[] {from, to});
+                        print(ordered("written", written, "deleted", deleted));
+                        Thread.sleep(Long.MAX_VALUE); // no checkpoint ever comes: the test kills it
+                    }
+                };
             }
             case "undo" -> {
-                try (Table table = connection.getTable(path)) {
-                    Map<Integer, Long> ends = offsets(admin, path);
-                    Undo.Result result = Undo.run(table, options.offsets("offsets"), ends);
-                    print(ordered("records", result.records(), "restored", result.restored(), "removed", result.removed()));
-                }
+                Map<Integer, Long> from = options.offsets("offsets");
+                return (connection, path) -> {
+                    try (Table table = connection.getTable(path)) {
+                        Map<Integer, Long> ends = offsets(connection.getAdmin(), path);
+                        Undo.Result result = Undo.run(table, from, ends);
+                        print(ordered("records", result.records(), "restored", result.restored(),
+                                "removed", result.removed()));
+                    }
+                };
             }
             default -> throw new Args.UsageError("unknown command '" + command + "'");
         }
