@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -117,3 +119,23 @@ def test_a_missing_install_names_the_script_and_make_setup(tmp_path: Path):
         cluster.start()
     with pytest.raises(FlussClusterError, match="start"):
         _ = cluster.bootstrap_servers
+
+
+def test_the_install_script_does_nothing_when_the_jars_are_there(tmp_path: Path):
+    # Given the installed jars, and a PATH without java or mvn (a download would need both)
+    installed = FlussCluster(tmp_path).install_dir
+    if not (installed / "lib" / "fluss-server-0.7.0.jar").is_file():
+        pytest.skip("the Fluss server is not installed: make setup")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("bash", "dirname"):
+        (bin_dir / tool).symlink_to(shutil.which(tool) or f"/bin/{tool}")
+    script = Path(__file__).resolve().parents[2] / "tools" / "install-fluss.sh"
+    env = {"PATH": str(bin_dir), "SNAPLEDGER_FLUSS_DIR": str(installed)}
+    # When it runs again, it exits at once, fetching nothing
+    done = subprocess.run([str(script)], env=env, capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stderr) == (0, "")
+    # and an empty folder does need the tools, and says so
+    env["SNAPLEDGER_FLUSS_DIR"] = str(tmp_path / "empty")
+    missing = subprocess.run([str(script)], env=env, capture_output=True, text=True, check=False)
+    assert missing.returncode == 1 and "need Java 17+" in missing.stderr
