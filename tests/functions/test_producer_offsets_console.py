@@ -92,6 +92,11 @@ def _register_with(**changes: object) -> dict[str, object]:
             "offsets[0].offset",
             "required",
         ),
+        (
+            _register_with(offsets=[{"table_id": 3, "bucket": 0, "offset": "5"}]),
+            "offsets[0].offset",
+            "valid integer",
+        ),
         (_register_with(ttl_seconds=0), "ttl_seconds", "greater than or equal to 1"),
         (_register_with(ttl_seconds=2_592_001), "ttl_seconds", "less than or equal to 2592000"),
         (_register_with(ttl_seconds="60"), "ttl_seconds", "valid integer"),

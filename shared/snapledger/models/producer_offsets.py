@@ -10,7 +10,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Self
 
-from pydantic import AwareDatetime, Field, model_validator
+from pydantic import AwareDatetime, ConfigDict, Field, model_validator
 
 from snapledger.limits import (
     MAX_INT64,
@@ -36,7 +36,10 @@ class RegisterResult(StrEnum):
 
 class BucketOffset(Frozen):
     """One table bucket's log offset: Fluss's ``TableBucket`` (table id, partition id for a
-    partitioned table, bucket) and the offset the producer starts writing at."""
+    partitioned table, bucket) and the offset the producer starts writing at. Strict, as
+    console payloads are (``"5"`` is not an offset); the ledger item stores ints."""
+
+    model_config = ConfigDict(**Frozen.model_config, strict=True)
 
     table_id: int = Field(ge=0, le=MAX_INT64)
     partition_id: int | None = Field(default=None, ge=0, le=MAX_INT64)
