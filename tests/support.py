@@ -170,6 +170,7 @@ def make_runtime(
     from snapledger.adapters.dynamodb_jobs import DynamoJobStore
     from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
     from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
+    from snapledger.adapters.dynamodb_producer_offsets import DynamoProducerOffsets
     from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
 
     table, client = ledger.table_name, ledger.client
@@ -183,6 +184,7 @@ def make_runtime(
         "lineages": DynamoLineageIndex(table, client=client),
         "policies": DynamoPolicyStore(table, client=client),
         "streams": DynamoStreamLog(table, client=client),
+        "producer_offsets": DynamoProducerOffsets(table, client=client),
     }
     return _through_the_root(adapters, restate_prefixes, kafka_streams)
 

@@ -7,13 +7,16 @@ pydantic (no pydantic-settings) so the functions need nothing beyond the Powerto
 import os
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError, model_validator
 
 from snapledger.core.job_sizing import Capacity
 from snapledger.errors import InvalidRequestError
 from snapledger.limits import MAX_COUNT, MAX_HOURS
+
+if TYPE_CHECKING:
+    from snapledger.core.compaction_trigger import CompactionConfig
 
 ENV_PREFIX = "SNAPLEDGER_"
 # The environment variable names, for the CDK app and the local runtime.
@@ -161,3 +164,27 @@ def settings_from_env(
             for err in exc.errors()
         )
         raise InvalidRequestError(f"configuration is incomplete: {problems}") from exc
+
+
+def compaction_config(settings: "LedgerSettings") -> "CompactionConfig":
+    """The compaction thresholds the settings give: a default and per-stream overrides."""
+    from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds
+
+    default = CompactionThresholds(
+        records=settings.compaction_records, bytes=settings.compaction_bytes
+    )
+    return CompactionConfig(
+        default=default,
+        streams={
+            stream: default.model_copy(update=values)
+            for stream, values in settings.compaction_streams.items()
+        },
+    )
+
+
+def emr_capacity(settings: JobSettings) -> Capacity | None:
+    """The EMR Serverless application's maximum capacity, when the settings give it."""
+    vcpu, memory, disk = settings.emr_max_vcpu, settings.emr_max_memory_gb, settings.emr_max_disk_gb
+    if vcpu is None or memory is None or disk is None:
+        return None
+    return Capacity(vcpu, memory, disk)  # checked when the settings were read

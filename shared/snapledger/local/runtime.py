@@ -43,6 +43,7 @@ from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
 from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
+from snapledger.adapters.dynamodb_producer_offsets import DynamoProducerOffsets
 from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
 from snapledger.adapters.object_store import open_object_store
 from snapledger.adapters.object_store_file import FileObjectStore
@@ -251,6 +252,7 @@ class LocalRuntime:
             registration_queue=None,
             event_archive=None,
             holds=None,
+            producer_offsets=DynamoProducerOffsets(self.table, client=client),
         )
         self.runtime = replaced(composed)  # every collaborator built now: a bad setting fails here
         use_runtime(self.runtime)
