@@ -85,6 +85,7 @@ def compacted(
     broadcast_max_rows: int | None = None,
     merge_max_changes_per_state_row: float = MERGE_MAX_CHANGES_PER_STATE_ROW,
     merge_inputs: Mapping[int, DataFrame] | None = None,
+    merge_ranges: Mapping[int, int] | None = None,
 ) -> Iterator[CompactedState]:
     """``partition, key, value, lsn``: per partition and key, the last put, if no delete
     came after it; one Spark partition per lineage partition of ``partitions``, its rows
@@ -100,11 +101,14 @@ def compacted(
     in one frame of ``key, value, lsn, op`` (the state's rows as puts) read by one scan:
     the merge then reads that in place of the two (half the scans to plan and start),
     which ``states`` and ``changes`` may then leave out, when ``merges_into_state``.
+    ``merge_ranges`` gives, for a partition the merge splits, its number of key ranges
+    (jobs/split.py; absent or 1: one task).
     """
+    ranges = merge_ranges or {}
     merged = merge_inputs or {}
     no_changes = not changes and not merged  # whatever the bound ``changes_in`` says
     if no_changes or merges_into_state(changes_in, state_rows, merge_max_changes_per_state_row):
-        yield _merge_into_state(spark, states, changes, merged, partitions)
+        yield _merge_into_state(spark, states, changes, merged, partitions, ranges=ranges)
         return
     apart = [p for p in merged if p not in states or p not in changes]
     if apart:
@@ -128,7 +132,7 @@ def compacted(
             )
         else:
             winners.unpersist()  # not needed by the merge: free its memory for the sort
-            yield _merge_into_state(spark, states, changes, merged, partitions)
+            yield _merge_into_state(spark, states, changes, merged, partitions, ranges=ranges)
     finally:
         winners.unpersist()
 
@@ -157,12 +161,15 @@ def _merge_into_state(
     changes: Mapping[int, DataFrame],
     merge_inputs: Mapping[int, DataFrame],
     partitions: Sequence[int],
+    *,
+    ranges: Mapping[int, int],
 ) -> CompactedState:
     def branch(partition: int) -> DataFrame | None:
+        split = ranges.get(partition, 1)
         if partition in merge_inputs:  # the state's rows come as puts among the changes,
             # all older than every change: the window treats them alike
-            return _merged_partition(partition, None, merge_inputs[partition])
-        return _merged_partition(partition, states.get(partition), changes.get(partition))
+            return _merged_partition(partition, None, merge_inputs[partition], split)
+        return _merged_partition(partition, states.get(partition), changes.get(partition), split)
 
     # Each branch costs py4j round trips and an analysis in the JVM: built several at once.
     with ThreadPoolExecutor(max_workers=_BRANCH_THREADS) as pool:
@@ -173,16 +180,24 @@ def _merge_into_state(
     union = union_all([frame for _, frame in merged])
     if union is None:
         return CompactedState(spark.createDataFrame([], STATE_OUTPUT_TYPE), None)
+    if any(ranges.get(p, 1) > 1 for p, _ in merged):
+        # A split partition's ranges are as many tasks as its range partitioning made
+        # (fewer than asked when its keys are few): its files are placed by the
+        # partitioned write, in task order, which is key order.
+        return CompactedState(union, None)
     return CompactedState(union, tuple(p for p, _ in merged))
 
 
 def _merged_partition(
-    partition: int, state: DataFrame | None, changes: DataFrame | None
+    partition: int, state: DataFrame | None, changes: DataFrame | None, split: int = 1
 ) -> DataFrame | None:
     # The partition's state and changes are read by one task (coalesce: no shuffle), whose
     # one sort by (key, LSN descending) serves both the choice of each key's last record
     # (a window's first row) and the output order. The snapshot is already sorted by key,
-    # so the sort mostly merges the changes into it.
+    # so the sort mostly merges the changes into it. A split partition (jobs/split.py) is
+    # shuffled into ``split`` key ranges instead, one task each, in key order: the range
+    # partitioning clusters each key in one task, as the window needs, so each range's
+    # sort does the same work on its share of the rows.
     inputs = []
     if state is not None:
         inputs.append(state.selectExpr(*STATE_COLUMNS, f"'{OP_PUT}' AS op"))
@@ -191,7 +206,7 @@ def _merged_partition(
     rows = union_all(inputs)
     if rows is None:
         return None
-    last = rows.coalesce(1)
+    last = rows.repartitionByRange(split, "key") if split > 1 else rows.coalesce(1)
     if changes is not None:
         last = last.selectExpr("*", f"{_NEWEST_FIRST} AS recency").where(
             f"recency = 1 AND op = '{OP_PUT}'"
