@@ -26,9 +26,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", choices=CHOICES, default=list(CHOICES))
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds, after one warm-up")
     parser.add_argument("--workdir", type=Path, default=Path(".bench/work"))
+    parser.add_argument(
+        "--conf", action="append", default=[], help="KEY=VALUE: a Spark setting of the session"
+    )
     args = parser.parse_args(argv)
     workdir = args.workdir.resolve()
     spark = session()
+    for setting in args.conf:
+        key, _, value = setting.partition("=")
+        spark.conf.set(key, value)
     rows: list[dict[str, object]] = []
     try:
         if "main" in args.only:

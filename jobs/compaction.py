@@ -64,10 +64,12 @@ MERGE_MAX_CHANGES_PER_STATE_ROW = 1.0
 @dataclass(frozen=True)
 class CompactedState:
     """The compacted rows, ``partition, key, value, lsn``, one Spark partition per lineage
-    partition, its rows in key order; and, where it is known which Spark partition holds
-    which lineage partition, that map: Spark partition i holds ``task_partitions[i]``
-    (the merge's union keeps its branches' order), so the writer needs no partitioned
-    write. None for the join, whose shuffle decides."""
+    partition (or per key range of one: jobs/split.py), its rows in key order; and, where
+    it is known which Spark partition holds which lineage partition, that map: Spark
+    partition i holds ``task_partitions[i]`` (the merge's union keeps its branches'
+    order), so the writer needs no partitioned write, and the rows carry no ``partition``
+    column (without it, the merge's branches share their generated code). None for the
+    join, whose shuffle decides, and for a split merge."""
 
     frame: DataFrame
     task_partitions: tuple[int, ...] | None
@@ -164,12 +166,22 @@ def _merge_into_state(
     *,
     ranges: Mapping[int, int],
 ) -> CompactedState:
+    # A split partition's ranges are as many tasks as its range partitioning made (fewer
+    # than asked when its keys are few): the partitioned write places them, by the
+    # partition column, in task order, which is key order.
+    tagged = any(ranges.get(p, 1) > 1 for p in partitions)
+
     def branch(partition: int) -> DataFrame | None:
         split = ranges.get(partition, 1)
         if partition in merge_inputs:  # the state's rows come as puts among the changes,
             # all older than every change: the window treats them alike
-            return _merged_partition(partition, None, merge_inputs[partition], split)
-        return _merged_partition(partition, states.get(partition), changes.get(partition), split)
+            state, partition_changes = None, merge_inputs[partition]
+        else:
+            state, partition_changes = states.get(partition), changes.get(partition)
+        rows = _merged_partition(state, partition_changes, split)
+        if rows is None or not tagged:
+            return rows
+        return rows.selectExpr(f"{partition:d} AS partition", *STATE_COLUMNS)
 
     # Each branch costs py4j round trips and an analysis in the JVM: built several at once.
     with ThreadPoolExecutor(max_workers=_BRANCH_THREADS) as pool:
@@ -180,17 +192,15 @@ def _merge_into_state(
     union = union_all([frame for _, frame in merged])
     if union is None:
         return CompactedState(spark.createDataFrame([], STATE_OUTPUT_TYPE), None)
-    if any(ranges.get(p, 1) > 1 for p, _ in merged):
-        # A split partition's ranges are as many tasks as its range partitioning made
-        # (fewer than asked when its keys are few): its files are placed by the
-        # partitioned write, in task order, which is key order.
+    if tagged:
         return CompactedState(union, None)
     return CompactedState(union, tuple(p for p, _ in merged))
 
 
 def _merged_partition(
-    partition: int, state: DataFrame | None, changes: DataFrame | None, split: int = 1
+    state: DataFrame | None, changes: DataFrame | None, split: int = 1
 ) -> DataFrame | None:
+    """``key, value, lsn``: one partition's last put per key, in key order."""
     # The partition's state and changes are read by one task (coalesce: no shuffle), whose
     # one sort by (key, LSN descending) serves both the choice of each key's last record
     # (a window's first row) and the output order. The snapshot is already sorted by key,
@@ -213,7 +223,9 @@ def _merged_partition(
         )
     else:  # a snapshot alone is one row per key; its files are read in any order
         last = last.sortWithinPartitions("key")
-    return last.selectExpr(f"{partition:d} AS partition", *STATE_COLUMNS)
+    # No partition literal here: branches that differ only in it would each get their
+    # own generated classes, compiled by Janino and then by the JIT once per partition.
+    return last.selectExpr(*STATE_COLUMNS)
 
 
 def _join_broadcast_winners(

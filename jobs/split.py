@@ -41,12 +41,19 @@ def split_min_rows(spark: SparkSession) -> int:
 
 
 def cores(spark: SparkSession) -> int:
-    """The cores the job's tasks run on: the executors it was started with (EMR
-    Serverless: ``spark.executor.instances`` x ``spark.executor.cores``, which the
-    launch sets, since executors may not have registered yet), else Spark's default
-    parallelism (a local session: its threads)."""
+    """The cores the job's tasks run on (``planned_cores``) in this session."""
     conf = spark.sparkContext.getConf()
-    instances = conf.get("spark.executor.instances")
-    per_executor = conf.get("spark.executor.cores")
+    return planned_cores(
+        conf.get("spark.executor.instances"),
+        conf.get("spark.executor.cores"),
+        int(spark.sparkContext.defaultParallelism),
+    )
+
+
+def planned_cores(instances: str | None, per_executor: str | None, default: int) -> int:
+    """The executors the job was started with (EMR Serverless: ``spark.executor.instances``
+    x ``spark.executor.cores``, which the launch sets, since executors may not have
+    registered yet when the job plans), else Spark's default parallelism (a local
+    session: its threads)."""
     planned = int(instances) * int(per_executor) if instances and per_executor else 0
-    return max(planned, int(spark.sparkContext.defaultParallelism), 1)
+    return max(planned, default, 1)

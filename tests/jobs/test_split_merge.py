@@ -23,7 +23,7 @@ from jobs_support import (
 
 from jobs.args import JobArgs
 from jobs.job import run_job
-from jobs.split import SPLIT_MIN_ROWS_SETTING, merge_ranges
+from jobs.split import SPLIT_MIN_ROWS_SETTING, merge_ranges, planned_cores
 
 HOT_ROWS, COLD_ROWS = 3000, 60
 
@@ -39,6 +39,17 @@ def test_only_a_partition_over_a_cores_share_is_split() -> None:
     # never ranges smaller than the minimum
     assert merge_ranges({0: 900, 1: 50, 2: 50}, cores=8, min_rows=300)[0] == 3
     assert merge_ranges({0: 900}, cores=8, min_rows=1000) == {0: 1}
+    # docs/jobs.md, "Sizing": 3 executors of 4 cores, 90% of 400 GiB's rows in one
+    # partition, the rest over 63: 11 ranges for the hot one, the others whole
+    rows = {0: 9_000_000_000, **dict.fromkeys(range(1, 64), 1_000_000_000 // 63)}
+    ranges = merge_ranges(rows, cores=planned_cores("3", "4", 2), min_rows=1_000_000)
+    assert ranges[0] == 11 and set(ranges.values()) == {11, 1}
+
+
+def test_the_cores_are_the_planned_executors_else_the_default_parallelism() -> None:
+    assert planned_cores("3", "4", 2) == 12
+    assert planned_cores(None, "4", 2) == 2
+    assert planned_cores("1", "1", 8) == 8
 
 
 def _records(rows: int, keys: int, seed: int) -> list[Record]:
