@@ -5,6 +5,7 @@ rows and checksums; and a snapshot written so restores like any other."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -146,3 +147,46 @@ def test_a_split_hot_partition_restores_compacts_and_reads_as_one_sorted_run(
     for partition, state in expected.items():
         assert read_state(tmp_path, f"restores/again-split/{partition}/") == state
         assert read_state(tmp_path, f"restores/again-whole/{partition}/") == state
+
+
+@pytest.mark.spark
+def test_a_split_partition_is_one_range_shuffle_whose_tasks_hold_contiguous_key_ranges(
+    spark,
+) -> None:
+    import io
+    from contextlib import redirect_stdout
+
+    from pyspark.sql import functions as F  # noqa: N812
+
+    from jobs.compaction import compacted
+
+    records = _records(2000, 500, 3)
+    state = oracle(records, 999)
+    states = {0: spark.createDataFrame(
+        [(k, v, n) for k, (v, n) in sorted(state.items())], "key string, value binary, lsn long"
+    )}  # fmt: skip
+    changes = {0: spark.createDataFrame(
+        [(r.key, r.value, r.lsn, r.op) for r in records[1000:]],
+        "key string, value binary, lsn long, op string",
+    )}  # fmt: skip
+    with compacted(
+        spark, states, changes, partitions=(0,), changes_in=1000, state_rows=len(state),
+        merge_max_changes_per_state_row=10.0, merge_ranges={0: 3},
+    ) as result:  # fmt: skip
+        assert result.task_partitions is None  # placed by the partitioned write
+        plan = io.StringIO()
+        with redirect_stdout(plan):
+            result.frame.explain()
+        ranges = (
+            result.frame.groupBy(F.spark_partition_id().alias("task"))
+            .agg(F.min("key").alias("low"), F.max("key").alias("high"), F.count("*").alias("n"))
+            .orderBy("task")
+            .collect()
+        )
+        rows = result.frame.collect()
+    assert plan.getvalue().count("Exchange") == 1 and "rangepartitioning" in plan.getvalue()
+    assert len(ranges) > 1
+    assert all(a["high"] < b["low"] for a, b in itertools.pairwise(ranges))
+    expected = oracle(records, 1999)
+    assert {r["key"]: (bytes(r["value"]), r["lsn"]) for r in rows} == expected
+    assert {r["partition"] for r in rows} == {0}
