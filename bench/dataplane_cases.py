@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,9 +102,17 @@ def generate(spark: Any, workdir: Path, case: Case, stream: str = "bench") -> Ge
 
 
 def run_case(
-    spark: Any, workdir: Path, case: Case, *, rounds: int, warm_up: int = 1
+    spark: Any,
+    workdir: Path,
+    case: Case,
+    *,
+    rounds: int,
+    warm_up: int = 1,
+    split_min_rows: int | None = None,
 ) -> dict[str, object]:
-    """Generate ``case``, snapshot it at 90%, and time full replay against restore."""
+    """Generate ``case``, snapshot it at 90%, and time full replay against restore. With
+    ``split_min_rows``, also the same restore with that ``splitMinRows`` (jobs/split.py),
+    interleaved with them (``restore_split_*``): the hot partition merged as key ranges."""
     from jobs.args import JobArgs
     from jobs.job import run_job
 
@@ -125,20 +134,34 @@ def run_case(
     snapshot = job("snap90", "bootstrap", targets=at_90)
     bases = {p.partition: p.prefix for p in snapshot.partitions}
     cpu = jvm_cpu_clock(spark)
-    timed = interleaved(
-        {
-            "full": (lambda: job("full-replay"), cpu),
-            "restore": (lambda: job("restore-90", bases=bases), cpu),
-        },
-        rounds=rounds,
-        warm_up=warm_up,
-    )
+    actions = {
+        "full": (lambda: job("full-replay"), cpu),
+        "restore": (lambda: job("restore-90", bases=bases), cpu),
+    }
+    if split_min_rows is not None:
+        actions["split"] = (lambda: _split_at(spark, split_min_rows, job, bases), cpu)
+    timed = interleaved(actions, rounds=rounds, warm_up=warm_up)
     (full_t, full), (restore_t, restored) = timed["full"], timed["restore"]
     expected = fingerprint(workdir, full)
     got = fingerprint(workdir, restored)
     assert got == expected, f"{case.name}: restore differs from full replay: {got} != {expected}"
     rows_full = sum(p.rows_read for p in full.partitions)
     rows_restore = sum(p.rows_read for p in restored.partitions)
+    split: dict[str, object] = {}
+    if "split" in timed:
+        split_t, split_result = timed["split"]
+        got = fingerprint(workdir, split_result)
+        assert got == expected, f"{case.name}: split restore differs: {got} != {expected}"
+        split = {
+            "split_min_rows": split_min_rows,
+            **split_t.figures("restore_split"),
+            "restore_split_speedup_vs_ideal_cpu": ratio(
+                full_t.cpu.median / split_t.cpu.median, rows_full / rows_restore
+            ),
+            "restore_split_speedup_vs_ideal": ratio(
+                full_t.wall.median / split_t.wall.median, rows_full / rows_restore
+            ),
+        }
     return {
         "case": case.name,
         "rows": case.rows,
@@ -148,7 +171,23 @@ def run_case(
         "generate_s": round(generate_s, 1),
         **restore_figures(full_t, restore_t, rows_full, rows_restore),
         "restore_stage_seconds": restored.stage_seconds,
+        **split,
     }
+
+
+def _split_at(spark: Any, rows: int, job: Callable[..., Any], bases: dict[int, str]) -> Any:
+    """The restore with ``splitMinRows`` = ``rows``, the session's setting put back after."""
+    from jobs.split import SPLIT_MIN_ROWS_SETTING
+
+    before = spark.conf.get(SPLIT_MIN_ROWS_SETTING, None)
+    spark.conf.set(SPLIT_MIN_ROWS_SETTING, str(rows))
+    try:
+        return job("restore-90-split", bases=bases)
+    finally:
+        if before is None:
+            spark.conf.unset(SPLIT_MIN_ROWS_SETTING)
+        else:
+            spark.conf.set(SPLIT_MIN_ROWS_SETTING, before)
 
 
 def restore_figures(

@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from bench.bench_dataplane import cases_for, scaling_table, session
+from bench.bench_dataplane import cases_for, scaling_table, session, skew_split_min_rows
 from bench.dataplane_cases import fixed_cost, run_case
 
 CHOICES = ("main", "fixed", "4x", "64", "skew")
@@ -49,7 +49,13 @@ def main(argv: list[str] | None = None) -> int:
         shapes = dict(zip(("4x", "64", "skew"), cases_for("default", args.rows), strict=True))
         for name, (case, _) in shapes.items():
             if name in args.only:
-                row = run_case(spark, workdir / "dataplane-case", case, rounds=args.rounds)
+                row = run_case(
+                    spark,
+                    workdir / "dataplane-case",
+                    case,
+                    rounds=args.rounds,
+                    split_min_rows=skew_split_min_rows(case),
+                )
                 print(json.dumps({name: row}), flush=True)
                 rows.append(row)
     finally:

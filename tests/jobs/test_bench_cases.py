@@ -81,3 +81,18 @@ def test_interleaved_rounds_run_each_action_in_turn_after_the_warm_up() -> None:
     assert timed["a"][1] == 7  # the last run's result
     assert timed["a"][0].cpu == Spread(1.0, 1.0, 1.0)  # each run read the clock twice
     assert Spread.of([3.0, 1.0, 2.0]) == Spread(2.0, 1.0, 3.0)
+
+
+def test_a_skewed_case_also_times_its_restore_split_and_checks_it_first(spark, tmp_path) -> None:
+    from bench.bench_dataplane import skew_split_min_rows
+
+    case = Case(rows=4000, partitions=4, skew=0.9)
+    assert skew_split_min_rows(case) == 40 and skew_split_min_rows(Case(rows=4000)) is None
+    row = run_case(spark, tmp_path / "case", case, rounds=1, warm_up=0, split_min_rows=40)
+    assert row["split_min_rows"] == 40
+    assert float(row["restore_split_cpu_s"]) > 0  # type: ignore[arg-type]
+    assert float(row["restore_split_speedup_vs_ideal_cpu"]) > 0  # type: ignore[arg-type]
+    # the split restore's output was checked equal to the full replay's: its hot partition
+    # is in several files
+    hot = sorted((tmp_path / "case" / "restores" / "restore-90-split" / "0").glob("part-*"))
+    assert len(hot) > 1
