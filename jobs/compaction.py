@@ -25,7 +25,10 @@ are read by one task (coalesce: no shuffle at all), whose one sort by (key, LSN
 descending) serves both the choice of each key's last record (a window's first row) and
 the output order; the snapshot being sorted already, that sort mostly merges the changes
 into it. This saves the winners' own aggregation and broadcast, and a shuffle by
-partition (docs/jobs.md, "Measurements").
+partition (docs/jobs.md, "Measurements"). A partition holding more than a core's share of the
+job's rows is split into key ranges instead, one task each (jobs/split.py: one range
+shuffle of that partition's rows), so that it does not keep one core busy while the
+others wait; its ranges come in key order, so its files still form one sorted run.
 
 LSNs are unique within a partition (validation checks the changelog), so a winning
 (partition, LSN) names exactly one change row, and every change is newer than the state.
