@@ -41,7 +41,7 @@ from tests.support import create_ledger, local_client, make_runtime
 pytestmark = [pytest.mark.restate, pytest.mark.slow, pytest.mark.ddblocal]
 
 STREAM = "payments"
-LAYOUTS = LayoutCatalog({PREFIX: STREAM})
+LAYOUTS = LayoutCatalog.of({PREFIX: STREAM})
 PARTITIONS = 2
 #: Restate keeps 4 (num-retained); snapledger's policy keeps 2 newest, none younger than 1 h.
 NUM_RETAINED = 4

@@ -30,7 +30,7 @@ from tests.support import make_runtime
 
 __all__ = ["clock", "ledger", "store"]
 
-LAYOUTS = LayoutCatalog({PREFIX: STREAM})
+LAYOUTS = LayoutCatalog.of({PREFIX: STREAM})
 LINEAGE = LineageId(stream=STREAM, partition=0)
 LATEST = f"{PREFIX}/0/latest.json"
 CONFIG = GcConfig(default_min_count=2, default_min_age_hours=1)

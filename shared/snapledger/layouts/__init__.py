@@ -14,17 +14,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-#: The layouts snapledger reads.
-LayoutName = Literal["native", "restate", "kafka-streams"]
+#: A layout's name: one of ``layouts/registry.py``'s ``LAYOUT_NAMES`` (the registry is the
+#: one list of the layouts snapledger reads; the layout map's check refuses any other).
+LayoutName = str
 #: Who writes a lineage's pointer object: snapledger (native), or the producer (foreign
 #: layouts; snapledger then writes it only to heal or on an operator's restore-from-chosen,
 #: always by compare-and-swap).
 PointerOwner = Literal["snapledger", "producer"]
 
-POINTER_OWNERS: dict[LayoutName, PointerOwner] = {
-    "native": "snapledger",
-    "restate": "producer",
-    "kafka-streams": "snapledger",
-}
-
-__all__ = ["POINTER_OWNERS", "LayoutName", "PointerOwner"]
+__all__ = ["LayoutName", "PointerOwner"]
