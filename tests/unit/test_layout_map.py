@@ -155,9 +155,9 @@ def test_the_catalog_built_from_the_map_answers_each_layout_for_its_streams():
 
 def test_every_per_layout_list_derives_from_the_registry():
     # (a layout added to the registry needs no line here)
-    assert LAYOUT_NAMES == tuple(r.name for r in REGISTRY)
+    assert tuple(r.name for r in REGISTRY) == LAYOUT_NAMES
     assert {"native", "restate", "kafka-streams"} <= set(LAYOUT_NAMES)
-    assert ROOTED == tuple(r.name for r in REGISTRY if r.rooted) and "restate" in ROOTED
+    assert tuple(r.name for r in REGISTRY if r.rooted) == ROOTED and "restate" in ROOTED
     assert set(MANIFEST_NAMES) == {r.manifest_name for r in REGISTRY}
     assert {"_manifest.json", restate_keys.METADATA_NAME} <= set(MANIFEST_NAMES)
     for entry in REGISTRY:  # each strategy says what the registry says of it
