@@ -5,9 +5,10 @@ A layout is one strategy (``snapledger.strategies``) satisfying ``LayoutStrategy
 object, what GC may delete and how a consumer boots from it. This package, below the
 services, holds what they may know of a layout: the protocols (``strategy.py``, and
 ``lineage.py``'s ``Layouts``: the catalog they are given), the keys (``native_keys.py``;
-Restate's ``restate_keys.py``, ``restate_prefix.py`` and the documents in ``restate.py``)
-and the configuration check (``lineage.py``: ``layout_config``). Pure: the I/O is the
-services', which the strategies bind (docs/layouts.md).
+Restate's ``restate_keys.py``, ``restate_prefix.py`` and the documents in ``restate.py``),
+the registry of layouts and their facts (``registry.py``) and the layout map checked
+against it (``layout_map.py``). Pure: the I/O is the services', which the strategies bind
+(docs/layouts.md).
 """
 
 from __future__ import annotations
