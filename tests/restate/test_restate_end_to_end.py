@@ -102,7 +102,9 @@ def world(tmp_path_factory: pytest.TempPathFactory, dynamodb_local: Any) -> Iter
         ledger = create_ledger(local_client(dynamodb_local.endpoint_url))
         store = open_object_store(f"s3://{BUCKET}", s3_client=harness.s3)
         clock = ManualClock()
-        rt = make_runtime(ledger, store, clock, restate_prefixes={PREFIX: STREAM})
+        rt = make_runtime(
+            ledger, store, clock, layouts={PREFIX: {"layout": "restate", "stream": STREAM}}
+        )
         world_timings: dict[str, float] = {}
         with runtime_override(rt):
             yield World(harness, rt, Router(store, HANDLERS, rt.layouts), clock, {}, world_timings)

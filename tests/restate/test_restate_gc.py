@@ -235,7 +235,9 @@ def test_a_partition_with_no_registered_snapshot_has_its_failed_uploads_swept_to
     write_latest(store, unregistered, [unregistered])
     age_objects(store, f"{PREFIX}/1/", clock.now() - timedelta(hours=48))
     age_objects(store, recent.location.folder, clock.now() - timedelta(hours=1))
-    runtime = make_runtime(ledger, store, clock, restate_prefixes={PREFIX: STREAM})
+    runtime = make_runtime(
+        ledger, store, clock, layouts={PREFIX: {"layout": "restate", "stream": STREAM}}
+    )
     sweeping = replace(deps(ledger, store, clock), register=manifest_registrar(runtime))
     # When GC runs
     report = run_gc(sweeping, config=CONFIG)
