@@ -21,7 +21,7 @@ Tests and the local runtime hand in their own with ``use_runtime(rt)`` (or the
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
     from snapledger.core.compaction_trigger import CompactionConfig
     from snapledger.gc_settings import GcConfig
+    from snapledger.layouts.layout_map import LayoutMap
     from snapledger.ports import (
         JobRunner,
         JobStore,
@@ -78,15 +79,13 @@ DYNAMODB_CLIENT_CONFIG = CLIENT_CONFIG.merge(Config(parameter_validation=False))
 LOCAL_REGION = "us-east-1"
 
 
-def _catalog(
-    restate_prefixes: Mapping[str, str] | None = None, kafka_streams: Iterable[str] = ()
-) -> LayoutCatalog:
-    """Each stream's layout strategy (``strategies/catalog.py``), built the first time a
-    function asks for it: the strategies load the registration checks and the GC steps
-    they bind, which a function that reads no snapshot never imports (issue 29)."""
+def _catalog(layouts: LayoutMap | None = None) -> LayoutCatalog:
+    """Each stream's layout strategy (``strategies/catalog.py``), built from the layout map
+    the first time a function asks for it: the strategies load the registration checks and
+    the GC steps they bind, which a function that reads no snapshot never imports (issue 29)."""
     from snapledger.strategies.catalog import LayoutCatalog
 
-    return LayoutCatalog(restate_prefixes, kafka_streams)
+    return LayoutCatalog(layouts)
 
 
 @dataclass(frozen=True)
@@ -111,7 +110,7 @@ class Runtime:
     event_archive: EventArchive | None = None  # where events past the TTL window are
     #: Legal holds on snapshot objects (SNAPLEDGER_PROTECT_LATEST); None: not protected.
     holds: ObjectHolds | None = None
-    #: Each stream's snapshot layout (SNAPLEDGER_RESTATE_PREFIXES; native for the rest).
+    #: Each stream's snapshot layout (the layout map, SNAPLEDGER_LAYOUTS; native for the rest).
     layouts: LayoutCatalog = field(default_factory=_catalog)
     producer_offsets: ProducerOffsetsStore | None = None  # the Fluss producers' registry
 
@@ -287,7 +286,9 @@ class ComposedRuntime(Runtime):
 
     @cached_property
     def layouts(self) -> LayoutCatalog:
-        return _catalog(self.settings.restate_prefixes, self.settings.kafka_streams_streams)
+        from snapledger.layouts.layout_map import settings_layout_map
+
+        return _catalog(settings_layout_map(self.settings))
 
     @cached_property
     def _dynamodb(self) -> DynamoDBClient:
