@@ -11,13 +11,16 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p 'process
 KAFKA_APP_JAR := kafka/app/target/kafka-streams-totals.jar
 # The Kafka Streams task-folder seeder (kafka/seeder; docs/kafka-streams-format.md), likewise.
 SEEDER_JAR := kafka/seeder/target/kafka-seeder.jar
+# The Fluss client program (fluss/client; docs/fluss.md), likewise.
+FLUSS_PROBE_JAR := fluss/client/target/fluss-probe.jar
 # The test processes `make test` runs the suite in (pytest-xdist; 0: one process, no workers).
 TEST_WORKERS ?= 2
 
 .PHONY: setup test lint format bench demo demo-restate demo-kafka synth schema clean
 
 setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar .local/restate/bin/restate-server \
-	.local/aws-sdk-v2/.installed .local/kafka/libs/kafka_2.13-4.4.0.jar $(KAFKA_APP_JAR) $(SEEDER_JAR)
+	.local/aws-sdk-v2/.installed .local/kafka/libs/kafka_2.13-4.4.0.jar $(KAFKA_APP_JAR) $(SEEDER_JAR) \
+	.local/fluss/lib/fluss-server-0.7.0.jar $(FLUSS_PROBE_JAR)
 
 .venv/.synced: pyproject.toml uv.lock
 	$(UV) sync --frozen
@@ -40,6 +43,14 @@ $(KAFKA_APP_JAR): kafka/app/pom.xml $(shell find kafka/app/src -type f 2>/dev/nu
 
 $(SEEDER_JAR): kafka/seeder/pom.xml $(shell find kafka/seeder/src/main -type f 2>/dev/null)
 	mvn -B -q $(MAVEN_ARGS) -f kafka/seeder/pom.xml -DskipTests package
+
+# The Fluss 0.7.0 servers' jars (ZooKeeper bundled) from Maven Central into .local/fluss/lib.
+.local/fluss/lib/fluss-server-0.7.0.jar:
+	tools/install-fluss.sh
+
+# The Fluss client program the Fluss tests run (fluss/client): the jar and its lib/ folder.
+$(FLUSS_PROBE_JAR): fluss/client/pom.xml $(shell find fluss/client/src -type f 2>/dev/null)
+	mvn -B -q $(MAVEN_ARGS) -f fluss/client/pom.xml package
 
 # The AWS SDK for Java v2 S3 client for a local Spark driver (EMR's images ship it): ~8 MB.
 .local/aws-sdk-v2/.installed: tools/aws-sdk-v2.jars
@@ -66,16 +77,16 @@ bench: setup
 	$(UV) run --frozen python -m bench $(BENCH_ARGS)
 
 demo: setup
-	$(UV) run --frozen python -m snapledger.local.demo $(DEMO_ARGS)
+	$(UV) run --frozen python -m snapledger.demos.lifecycle $(DEMO_ARGS)
 
 # The real Restate 1.7.12 server's snapshots registered, retained, healed and restored from.
 demo-restate: setup
-	$(UV) run --frozen python -m snapledger.local.demo_restate $(DEMO_ARGS)
+	$(UV) run --frozen python -m snapledger.demos.restate $(DEMO_ARGS)
 
 # A Kafka Streams application's stores snapshotted, and an instance booted from them vs one
 # replaying the changelog (the real broker and application; docs/kafka-streams.md).
 demo-kafka: setup
-	$(UV) run --frozen python -m snapledger.local.demo_kafka $(DEMO_ARGS)
+	$(UV) run --frozen python -m snapledger.demos.kafka_streams $(DEMO_ARGS)
 
 # The same command cdk.json gives the CDK CLI.
 synth: setup
@@ -85,4 +96,4 @@ schema: setup
 	$(UV) run --frozen python -m snapledger.models.schema_export
 
 clean:
-	rm -rf .venv .local .bench cdk.out .pytest_cache .mypy_cache .ruff_cache kafka/*/target
+	rm -rf .venv .local .bench cdk.out .pytest_cache .mypy_cache .ruff_cache kafka/*/target fluss/*/target

@@ -1,9 +1,9 @@
 """Data-plane benchmark: restore vs full replay, compaction vs the I/O floor and DuckDB.
 
 ``run(config)`` generates a changelog of ``config.rows`` records over 4 partitions, then
-times, in one local SparkSession (best of three interleaved rounds, after one untimed
-round: the JVM's JIT compiles each job's code paths over its first runs, and a restore
-ran 4.5 s cold, 2.9 s warm at 10M rows). Like the local runner's, the session keeps
+times, in one local SparkSession (three interleaved rounds, after one untimed round: the
+JVM's JIT compiles each job's code paths over its first runs, and a restore ran 4.5 s
+cold, 2.9 s warm at 10M rows). Like the local runner's, the session keeps
 the classes Spark generates for 1000 queries' operators, so that the interleaved jobs do
 not evict and compile again each other's:
 
@@ -16,48 +16,56 @@ not evict and compile again each other's:
 - DuckDB: the same compaction (last put per key, sorted) as one DuckDB query.
 
 Every output is checked equal (row count and an order-independent hash of partition, key,
-value, lsn) before any time is reported. Beside wall seconds it reports CPU seconds (the
-JVM's for Spark, this process's for DuckDB, from /proc on Linux): on a shared machine the
-wall clock swings by half from run to run, CPU time much less.
+value, lsn) before any time is reported. Every figure is wall and CPU seconds, the median
+of the rounds with their min and max (``dataplane_timing.py``: the CPU seconds of the JVM
+and of this Python driver for Spark, this process's for DuckDB); on a shared machine the
+wall clock swings by half from run to run, so the ratios the bars read are CPU-second
+ratios (``restore_speedup_vs_ideal_cpu``, ``compaction_vs_duckdb_cpu``,
+``job_fixed_cost_vs_tiny_write_floor_cpu``), the wall ones kept as information.
 
 Then, in the same session (``dataplane_cases.py``): a job's fixed cost (a restore of a few
-thousand rows ÷ an empty Spark job) and a scaling table of full replay against restore
-at production shapes, each output checked equal first: 20M rows, 64 partitions, one
-partition holding 90% of the rows (``--dataplane-cases default``); ``all`` adds 50M rows
-and the memory-bound case (``dataplane_memory.py``: a new process with a 512 MiB heap);
-``none`` runs the comparison above only. ``restore_speedup_vs_ideal_20m`` is the 20M
-case's, best of three interleaved rounds like the figures above.
+thousand rows ÷ an empty Spark job, ÷ the least job that reads and writes its inputs)
+and a scaling table of full replay against restore at production shapes, each output
+checked equal first: 4x the rows (20M at the default 5M), 64 partitions of the same 4x
+(312,500 rows each: the same CPU seconds per row as 4 partitions is the aim), one
+partition holding 90% of the rows (``--dataplane-cases default``); ``all`` adds 10x the
+rows and the memory-bound case (``dataplane_memory.py``: a new process with a 512 MiB
+heap); ``none`` runs the comparison above only. ``restore_speedup_vs_ideal_cpu_20m`` is
+the 20M case's. ``python -m bench.dataplane_run`` runs chosen cases alone.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import resource
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.dataplane_cases import SEGMENTS_PER_PARTITION, Case, fingerprint, fixed_cost, run_case
+from bench.dataplane_cases import (
+    SEGMENTS_PER_PARTITION,
+    Case,
+    fingerprint,
+    fixed_cost,
+    restore_figures,
+    run_case,
+)
+from bench.dataplane_timing import interleaved, jvm_cpu_clock, own_cpu_clock, ratio
 
 PARTITIONS = (0, 1, 2, 3)
 ROUNDS = 3
 WARM_UP_ROUNDS = 1  # run, not timed
 
 
-def run(config: Any) -> dict[str, object]:
+def session() -> Any:
+    """The bench's local SparkSession, configured as the local runner's."""
     from pyspark.sql import SparkSession
 
     from snapledger.local.spark_runner import LOCAL_SESSION_CONF
 
-    workdir = Path(config.workdir).resolve() / "dataplane"
-    shutil.rmtree(workdir, ignore_errors=True)
-    workdir.mkdir(parents=True)
     builder = (
         SparkSession.builder.master("local[*]")
         .appName("snapledger-bench")
@@ -70,6 +78,14 @@ def run(config: Any) -> dict[str, object]:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def run(config: Any) -> dict[str, object]:
+    workdir = Path(config.workdir).resolve() / "dataplane"
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    spark = session()
     cases = getattr(config, "dataplane_cases", "default")
     try:
         figures = _run(spark, workdir, int(config.rows))
@@ -78,14 +94,21 @@ def run(config: Any) -> dict[str, object]:
         figures.update(fixed_cost(spark, workdir.parent / "dataplane-tiny"))
         scaling = [_main_case_row(figures)]
         rows = int(config.rows)
-        for case, rounds in _cases(cases, rows):
+        for case, rounds in cases_for(cases, rows):
             print(f"   case {case.name} ...", flush=True)
-            scaling.append(run_case(spark, workdir.parent / "dataplane-case", case, rounds=rounds))
+            scaling.append(
+                run_case(
+                    spark,
+                    workdir.parent / "dataplane-case",
+                    case,
+                    rounds=rounds,
+                    split_min_rows=skew_split_min_rows(case),
+                )
+            )
             if case == Case(rows=4 * rows):  # 20M at the default 5M
                 label = f"{4 * rows / 1e6:g}m".replace(".", "_")
-                figures[f"restore_speedup_vs_ideal_{label}"] = scaling[-1][
-                    "restore_speedup_vs_ideal"
-                ]
+                for name in ("restore_speedup_vs_ideal_cpu", "restore_speedup_vs_ideal"):
+                    figures[f"{name}_{label}"] = scaling[-1][name]
     finally:
         spark.stop()
     if cases == "all":
@@ -95,17 +118,25 @@ def run(config: Any) -> dict[str, object]:
     return figures
 
 
-def _cases(which: str, rows: int) -> list[tuple[Case, int]]:
-    """The scaling cases beyond the main comparison of ``rows`` (5M: 20M, 5M over 64
-    partitions, 5M with 90% in one; and with ``all``, 50M), each with its timed rounds."""
+def cases_for(which: str, rows: int) -> list[tuple[Case, int]]:
+    """The scaling cases beyond the main comparison of ``rows`` (5M: 20M, 20M over 64
+    partitions, 5M with 90% in one; and with ``all``, 50M), each with its timed rounds.
+    The skewed one also times its restore split (``SKEW_SPLIT_MIN_ROWS``)."""
     cases = [
         (Case(rows=4 * rows), ROUNDS),
-        (Case(rows=rows, partitions=64), ROUNDS),
+        (Case(rows=4 * rows, partitions=64), ROUNDS),
         (Case(rows=rows, skew=0.9), ROUNDS),
     ]
     if which == "all":
         cases.append((Case(rows=10 * rows), 1))
     return cases
+
+
+def skew_split_min_rows(case: Case) -> int | None:
+    """For a skewed case, a ``splitMinRows`` that splits its hot partition here (its
+    restore reads about a fifth of its rows; the default, 1M, would need a 25M-row case
+    on 2 cores); None for the others."""
+    return max(1, case.rows // 100) if case.skew else None
 
 
 def _main_case_row(figures: dict[str, object]) -> dict[str, object]:
@@ -116,33 +147,31 @@ def _main_case_row(figures: dict[str, object]) -> dict[str, object]:
         "rows": rows,
         "partitions": len(PARTITIONS),
         "skew": None,
-        **{
-            name: figures[name]
-            for name in (
-                "state_rows",
-                "full_replay_s",
-                "restore_s",
-                "restore_speedup",
-                "restore_speedup_ideal",
-                "restore_speedup_vs_ideal",
-            )
-        },
+        **{name: figures[name] for name in ("state_rows", *_TABLE_KEYS[2:])},
     }
 
 
+_TABLE = (  # the scaling table's columns: header, key
+    ("case", "case"),
+    ("state rows", "state_rows"),
+    ("replay cpu s", "full_replay_cpu_s"),
+    ("restore cpu s", "restore_cpu_s"),
+    ("ideal", "restore_speedup_ideal"),
+    ("vs ideal cpu", "restore_speedup_vs_ideal_cpu"),
+    ("cpu us/row read", "restore_cpu_us_per_row_read"),
+    ("replay s", "full_replay_s"),
+    ("restore s", "restore_s"),
+    ("vs ideal wall", "restore_speedup_vs_ideal"),
+    ("split cpu s", "restore_split_cpu_s"),
+    ("split s", "restore_split_s"),
+)
+_TABLE_KEYS = tuple(key for _, key in _TABLE)
+
+
 def scaling_table(rows: list[dict[str, object]]) -> str:
-    """The scaling cases as a text table, one line each."""
-    header = ("case", "state rows", "full replay s", "restore s", "speedup", "ideal", "vs ideal")
-    keys = (
-        "case",
-        "state_rows",
-        "full_replay_s",
-        "restore_s",
-        "restore_speedup",
-        "restore_speedup_ideal",
-        "restore_speedup_vs_ideal",
-    )
-    lines = [header, *(tuple(str(row[k]) for k in keys) for row in rows)]
+    """The scaling cases as a text table, one line each (CPU and wall seconds: medians)."""
+    header = tuple(title for title, _ in _TABLE)
+    lines = [header, *(tuple(str(row.get(k, "")) for k in _TABLE_KEYS) for row in rows)]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join(
         "   " + "  ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) for line in lines
@@ -202,10 +231,10 @@ def _run(spark: Any, workdir: Path, rows: int) -> dict[str, object]:
     bases = {p.partition: p.prefix for p in snapshot.partitions}
 
     segment_files = sorted(str(p) for p in (workdir / "changelog" / "bench").glob("*/*.parquet"))
-    jvm = _jvm_cpu_clock(spark)
+    jvm = jvm_cpu_clock(spark)
     # Rounds interleave the measurements, so a machine that slows down or speeds up in the
     # middle of the run shifts every figure of a round alike, not one figure only.
-    rounds = _rounds(
+    timed = interleaved(
         {
             "full": (job("restore", "full-replay", target), jvm),
             "restore": (job("restore", "restore-90", target, bases), jvm),
@@ -215,15 +244,17 @@ def _run(spark: Any, workdir: Path, rows: int) -> dict[str, object]:
             ),
             "bootstrap": (job("bootstrap", "bootstrap-all", target), jvm),
             "floor": (lambda: _io_floor(spark, segment_files, workdir / "floor"), jvm),
-            "duckdb": (lambda: _duckdb_compaction(workdir, target), _own_cpu_clock),
-        }
+            "duckdb": (lambda: _duckdb_compaction(workdir, target), own_cpu_clock),
+        },
+        rounds=ROUNDS,
+        warm_up=WARM_UP_ROUNDS,
     )
-    full_t, full = rounds["full"]
-    restore_t, restored = rounds["restore"]
-    unverified_t, unverified = rounds["unverified"]
-    bootstrap_t, boot = rounds["bootstrap"]
-    floor_t, floor_rows = rounds["floor"]
-    duckdb_t, duckdb_out = rounds["duckdb"]
+    full_t, full = timed["full"]
+    restore_t, restored = timed["restore"]
+    unverified_t, unverified = timed["unverified"]
+    bootstrap_t, boot = timed["bootstrap"]
+    floor_t, floor_rows = timed["floor"]
+    duckdb_t, duckdb_out = timed["duckdb"]
 
     # Outputs must agree before any time means anything.
     expected = fingerprint(workdir, full)
@@ -235,48 +266,24 @@ def _run(spark: Any, workdir: Path, rows: int) -> dict[str, object]:
     )
     assert floor_rows == rows, f"the I/O floor copied {floor_rows} rows, not {rows}"
 
-    rows_full = _rows_read(full)
-    rows_restore = _rows_read(restored)
-    ideal = rows_full / rows_restore
-    speedup = full_t.wall_s / restore_t.wall_s
     return {
         "rows": rows,
         "partitions": len(PARTITIONS),
         "state_rows": expected[0],
         "generate_s": round(generate_s, 2),
-        "full_replay_s": round(full_t.wall_s, 2),
-        "restore_s": round(restore_t.wall_s, 2),
-        "restore_speedup": round(speedup, 2),
-        "rows_read_full_replay": rows_full,
-        "rows_read_restore": rows_restore,
-        "restore_speedup_ideal": round(ideal, 2),
-        "restore_speedup_vs_ideal": round(speedup / ideal, 2),
+        **restore_figures(full_t, restore_t, _rows_read(full), _rows_read(restored)),
         "restore_stage_seconds": restored.stage_seconds,
-        "restore_unverified_s": round(unverified_t.wall_s, 2),
-        "restore_verify_overhead": round(restore_t.wall_s / unverified_t.wall_s, 3),
-        "bootstrap_s": round(bootstrap_t.wall_s, 2),
-        "io_floor_s": round(floor_t.wall_s, 2),
-        "compaction_vs_io_floor": round(bootstrap_t.wall_s / floor_t.wall_s, 2),
-        "duckdb_s": round(duckdb_t.wall_s, 2),
-        "compaction_vs_duckdb": round(bootstrap_t.wall_s / duckdb_t.wall_s, 2),
-        "full_replay_cpu_s": round(full_t.cpu_s, 2),
-        "restore_cpu_s": round(restore_t.cpu_s, 2),
-        "restore_speedup_cpu": round(full_t.cpu_s / restore_t.cpu_s, 2),
-        "bootstrap_cpu_s": round(bootstrap_t.cpu_s, 2),
-        "io_floor_cpu_s": round(floor_t.cpu_s, 2),
-        "compaction_vs_io_floor_cpu": round(bootstrap_t.cpu_s / floor_t.cpu_s, 2),
-        "duckdb_cpu_s": round(duckdb_t.cpu_s, 2),
-        "compaction_vs_duckdb_cpu": round(bootstrap_t.cpu_s / duckdb_t.cpu_s, 2),
+        **unverified_t.figures("restore_unverified"),
+        "restore_verify_overhead": ratio(restore_t.wall.median, unverified_t.wall.median),
+        "restore_verify_overhead_cpu": ratio(restore_t.cpu.median, unverified_t.cpu.median),
+        **bootstrap_t.figures("bootstrap"),
+        **floor_t.figures("io_floor"),
+        **duckdb_t.figures("duckdb"),
+        "compaction_vs_io_floor": ratio(bootstrap_t.wall.median, floor_t.wall.median),
+        "compaction_vs_io_floor_cpu": ratio(bootstrap_t.cpu.median, floor_t.cpu.median),
+        "compaction_vs_duckdb": ratio(bootstrap_t.wall.median, duckdb_t.wall.median),
+        "compaction_vs_duckdb_cpu": ratio(bootstrap_t.cpu.median, duckdb_t.cpu.median),
     }
-
-
-@dataclass(frozen=True)
-class Timing:
-    wall_s: float
-    cpu_s: float
-
-
-Measured = tuple[Callable[[], Any], Callable[[], float]]  # an action and its CPU clock
 
 
 def _unverified(action: Callable[[], Any]) -> Callable[[], Any]:
@@ -301,41 +308,6 @@ def _unverified(action: Callable[[], Any]) -> Callable[[], Any]:
             job_module.ChecksumVerification, snapshots.check_kv_schema = saved
 
     return run
-
-
-def _rounds(actions: dict[str, Measured]) -> dict[str, tuple[Timing, Any]]:
-    """Each action's best wall and CPU time over ROUNDS rounds that run every action once
-    (on a shared machine the minimum is the signal), after WARM_UP_ROUNDS untimed ones;
-    and its last result."""
-    best = {name: (float("inf"), float("inf")) for name in actions}
-    results: dict[str, Any] = {}
-    for _ in range(WARM_UP_ROUNDS):
-        for action, _ in actions.values():
-            action()
-    for _ in range(ROUNDS):
-        for name, (action, cpu_clock) in actions.items():
-            started, cpu_started = time.perf_counter(), cpu_clock()
-            results[name] = action()
-            wall, cpu = time.perf_counter() - started, cpu_clock() - cpu_started
-            best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
-    return {name: (Timing(*best[name]), results[name]) for name in actions}
-
-
-def _jvm_cpu_clock(spark: Any) -> Callable[[], float]:
-    """CPU seconds used so far by the JVM that runs Spark (local mode: driver and tasks)."""
-    pid = spark._jvm.java.lang.ProcessHandle.current().pid()
-    ticks = os.sysconf("SC_CLK_TCK")
-
-    def clock() -> float:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
-
-    return clock
-
-
-def _own_cpu_clock() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _rows_read(result: Any) -> int:

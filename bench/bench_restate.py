@@ -148,7 +148,7 @@ def registration_table(
     """One row per size: the requests registering a snapshot of that many SSTs made."""
     from tests.restate.fixtures import write_restate_snapshot  # the tests' Restate writer
 
-    layouts = LayoutCatalog({"restate/registration": "restatereg"})
+    layouts = LayoutCatalog.of({"restate/registration": "restatereg"})
     prefix = layouts.restate_layouts[0].prefix
     clock = ManualClock()
     rows: list[dict[str, object]] = []
@@ -243,7 +243,7 @@ def gc_table(
 ) -> list[dict[str, object]]:
     """One row per size: the requests GC made to delete that many expired snapshots."""
     streams = {size: f"restategc{size}" for size in sizes}
-    layouts = LayoutCatalog({f"restate/gc-{size}": streams[size] for size in sizes})
+    layouts = LayoutCatalog.of({f"restate/gc-{size}": streams[size] for size in sizes})
     clock = ManualClock()
     for size in sizes:
         assert size % DUE == 0, f"{size} expired snapshots: a multiple of {DUE}"

@@ -3,8 +3,11 @@
 Each *case* generates a changelog (``rows`` records over ``partitions``, or with one hot
 partition holding ``skew`` of the rows), writes a snapshot at 90% of every partition's log
 (a bootstrap), then times, interleaved, a full replay (a restore with no base, to the end
-of the log) and a restore from that snapshot to the same end. Both outputs are checked
-equal (row count and an order-independent hash) before any time is kept.
+of the log) and a restore from that snapshot to the same end, in wall and CPU seconds
+(``dataplane_timing.py``: median of the rounds, with min and max). Both outputs are
+checked equal (row count and an order-independent hash) before any time is reported.
+The speed-up the bar reads is ``restore_speedup_vs_ideal_cpu``: full replay ÷ restore in
+CPU seconds, ÷ the ideal (the rows a full replay reads ÷ the rows the restore reads).
 
 ``fixed_cost`` times a restore of a few thousand rows against an empty Spark job in the
 same session: what a job costs when it has nearly nothing to do, and in which steps;
@@ -20,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from bench.dataplane_timing import Timing, interleaved, jvm_cpu_clock, ratio
 
 SEGMENTS_PER_PARTITION = 10  # so that 90% of each log is exactly 9 segments
 
@@ -97,9 +102,17 @@ def generate(spark: Any, workdir: Path, case: Case, stream: str = "bench") -> Ge
 
 
 def run_case(
-    spark: Any, workdir: Path, case: Case, *, rounds: int, warm_up: int = 1
+    spark: Any,
+    workdir: Path,
+    case: Case,
+    *,
+    rounds: int,
+    warm_up: int = 1,
+    split_min_rows: int | None = None,
 ) -> dict[str, object]:
-    """Generate ``case``, snapshot it at 90%, and time full replay against restore."""
+    """Generate ``case``, snapshot it at 90%, and time full replay against restore. With
+    ``split_min_rows``, also the same restore with that ``splitMinRows`` (jobs/split.py),
+    interleaved with them (``restore_split_*``): the hot partition merged as key ranges."""
     from jobs.args import JobArgs
     from jobs.job import run_job
 
@@ -120,22 +133,35 @@ def run_case(
     at_90 = {p: s[SEGMENTS_PER_PARTITION - 2][1] for p, s in generated.segments.items()}
     snapshot = job("snap90", "bootstrap", targets=at_90)
     bases = {p.partition: p.prefix for p in snapshot.partitions}
-    best = interleaved(
-        {
-            "full": lambda: job("full-replay"),
-            "restore": lambda: job("restore-90", bases=bases),
-        },
-        rounds=rounds,
-        warm_up=warm_up,
-    )
-    (full_s, full), (restore_s, restored) = best["full"], best["restore"]
+    cpu = jvm_cpu_clock(spark)
+    actions = {
+        "full": (lambda: job("full-replay"), cpu),
+        "restore": (lambda: job("restore-90", bases=bases), cpu),
+    }
+    if split_min_rows is not None:
+        actions["split"] = (lambda: _split_at(spark, split_min_rows, job, bases), cpu)
+    timed = interleaved(actions, rounds=rounds, warm_up=warm_up)
+    (full_t, full), (restore_t, restored) = timed["full"], timed["restore"]
     expected = fingerprint(workdir, full)
     got = fingerprint(workdir, restored)
     assert got == expected, f"{case.name}: restore differs from full replay: {got} != {expected}"
     rows_full = sum(p.rows_read for p in full.partitions)
     rows_restore = sum(p.rows_read for p in restored.partitions)
-    ideal = rows_full / rows_restore
-    speedup = full_s / restore_s
+    split: dict[str, object] = {}
+    if "split" in timed:
+        split_t, split_result = timed["split"]
+        got = fingerprint(workdir, split_result)
+        assert got == expected, f"{case.name}: split restore differs: {got} != {expected}"
+        split = {
+            "split_min_rows": split_min_rows,
+            **split_t.figures("restore_split"),
+            "restore_split_speedup_vs_ideal_cpu": ratio(
+                full_t.cpu.median / split_t.cpu.median, rows_full / rows_restore
+            ),
+            "restore_split_speedup_vs_ideal": ratio(
+                full_t.wall.median / split_t.wall.median, rows_full / rows_restore
+            ),
+        }
     return {
         "case": case.name,
         "rows": case.rows,
@@ -143,20 +169,55 @@ def run_case(
         "skew": case.skew,
         "state_rows": expected[0],
         "generate_s": round(generate_s, 1),
-        "full_replay_s": round(full_s, 2),
-        "restore_s": round(restore_s, 2),
-        "restore_speedup": round(speedup, 2),
-        "restore_speedup_ideal": round(ideal, 2),
-        "restore_speedup_vs_ideal": round(speedup / ideal, 2),
-        "full_replay_us_per_row": round(full_s / rows_full * 1e6, 3),
-        "restore_us_per_row_read": round(restore_s / rows_restore * 1e6, 3),
+        **restore_figures(full_t, restore_t, rows_full, rows_restore),
         "restore_stage_seconds": restored.stage_seconds,
+        **split,
+    }
+
+
+def _split_at(spark: Any, rows: int, job: Callable[..., Any], bases: dict[int, str]) -> Any:
+    """The restore with ``splitMinRows`` = ``rows``, the session's setting put back after."""
+    from jobs.split import SPLIT_MIN_ROWS_SETTING
+
+    before = spark.conf.get(SPLIT_MIN_ROWS_SETTING, None)
+    spark.conf.set(SPLIT_MIN_ROWS_SETTING, str(rows))
+    try:
+        return job("restore-90-split", bases=bases)
+    finally:
+        if before is None:
+            spark.conf.unset(SPLIT_MIN_ROWS_SETTING)
+        else:
+            spark.conf.set(SPLIT_MIN_ROWS_SETTING, before)
+
+
+def restore_figures(
+    full: Timing, restore: Timing, rows_full: int, rows_restore: int
+) -> dict[str, object]:
+    """Full replay against restore: medians with min and max, and the speed-ups by CPU
+    seconds (what the bars read) and by wall seconds (information), each ÷ the ideal,
+    the rows a full replay reads ÷ the rows the restore reads."""
+    ideal = rows_full / rows_restore
+    speedup = full.wall.median / restore.wall.median
+    speedup_cpu = full.cpu.median / restore.cpu.median
+    return {
+        **full.figures("full_replay"),
+        **restore.figures("restore"),
+        "rows_read_full_replay": rows_full,
+        "rows_read_restore": rows_restore,
+        "restore_speedup_ideal": round(ideal, 3),
+        "restore_speedup": round(speedup, 3),
+        "restore_speedup_vs_ideal": round(speedup / ideal, 3),
+        "restore_speedup_cpu": round(speedup_cpu, 3),
+        "restore_speedup_vs_ideal_cpu": round(speedup_cpu / ideal, 3),
+        "full_replay_cpu_us_per_row": round(full.cpu.median / rows_full * 1e6, 3),
+        "restore_cpu_us_per_row_read": round(restore.cpu.median / rows_restore * 1e6, 3),
     }
 
 
 def fixed_cost(spark: Any, workdir: Path, *, rounds: int = 5) -> dict[str, object]:
-    """A restore of a few thousand rows ÷ an empty Spark job (``spark.range(1).count()``),
-    best of ``rounds`` interleaved, after one untimed round; and the restore's steps."""
+    """A restore of a few thousand rows ÷ an empty Spark job (``spark.range(1).count()``)
+    and ÷ the tiny write floor, median of ``rounds`` interleaved, after one untimed round,
+    in wall and CPU seconds; and the restore's steps."""
     from jobs.args import JobArgs
     from jobs.job import run_job
 
@@ -184,42 +245,29 @@ def fixed_cost(spark: Any, workdir: Path, *, rounds: int = 5) -> dict[str, objec
         shutil.rmtree(out, ignore_errors=True)
         spark.read.parquet(*inputs).selectExpr("key", "value", "lsn").write.parquet(str(out))
 
-    best = interleaved(
+    cpu = jvm_cpu_clock(spark)
+    timed = interleaved(
         {
-            "restore": lambda: job("tiny-restore", bases=bases),
-            "empty": lambda: spark.range(1).count(),
-            "write_floor": copy_inputs,
+            "restore": (lambda: job("tiny-restore", bases=bases), cpu),
+            "empty": (lambda: spark.range(1).count(), cpu),
+            "write_floor": (copy_inputs, cpu),
         },
         rounds=rounds,
         warm_up=1,
     )
-    (restore_s, restored), (empty_s, _) = best["restore"], best["empty"]
-    floor_s = best["write_floor"][0]
+    (restore_t, restored), (empty_t, _) = timed["restore"], timed["empty"]
+    floor_t = timed["write_floor"][0]
     return {
         "job_fixed_cost_rows_read": sum(p.rows_read for p in restored.partitions),
-        "job_fixed_cost_s": round(restore_s, 3),
-        "empty_job_s": round(empty_s, 3),
-        "job_fixed_cost_vs_empty_job": round(restore_s / empty_s, 2),
+        **restore_t.figures("job_fixed_cost"),
+        **empty_t.figures("empty_job"),
+        **floor_t.figures("tiny_write_floor"),
+        "job_fixed_cost_vs_empty_job": ratio(restore_t.wall.median, empty_t.wall.median),
+        "job_fixed_cost_vs_empty_job_cpu": ratio(restore_t.cpu.median, empty_t.cpu.median),
+        "job_fixed_cost_vs_tiny_write_floor": ratio(restore_t.wall.median, floor_t.wall.median),
+        "job_fixed_cost_vs_tiny_write_floor_cpu": ratio(restore_t.cpu.median, floor_t.cpu.median),
         "job_fixed_cost_stage_seconds": restored.stage_seconds,
-        "tiny_write_floor_s": round(floor_s, 3),
-        "job_fixed_cost_vs_tiny_write_floor": round(restore_s / floor_s, 2),
     }
-
-
-def interleaved(
-    actions: dict[str, Callable[[], Any]], *, rounds: int, warm_up: int
-) -> dict[str, tuple[float, Any]]:
-    """Each action's best wall time over ``rounds`` rounds that run every action once,
-    after ``warm_up`` untimed rounds; with the result of its best run."""
-    best: dict[str, tuple[float, Any]] = {}
-    for index in range(warm_up + rounds):
-        for name, action in actions.items():
-            started = time.perf_counter()
-            result = action()
-            elapsed = time.perf_counter() - started
-            if index >= warm_up and (name not in best or elapsed < best[name][0]):
-                best[name] = (elapsed, result)
-    return best
 
 
 def fingerprint(workdir: Path, result: Any) -> tuple[int, int]:

@@ -66,7 +66,7 @@ def measure(
 ) -> dict[str, object]:
     """``trials`` trials on a cluster in ``work_dir``; the ledger on DynamoDB Local at
     ``dynamodb_endpoint``, or on one started here."""
-    layouts = LayoutCatalog({PREFIX: STREAM})
+    layouts = LayoutCatalog.of({PREFIX: STREAM})
     harness = RestateHarness(work_dir, partitions=PARTITIONS, num_retained=3)
     with contextlib.ExitStack() as stack:
         if dynamodb_endpoint is None:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from constructs import Node
 
 from infra import names
 from snapledger.errors import InvalidRequestError
 from snapledger.layout import STREAM_PATTERN
-from snapledger.layouts.lineage import layout_config
+from snapledger.layouts.layout_map import LayoutMap, combined, legacy_entries
+from snapledger.layouts.registry import LAYOUTS
 from snapledger.settings import DEFAULT_LEDGER_TTL_DAYS
 
 
@@ -52,14 +53,33 @@ class StackConfig:
     # watches every stream too).
     stale_after_hours_default: float = 48
     stale_after_hours: dict[str, float] = field(default_factory=dict)
-    # Restate clusters writing into the bucket (docs/deploy.md, "Restate"): each prefix
-    # (normalized: no '/' at either end) with its stream name, checked by snapledger's
-    # layout_config at synth, exactly as the functions read SNAPLEDGER_RESTATE_PREFIXES.
-    restate_prefixes: dict[str, str] = field(default_factory=dict)
-    # Kafka Streams changelog topics (docs/deploy.md, "Kafka Streams"): their lineages have
-    # the kafka-streams layout (SNAPLEDGER_KAFKA_STREAMS_STREAMS on register and gc), and the
-    # managed policies of the seeding and snapshotting steps are scoped to their prefixes.
-    kafka_streams_streams: tuple[str, ...] = ()
+    # The layout map (docs/deploy.md, "Layouts"; ``-c layouts`` joined with the deprecated
+    # ``-c restatePrefixes`` and ``-c kafkaStreamsStreams``), checked at synth by
+    # snapledger's own ``layout_map`` exactly as the functions read SNAPLEDGER_LAYOUTS.
+    layouts: LayoutMap = field(default_factory=LayoutMap)
+
+    @property
+    def restate_prefixes(self) -> dict[str, str]:
+        """Restate clusters writing into the bucket (docs/deploy.md, "Restate"): each prefix
+        (normalized: no '/' at either end) with its stream name, by stream."""
+        entries = sorted(self.layouts.of("restate"), key=lambda e: e.stream)
+        return {e.key: e.stream for e in entries}
+
+    @property
+    def kafka_streams_streams(self) -> tuple[str, ...]:
+        """Kafka Streams changelog topics (docs/deploy.md, "Kafka Streams"): the managed
+        policies of the seeding and snapshotting steps are scoped to their prefixes."""
+        return tuple(e.key for e in self.layouts.of("kafka-streams"))
+
+    @property
+    def rooted_manifests(self) -> tuple[tuple[str, str], ...]:
+        """Each prefix of a layout with one of its own (the registry's ``rooted``), by
+        stream, with the name its producer writes last there (the registry's
+        ``manifest_name``): what registration listens on."""
+        entries = sorted(
+            (e for e in self.layouts.entries if LAYOUTS[e.layout].rooted), key=lambda e: e.stream
+        )
+        return tuple((e.key, LAYOUTS[e.layout].manifest_name) for e in entries)
 
     @classmethod
     def from_context(cls, node: Node) -> StackConfig:
@@ -97,12 +117,10 @@ class StackConfig:
             ),
             stale_after_hours_default=stale_default,
             stale_after_hours=stale_per_stream,
-            restate_prefixes=restate_prefixes(node.try_get_context(names.CTX_RESTATE_PREFIXES)),
-        )
-        config = replace(
-            config,
-            kafka_streams_streams=kafka_streams_streams(
-                node.try_get_context(names.CTX_KAFKA_STREAMS_STREAMS), config.restate_prefixes
+            layouts=stack_layouts(
+                node.try_get_context(names.CTX_LAYOUTS),
+                node.try_get_context(names.CTX_RESTATE_PREFIXES),
+                node.try_get_context(names.CTX_KAFKA_STREAMS_STREAMS),
             ),
         )
         if config.protect_latest and config.restate_prefixes:
@@ -201,10 +219,60 @@ def _as_hours(value: object, default: float, key: str, *, allow_zero: bool) -> f
 _IAM_SPECIAL = re.compile(r"[*?$]")
 
 
+def stack_layouts(raw: object, restate: object = None, kafka_streams: object = None) -> LayoutMap:
+    """``-c layouts`` (a JSON object, or from cdk.json an object) joined with the deprecated
+    ``-c restatePrefixes`` and ``-c kafkaStreamsStreams`` (a key both give must agree),
+    checked by snapledger's own ``layout_map`` (its message names the entry and the field),
+    then against what the stack can deploy: prefixes free of what IAM reads as a wildcard,
+    Restate streams apart in their stack outputs, at most ``MAX_KAFKA_STREAMS_STREAMS``
+    Kafka Streams changelogs."""
+    legacy_key = f"-c {names.CTX_RESTATE_PREFIXES}/{names.CTX_KAFKA_STREAMS_STREAMS} (deprecated)"
+    new = _from_json(
+        raw or {},
+        f"{names.CTX_LAYOUTS} must be a JSON object of stream or prefix to its entry, e.g. "
+        '\'{"restate/prod-1": {"layout": "restate", "stream": "payments"}}\'',
+    )
+    try:
+        legacy = legacy_entries(restate_prefixes(restate), kafka_streams_streams(kafka_streams))
+        layouts = combined(
+            new, legacy, new_source=f"-c {names.CTX_LAYOUTS}", legacy_source=legacy_key
+        )
+    except InvalidRequestError as exc:
+        raise ValueError(str(exc)) from exc
+
+    def source(key: str) -> str:
+        return legacy_key if key in legacy else f"-c {names.CTX_LAYOUTS}"
+
+    for entry in layouts.entries:
+        if LAYOUTS[entry.layout].rooted and _IAM_SPECIAL.search(entry.key):
+            raise ValueError(
+                f"{source(entry.key)}: entry {entry.key!r}: field 'key': holds '*', '?' or "
+                "'$', which IAM reads as a wildcard or a variable in the policies scoped to "
+                "it: choose a plain path"
+            )
+    outputs: dict[str, str] = {}
+    for entry in layouts.of("restate"):
+        output = names.restate_output_key(entry.stream)
+        if output in outputs:
+            raise ValueError(
+                f"{source(entry.key)}: entry {entry.key!r}: field 'stream': streams "
+                f"{outputs[output]!r} and {entry.stream!r} would share the stack output "
+                f"{output}: name them apart by more than punctuation or case"
+            )
+        outputs[output] = entry.stream
+    topics = layouts.of("kafka-streams")
+    if len(topics) > names.MAX_KAFKA_STREAMS_STREAMS:
+        raise ValueError(
+            f"{source(topics[0].key)} names {len(topics)} kafka-streams topics, over the "
+            f"{names.MAX_KAFKA_STREAMS_STREAMS} the managed policies scoped to them can hold: "
+            "deploy a stack per group of applications"
+        )
+    return layouts
+
+
 def restate_prefixes(raw: object) -> dict[str, str]:
-    """``-c restatePrefixes``: a JSON object (or, from cdk.json, an object) of prefix to
-    stream name, normalized and checked by snapledger's own ``layout_config`` (its message
-    names the problem), and free of what IAM would read as a wildcard."""
+    """Deprecated ``-c restatePrefixes``: a JSON object (or, from cdk.json, an object) of
+    prefix to stream name, read into the layout map (``stack_layouts`` checks it)."""
     key = names.CTX_RESTATE_PREFIXES
     if raw is None or raw == "":
         return {}
@@ -219,34 +287,13 @@ def restate_prefixes(raw: object) -> dict[str, str]:
         raise ValueError(
             f"{key} must be an object of Restate prefix to stream name (both strings), got {raw!r}"
         )
-    for prefix in raw:
-        if _IAM_SPECIAL.search(prefix):
-            raise ValueError(
-                f"{key}: Restate prefix {prefix!r} holds '*', '?' or '$', which IAM reads as "
-                "a wildcard or a variable in the policies scoped to it: choose a plain path"
-            )
-    try:
-        config = layout_config(raw)
-    except InvalidRequestError as exc:
-        raise ValueError(f"{key}: {exc}") from exc
-    layouts = config.restate
-    outputs: dict[str, str] = {}
-    for layout in layouts:
-        output = names.restate_output_key(layout.stream)
-        if output in outputs:
-            raise ValueError(
-                f"{key}: streams {outputs[output]!r} and {layout.stream!r} would share the "
-                f"stack output {output}: name them apart by more than punctuation or case"
-            )
-        outputs[output] = layout.stream
-    return {layout.prefix: layout.stream for layout in layouts}
+    return raw
 
 
-def kafka_streams_streams(raw: object, restate: dict[str, str]) -> tuple[str, ...]:
-    """``-c kafkaStreamsStreams``: a JSON list (or, from cdk.json, a list) of changelog
-    topics, each checked by snapledger's own ``layout_config`` as the functions read
-    SNAPLEDGER_KAFKA_STREAMS_STREAMS (a changelog topic's name, not a Restate stream), at most
-    ``MAX_KAFKA_STREAMS_STREAMS`` of them; sorted, without repeats."""
+def kafka_streams_streams(raw: object) -> tuple[str, ...]:
+    """Deprecated ``-c kafkaStreamsStreams``: a JSON list (or, from cdk.json, a list) of
+    changelog topics, read into the layout map (``stack_layouts`` checks them); without
+    repeats."""
     key = names.CTX_KAFKA_STREAMS_STREAMS
     if raw is None or raw == "":
         return ()
@@ -256,14 +303,4 @@ def kafka_streams_streams(raw: object, restate: dict[str, str]) -> tuple[str, ..
     )
     if not isinstance(raw, list) or not all(isinstance(t, str) for t in raw):
         raise ValueError(f"{key} must be a list of changelog topic names (strings), got {raw!r}")
-    topics = tuple(sorted(set(raw)))
-    if len(topics) > names.MAX_KAFKA_STREAMS_STREAMS:
-        raise ValueError(
-            f"{key} names {len(topics)} topics, over the {names.MAX_KAFKA_STREAMS_STREAMS} the "
-            "managed policies scoped to them can hold: deploy a stack per group of applications"
-        )
-    try:
-        layout_config(restate, topics)
-    except InvalidRequestError as exc:
-        raise ValueError(f"{key}: {exc}") from exc
-    return topics
+    return tuple(sorted(set(raw)))

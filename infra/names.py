@@ -32,7 +32,7 @@ JOBS_DIR = REPO_ROOT / "jobs"
 JOB_ENTRYPOINT_NAME = "entrypoint.py"
 EVENTS_DIR = REPO_ROOT / "events"
 # Sub-packages of ``snapledger`` that only run on a workstation, never in Lambda.
-LAMBDA_EXCLUDED_SUBPACKAGES = ("local", "cli", "client", "kafka_streams")
+LAMBDA_EXCLUDED_SUBPACKAGES = ("local", "cli", "client", "kafka_streams", "demos")
 #: The modules of ``snapledger`` the job zip carries beside ``jobs/`` (standard library only):
 #: the layout, ULIDs, errors and job kinds, and the checksum and Parquet footer rules, shared by the
 #: functions and the jobs (tests/infra/test_units.py checks the jobs import no other).
@@ -132,11 +132,14 @@ CTX_EVENT_ARCHIVE_RETENTION_DAYS = "eventArchiveRetentionDays"
 CTX_PROTECT_LATEST = "protectLatest"
 CTX_STALE_AFTER_HOURS = "staleAfterHours"
 CTX_STALE_AFTER_HOURS_DEFAULT = "staleAfterHoursDefault"
-# Restate clusters' snapshot prefixes, each with its stream name (a JSON object):
-# ``-c restatePrefixes='{"restate/prod-1": "payments"}'`` (docs/deploy.md, "Restate").
+# The layout map (a JSON object; snapledger's ``layouts/layout_map.py``): which layout each
+# stream or bucket prefix has, ``-c layouts='{"restate/prod-1": {"layout": "restate",
+# "stream": "payments"}}'`` (docs/deploy.md, "Layouts").
+CTX_LAYOUTS = "layouts"
+# Deprecated, read into the layout map: Restate clusters' snapshot prefixes, each with its
+# stream name (``-c restatePrefixes='{"restate/prod-1": "payments"}'``), and Kafka Streams
+# changelog topics (``-c kafkaStreamsStreams='["totals-app-totals-changelog"]'``).
 CTX_RESTATE_PREFIXES = "restatePrefixes"
-# Kafka Streams changelog topics whose snapshots the bucket keeps (a JSON list):
-# ``-c kafkaStreamsStreams='["totals-app-totals-changelog"]'`` (docs/deploy.md, "Kafka Streams").
 CTX_KAFKA_STREAMS_STREAMS = "kafkaStreamsStreams"
 
 # --- Restate (issue 28, "Deploy") ----------------------------------------------------------

@@ -119,7 +119,7 @@ class SnapledgerStack(Stack):
         self.storage.route_object_created(
             register=fns["register"],
             track_changelog=fns["track_changelog"],
-            restate_prefixes=config.restate_prefixes,
+            rooted=config.rooted_manifests,
         )
         self.restate_nodes = RestateNodePolicies(
             self,

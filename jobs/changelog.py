@@ -68,7 +68,9 @@ def read_segments(spark: SparkSession, store: ObjectStore, plan: ChangelogRange)
 
 def applied_changes(segments: DataFrame, plan: ChangelogRange) -> DataFrame:
     """``key, value, lsn, op`` of the records ``plan`` applies, from its ``segments``."""
-    return segments.where(_applied(plan)).selectExpr("key", "value", "lsn", "op")
+    applied = _applied_unless_whole(plan)
+    rows = segments if applied is None else segments.where(applied)
+    return rows.selectExpr("key", "value", "lsn", "op")
 
 
 def read_state_and_changes(
@@ -79,12 +81,11 @@ def read_state_and_changes(
     as NULL) and the changes the plan applies. A changelog row with a NULL op passes as a
     put here, but validation fails the job on it."""
     paths = [*(store.uri(key) for key in state_keys), *(store.uri(s.key) for s in plan.segments)]
-    return (
-        spark.read.schema(CHANGELOG_SCHEMA)
-        .parquet(*paths)
-        .where(f"op IS NULL OR ({_applied(plan)})")
-        .selectExpr("key", "value", "lsn", f"coalesce(op, '{OP_PUT}') AS op")
-    )
+    rows = spark.read.schema(CHANGELOG_SCHEMA).parquet(*paths)
+    applied = _applied_unless_whole(plan)
+    if applied is not None:
+        rows = rows.where(f"op IS NULL OR ({applied})")
+    return rows.selectExpr("key", "value", "lsn", f"coalesce(op, '{OP_PUT}') AS op")
 
 
 def validate_changelog(
@@ -263,6 +264,19 @@ def _file_issues(found: _FileStats, first: int, last: int) -> list[str]:
 def _applied(plan: ChangelogRange) -> str:
     """The SQL condition for the records ``plan`` applies."""
     return f"lsn > {plan.base_lsn:d} AND lsn <= {plan.target_lsn:d}"
+
+
+def _applied_unless_whole(plan: ChangelogRange) -> str | None:
+    """``_applied(plan)``, or None when every segment's name lies within the plan's range:
+    a row outside its segment's name fails validation, which cancels the job's write, so
+    such segments are read whole. This is also what keeps the bounds, which differ from
+    partition to partition, out of the code Spark generates for each partition's scan:
+    partitions whose scans differ only in them share one compiled class (and the JIT's
+    work on it) instead of one each."""
+    inside = all(
+        plan.base_lsn < s.first_lsn and s.last_lsn <= plan.target_lsn for s in plan.segments
+    )
+    return None if inside else _applied(plan)
 
 
 def _first_line(exc: Exception) -> str:

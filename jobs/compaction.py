@@ -25,7 +25,10 @@ are read by one task (coalesce: no shuffle at all), whose one sort by (key, LSN
 descending) serves both the choice of each key's last record (a window's first row) and
 the output order; the snapshot being sorted already, that sort mostly merges the changes
 into it. This saves the winners' own aggregation and broadcast, and a shuffle by
-partition (docs/jobs.md, "Measurements").
+partition (docs/jobs.md, "Measurements"). A partition holding more than a core's share of the
+job's rows is split into key ranges instead, one task each (jobs/split.py: one range
+shuffle of that partition's rows), so that it does not keep one core busy while the
+others wait; its ranges come in key order, so its files still form one sorted run.
 
 LSNs are unique within a partition (validation checks the changelog), so a winning
 (partition, LSN) names exactly one change row, and every change is newer than the state.
@@ -64,10 +67,12 @@ MERGE_MAX_CHANGES_PER_STATE_ROW = 1.0
 @dataclass(frozen=True)
 class CompactedState:
     """The compacted rows, ``partition, key, value, lsn``, one Spark partition per lineage
-    partition, its rows in key order; and, where it is known which Spark partition holds
-    which lineage partition, that map: Spark partition i holds ``task_partitions[i]``
-    (the merge's union keeps its branches' order), so the writer needs no partitioned
-    write. None for the join, whose shuffle decides."""
+    partition (or per key range of one: jobs/split.py), its rows in key order; and, where
+    it is known which Spark partition holds which lineage partition, that map: Spark
+    partition i holds ``task_partitions[i]`` (the merge's union keeps its branches'
+    order), so the writer needs no partitioned write, and the rows carry no ``partition``
+    column (without it, the merge's branches share their generated code). None for the
+    join, whose shuffle decides, and for a split merge."""
 
     frame: DataFrame
     task_partitions: tuple[int, ...] | None
@@ -85,6 +90,7 @@ def compacted(
     broadcast_max_rows: int | None = None,
     merge_max_changes_per_state_row: float = MERGE_MAX_CHANGES_PER_STATE_ROW,
     merge_inputs: Mapping[int, DataFrame] | None = None,
+    merge_ranges: Mapping[int, int] | None = None,
 ) -> Iterator[CompactedState]:
     """``partition, key, value, lsn``: per partition and key, the last put, if no delete
     came after it; one Spark partition per lineage partition of ``partitions``, its rows
@@ -100,11 +106,14 @@ def compacted(
     in one frame of ``key, value, lsn, op`` (the state's rows as puts) read by one scan:
     the merge then reads that in place of the two (half the scans to plan and start),
     which ``states`` and ``changes`` may then leave out, when ``merges_into_state``.
+    ``merge_ranges`` gives, for a partition the merge splits, its number of key ranges
+    (jobs/split.py; absent or 1: one task).
     """
+    ranges = merge_ranges or {}
     merged = merge_inputs or {}
     no_changes = not changes and not merged  # whatever the bound ``changes_in`` says
     if no_changes or merges_into_state(changes_in, state_rows, merge_max_changes_per_state_row):
-        yield _merge_into_state(spark, states, changes, merged, partitions)
+        yield _merge_into_state(spark, states, changes, merged, partitions, ranges=ranges)
         return
     apart = [p for p in merged if p not in states or p not in changes]
     if apart:
@@ -128,7 +137,7 @@ def compacted(
             )
         else:
             winners.unpersist()  # not needed by the merge: free its memory for the sort
-            yield _merge_into_state(spark, states, changes, merged, partitions)
+            yield _merge_into_state(spark, states, changes, merged, partitions, ranges=ranges)
     finally:
         winners.unpersist()
 
@@ -157,12 +166,25 @@ def _merge_into_state(
     changes: Mapping[int, DataFrame],
     merge_inputs: Mapping[int, DataFrame],
     partitions: Sequence[int],
+    *,
+    ranges: Mapping[int, int],
 ) -> CompactedState:
+    # A split partition's ranges are as many tasks as its range partitioning made (fewer
+    # than asked when its keys are few): the partitioned write places them, by the
+    # partition column, in task order, which is key order.
+    tagged = any(ranges.get(p, 1) > 1 for p in partitions)
+
     def branch(partition: int) -> DataFrame | None:
+        split = ranges.get(partition, 1)
         if partition in merge_inputs:  # the state's rows come as puts among the changes,
             # all older than every change: the window treats them alike
-            return _merged_partition(partition, None, merge_inputs[partition])
-        return _merged_partition(partition, states.get(partition), changes.get(partition))
+            state, partition_changes = None, merge_inputs[partition]
+        else:
+            state, partition_changes = states.get(partition), changes.get(partition)
+        rows = _merged_partition(state, partition_changes, split)
+        if rows is None or not tagged:
+            return rows
+        return rows.selectExpr(f"{partition:d} AS partition", *STATE_COLUMNS)
 
     # Each branch costs py4j round trips and an analysis in the JVM: built several at once.
     with ThreadPoolExecutor(max_workers=_BRANCH_THREADS) as pool:
@@ -173,16 +195,22 @@ def _merge_into_state(
     union = union_all([frame for _, frame in merged])
     if union is None:
         return CompactedState(spark.createDataFrame([], STATE_OUTPUT_TYPE), None)
+    if tagged:
+        return CompactedState(union, None)
     return CompactedState(union, tuple(p for p, _ in merged))
 
 
 def _merged_partition(
-    partition: int, state: DataFrame | None, changes: DataFrame | None
+    state: DataFrame | None, changes: DataFrame | None, split: int = 1
 ) -> DataFrame | None:
+    """``key, value, lsn``: one partition's last put per key, in key order."""
     # The partition's state and changes are read by one task (coalesce: no shuffle), whose
     # one sort by (key, LSN descending) serves both the choice of each key's last record
     # (a window's first row) and the output order. The snapshot is already sorted by key,
-    # so the sort mostly merges the changes into it.
+    # so the sort mostly merges the changes into it. A split partition (jobs/split.py) is
+    # shuffled into ``split`` key ranges instead, one task each, in key order: the range
+    # partitioning clusters each key in one task, as the window needs, so each range's
+    # sort does the same work on its share of the rows.
     inputs = []
     if state is not None:
         inputs.append(state.selectExpr(*STATE_COLUMNS, f"'{OP_PUT}' AS op"))
@@ -191,14 +219,16 @@ def _merged_partition(
     rows = union_all(inputs)
     if rows is None:
         return None
-    last = rows.coalesce(1)
+    last = rows.repartitionByRange(split, "key") if split > 1 else rows.coalesce(1)
     if changes is not None:
         last = last.selectExpr("*", f"{_NEWEST_FIRST} AS recency").where(
             f"recency = 1 AND op = '{OP_PUT}'"
         )
     else:  # a snapshot alone is one row per key; its files are read in any order
         last = last.sortWithinPartitions("key")
-    return last.selectExpr(f"{partition:d} AS partition", *STATE_COLUMNS)
+    # No partition literal here: branches that differ only in it would each get their
+    # own generated classes, compiled by Janino and then by the JIT once per partition.
+    return last.selectExpr(*STATE_COLUMNS)
 
 
 def _join_broadcast_winners(

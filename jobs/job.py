@@ -48,6 +48,7 @@ from jobs.layout import (
 from jobs.output import DataFile, describe_files, publish_files, write_descriptor, write_staged
 from jobs.settings import job_settings
 from jobs.snapshots import BaseSnapshot, load_base, read_base_rows
+from jobs.split import cores, merge_ranges, split_min_rows
 from jobs.storage import ObjectStore, StoredFile
 from jobs.verify import ChecksumVerification
 from snapledger.core.coverage import ChangelogRange
@@ -122,6 +123,17 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
             state_rows = sum(base.row_count for base in bases.values())
             # A merge reads each partition's state and changes in one scan; a join, apart.
             one_scan = merges_into_state(changes_in, state_rows)
+            # A partition with more than a core's share of the rows is merged by several
+            # tasks, each a range of its keys (jobs/split.py).
+            ranges = merge_ranges(
+                {
+                    plan.partition: plan.records_at_most
+                    + (bases[plan.partition].row_count if plan.partition in bases else 0)
+                    for plan in plans
+                },
+                cores(spark),
+                split_min_rows(spark),
+            )
             staging = staging_prefix(args.job_id, new_ulid())
 
             def compact_and_write() -> dict[int, list[StoredFile]]:
@@ -143,6 +155,7 @@ def _run_job(spark: SparkSession, args: JobArgs) -> JobResult:
                     changes_in=changes_in,
                     state_rows=state_rows,
                     merge_inputs=merge_inputs,
+                    merge_ranges=ranges,
                 ) as state:
                     return write_staged(
                         state, store, staging, args.partitions, args.max_rows_per_file

@@ -160,16 +160,19 @@ def make_runtime(
     clock: Any,
     runner: Any = None,
     *,
+    layouts: Mapping[str, Any] | None = None,
     restate_prefixes: Mapping[str, str] | None = None,
     kafka_streams: tuple[str, ...] = (),
 ) -> Any:
     """A function Runtime on one ledger table (moto or DynamoDB Local) and a store, built
     by the composition root (``build_runtime``) from the settings a deployment would give
-    (its layouts: ``restate_prefixes``, ``kafka_streams``), with these adapters."""
+    (its layout map: ``layouts``, as ``SNAPLEDGER_LAYOUTS`` holds it; ``restate_prefixes``
+    and ``kafka_streams`` are shorthands read into it), with these adapters."""
     from snapledger.adapters.dynamodb_changelog import DynamoSegmentStore
     from snapledger.adapters.dynamodb_jobs import DynamoJobStore
     from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
     from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
+    from snapledger.adapters.dynamodb_producer_offsets import DynamoProducerOffsets
     from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
 
     table, client = ledger.table_name, ledger.client
@@ -183,13 +186,15 @@ def make_runtime(
         "lineages": DynamoLineageIndex(table, client=client),
         "policies": DynamoPolicyStore(table, client=client),
         "streams": DynamoStreamLog(table, client=client),
+        "producer_offsets": DynamoProducerOffsets(table, client=client),
     }
-    return _through_the_root(adapters, restate_prefixes, kafka_streams)
+    return _through_the_root(adapters, layouts, restate_prefixes, kafka_streams)
 
 
 def deployed_with(
     rt: Any,
     *,
+    layouts: Mapping[str, Any] | None = None,
     restate_prefixes: Mapping[str, str] | None = None,
     kafka_streams: tuple[str, ...] = (),
 ) -> Any:
@@ -200,18 +205,19 @@ def deployed_with(
     from snapledger.runtime import DECIDED, Runtime
 
     adapters = {f.name: getattr(rt, f.name) for f in fields(Runtime) if f.name not in DECIDED}
-    return _through_the_root(adapters, restate_prefixes, kafka_streams)
+    return _through_the_root(adapters, layouts, restate_prefixes, kafka_streams)
 
 
 def _through_the_root(
     adapters: dict[str, Any],
+    layouts: Mapping[str, Any] | None,
     restate_prefixes: Mapping[str, str] | None,
     kafka_streams: tuple[str, ...],
 ) -> Any:
+    from snapledger.layouts.layout_map import layout_map, legacy_entries
     from snapledger.runtime import build_runtime, replaced
     from snapledger.settings import (
-        ENV_KAFKA_STREAMS_STREAMS,
-        ENV_RESTATE_PREFIXES,
+        ENV_LAYOUTS,
         ENV_ROOT,
         ENV_TABLE,
         LedgerSettings,
@@ -221,8 +227,9 @@ def _through_the_root(
     environ = {
         ENV_TABLE: adapters["ledger"].table_name,
         ENV_ROOT: adapters["store"].uri,
-        ENV_RESTATE_PREFIXES: json.dumps(dict(restate_prefixes or {})),
-        ENV_KAFKA_STREAMS_STREAMS: json.dumps(list(kafka_streams)),
+        ENV_LAYOUTS: layout_map(layouts)
+        .joined(layout_map(legacy_entries(restate_prefixes, kafka_streams)), source="shorthands")
+        .dumps(),
     }
     settings = settings_from_env(LedgerSettings, environ)
     # a plain Runtime (every collaborator built now): dataclasses.replace works on it

@@ -7,7 +7,9 @@ import time
 
 import pytest
 
-from snapledger.local import demo, demo_report, demo_restore
+from snapledger.demos import lifecycle as demo
+from snapledger.demos import report as demo_report
+from snapledger.demos import restore as demo_restore
 
 pytestmark = [pytest.mark.ddblocal, pytest.mark.spark, pytest.mark.slow]
 

@@ -56,8 +56,9 @@ _UPDATE = "dynamodb:UpdateItem"
 LEDGER_ACTIONS: dict[str, tuple[str, ...]] = {
     "register": (_BATCH_GET, _PUT),
     "track_changelog": (_GET, _BATCH_GET, _QUERY, _PUT),
-    # launch reads snapshots through the indexes only (INDEX_READERS).
-    "launch": (_GET, _BATCH_GET, _PUT),
+    # launch reads snapshots through the indexes only (INDEX_READERS); its DeleteItem
+    # deletes a producer's registered offsets (producer_offsets_delete, docs/fluss.md).
+    "launch": (_GET, _BATCH_GET, _PUT, _DELETE),
     "job_state": (_GET, _BATCH_GET, _PUT, _UPDATE),
     "query": (_GET, _QUERY),
     "gc": (_GET, _BATCH_GET, _QUERY, _PUT, _DELETE, _CHECK, _UPDATE),

@@ -7,7 +7,6 @@ vocabulary of function_grants.py).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,15 +44,12 @@ from snapledger import settings
 
 # The functions that put (register) and release (gc) legal holds with ``protectLatest``.
 LEGAL_HOLD_FUNCTIONS = ("register", "gc")
-# Functions that read SNAPLEDGER_RESTATE_PREFIXES (-c restatePrefixes): register (the S3
-# intake places a metadata.json; the consumer registers it), gc (expiry, the orphan sweep,
-# pruning latest.json; heal and restore-from-chosen, console actions that write, come to
-# gc), and query (answers about Restate lineages). Only register and gc touch the prefixes
-# (function_grants.RESTATE_READERS).
-RESTATE_FUNCTIONS = ("register", "gc", "query")
-# Functions that read SNAPLEDGER_KAFKA_STREAMS_STREAMS (-c kafkaStreamsStreams): register (the
-# layout's checks) and gc (retention counts only what the changelog can continue).
-KAFKA_STREAMS_FUNCTIONS = ("register", "gc")
+# Functions that read the layout map, SNAPLEDGER_LAYOUTS (-c layouts): register (the S3
+# intake places a manifest; each layout's checks), gc (expiry, the orphan sweep, a layout's
+# steps and retention horizon; heal and restore-from-chosen, console actions that write,
+# come to gc), and query (answers about a rooted layout's lineages). Only register and gc
+# touch the prefixes (function_grants.RESTATE_READERS).
+LAYOUT_FUNCTIONS = ("register", "gc", "query")
 _XRAY_REASON = (
     "Active X-Ray tracing (Powertools Tracer): xray:PutTraceSegments and "
     "xray:PutTelemetryRecords do not support resource-level permissions."
@@ -140,14 +136,8 @@ class LedgerFunctions(Construct):
             env[settings.ENV_REGISTRATION_QUEUE_URL] = self.registration_queue.queue_url
         if self._config.protect_latest and name in LEGAL_HOLD_FUNCTIONS:
             env[settings.ENV_PROTECT_LATEST] = "true"
-        if name in RESTATE_FUNCTIONS and self._config.restate_prefixes:
-            env[settings.ENV_RESTATE_PREFIXES] = json.dumps(
-                self._config.restate_prefixes, sort_keys=True, separators=(",", ":")
-            )
-        if name in KAFKA_STREAMS_FUNCTIONS and self._config.kafka_streams_streams:
-            env[settings.ENV_KAFKA_STREAMS_STREAMS] = json.dumps(
-                list(self._config.kafka_streams_streams), separators=(",", ":")
-            )
+        if name in LAYOUT_FUNCTIONS and self._config.layouts.entries:
+            env[settings.ENV_LAYOUTS] = self._config.layouts.dumps()
         if name == "query":  # a history past the TTL window points at the archive
             env |= {
                 settings.ENV_EVENT_BUS_ARN: inputs.event_bus_arn,

@@ -101,24 +101,24 @@ class SnapshotStorage(Construct):
         *,
         register: lambda_.IFunction,
         track_changelog: lambda_.IFunction,
-        restate_prefixes: Iterable[str] = (),
+        rooted: Iterable[tuple[str, str]] = (),
     ) -> None:
         """Manifest arrivals go to ``register``; changelog segments to ``track_changelog``;
-        under each Restate prefix, a snapshot's ``metadata.json`` (written after its SSTs)
-        goes to ``register`` and nothing else there invokes anything."""
+        under each prefix of a layout with one of its own (``rooted``: prefix and manifest
+        name, from the layout map and the registry), a snapshot's manifest (Restate's
+        ``metadata.json``, written after its SSTs) goes to ``register`` and nothing else
+        there invokes anything."""
         destination = s3n.LambdaDestination(register)
         self.bucket.add_event_notification(
             s3.EventType.OBJECT_CREATED,
             destination,
             s3.NotificationKeyFilter(prefix=names.SNAPSHOTS_PREFIX, suffix=names.MANIFEST_SUFFIX),
         )
-        for prefix in restate_prefixes:
+        for prefix, manifest_name in rooted:
             self.bucket.add_event_notification(
                 s3.EventType.OBJECT_CREATED,
                 destination,
-                s3.NotificationKeyFilter(
-                    prefix=f"{prefix}/", suffix=f"/{names.RESTATE_METADATA_SUFFIX}"
-                ),
+                s3.NotificationKeyFilter(prefix=f"{prefix}/", suffix=f"/{manifest_name}"),
             )
         self.bucket.add_event_notification(
             s3.EventType.OBJECT_CREATED,

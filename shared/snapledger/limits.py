@@ -67,3 +67,10 @@ MAX_PROBLEM_CHARS = 1024
 #: the same 100 years, in milliseconds (Kafka allows any long; a longer one means "keep
 #: tombstones for ever" to retention, and is refused here as past any real topic's).
 MAX_RETENTION_MS = int(MAX_HOURS * 3_600_000)
+
+#: The producer-offsets registry (docs/fluss.md): a producer id's length, the bucket offsets
+#: one registration holds (stored in one ledger item, under DynamoDB's 400 KB: at most about
+#: 90 bytes each), and how long an entry may live, in seconds (30 days; default 24 h).
+MAX_PRODUCER_ID_CHARS = 128
+MAX_PRODUCER_OFFSETS = 2_048
+MAX_PRODUCER_OFFSETS_TTL_SECONDS = 30 * 86_400

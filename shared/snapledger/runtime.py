@@ -21,7 +21,7 @@ Tests and the local runtime hand in their own with ``use_runtime(rt)`` (or the
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
@@ -36,6 +36,8 @@ from snapledger.settings import (
     ENV_EMR_APPLICATION_ID,
     JobSettings,
     LedgerSettings,
+    compaction_config,
+    emr_capacity,
     settings_from_env,
     ttl_window,
 )
@@ -47,8 +49,8 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
     from snapledger.core.compaction_trigger import CompactionConfig
-    from snapledger.core.job_sizing import Capacity
     from snapledger.gc_settings import GcConfig
+    from snapledger.layouts.layout_map import LayoutMap
     from snapledger.ports import (
         JobRunner,
         JobStore,
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
         ObjectHolds,
         ObjectStore,
         PolicyStore,
+        ProducerOffsetsStore,
         RegistrationQueue,
         SegmentStore,
         ShardQueue,
@@ -76,15 +79,13 @@ DYNAMODB_CLIENT_CONFIG = CLIENT_CONFIG.merge(Config(parameter_validation=False))
 LOCAL_REGION = "us-east-1"
 
 
-def _catalog(
-    restate_prefixes: Mapping[str, str] | None = None, kafka_streams: Iterable[str] = ()
-) -> LayoutCatalog:
-    """Each stream's layout strategy (``strategies/catalog.py``), built the first time a
-    function asks for it: the strategies load the registration checks and the GC steps
-    they bind, which a function that reads no snapshot never imports (issue 29)."""
+def _catalog(layouts: LayoutMap | None = None) -> LayoutCatalog:
+    """Each stream's layout strategy (``strategies/catalog.py``), built from the layout map
+    the first time a function asks for it: the strategies load the registration checks and
+    the GC steps they bind, which a function that reads no snapshot never imports (issue 29)."""
     from snapledger.strategies.catalog import LayoutCatalog
 
-    return LayoutCatalog(restate_prefixes, kafka_streams)
+    return LayoutCatalog(layouts)
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,9 @@ class Runtime:
     event_archive: EventArchive | None = None  # where events past the TTL window are
     #: Legal holds on snapshot objects (SNAPLEDGER_PROTECT_LATEST); None: not protected.
     holds: ObjectHolds | None = None
-    #: Each stream's snapshot layout (SNAPLEDGER_RESTATE_PREFIXES; native for the rest).
+    #: Each stream's snapshot layout (the layout map, SNAPLEDGER_LAYOUTS; native for the rest).
     layouts: LayoutCatalog = field(default_factory=_catalog)
+    producer_offsets: ProducerOffsetsStore | None = None  # the Fluss producers' registry
 
 
 @dataclass(frozen=True)
@@ -119,32 +121,6 @@ class EventArchive:
 
     archive_arn: str
     bus_arn: str
-
-
-def compaction_config(settings: LedgerSettings) -> CompactionConfig:
-    """The thresholds from the settings: a default and per-stream overrides."""
-    from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds
-
-    default = CompactionThresholds(
-        records=settings.compaction_records, bytes=settings.compaction_bytes
-    )
-    return CompactionConfig(
-        default=default,
-        streams={
-            stream: default.model_copy(update=values)
-            for stream, values in settings.compaction_streams.items()
-        },
-    )
-
-
-def emr_capacity(settings: JobSettings) -> Capacity | None:
-    """The EMR Serverless application's maximum capacity, when the settings give it."""
-    from snapledger.core.job_sizing import Capacity
-
-    vcpu, memory, disk = settings.emr_max_vcpu, settings.emr_max_memory_gb, settings.emr_max_disk_gb
-    if vcpu is None or memory is None or disk is None:
-        return None
-    return Capacity(vcpu, memory, disk)  # checked when the settings were read
 
 
 #: The collaborators that decide what a registration or a GC run does: built from the
@@ -164,15 +140,12 @@ def build_runtime(
 
 
 class ComposedRuntime(Runtime):
-    """The runtime composed from a function's settings: each collaborator is built, with
-    its adapter's import and its boto3 client, the first time the function asks for it.
-
-    Each is a ``cached_property`` named as the ``Runtime`` field it provides (a class
-    attribute of the subclass, so it is found before the field's default): once built,
-    it is the instance's own value, as a field is. Two threads asking at once may both
-    build it; one is kept, which is harmless for these objects (a client, an adapter).
-    ``dataclasses.replace`` needs a plain ``Runtime``: ``replaced`` makes one. An adapter
-    handed in is set as the instance's own value at once (found before the property).
+    """The runtime composed from a function's settings: each collaborator is built (its
+    adapter's import, its boto3 client) when the function first asks for it, by a
+    ``cached_property`` named as the ``Runtime`` field it provides (found before the field's
+    default; once built, the instance's own value). Two threads may both build it; one is
+    kept, harmless here. ``dataclasses.replace`` needs a plain ``Runtime``: ``replaced``. An
+    adapter handed in is set as the instance's own value at once (found before the property).
     """
 
     settings: LedgerSettings
@@ -264,6 +237,12 @@ class ComposedRuntime(Runtime):
         return DynamoPolicyStore(self.settings.table, client=self._dynamodb)
 
     @cached_property
+    def producer_offsets(self) -> ProducerOffsetsStore:
+        from snapledger.adapters.dynamodb_producer_offsets import DynamoProducerOffsets as Store
+
+        return Store(self.settings.table, client=self._dynamodb)
+
+    @cached_property
     def streams(self) -> StreamLogStore:
         from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
 
@@ -307,7 +286,9 @@ class ComposedRuntime(Runtime):
 
     @cached_property
     def layouts(self) -> LayoutCatalog:
-        return _catalog(self.settings.restate_prefixes, self.settings.kafka_streams_streams)
+        from snapledger.layouts.layout_map import settings_layout_map
+
+        return _catalog(settings_layout_map(self.settings))
 
     @cached_property
     def _dynamodb(self) -> DynamoDBClient:

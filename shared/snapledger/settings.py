@@ -7,13 +7,16 @@ pydantic (no pydantic-settings) so the functions need nothing beyond the Powerto
 import os
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError, model_validator
 
 from snapledger.core.job_sizing import Capacity
 from snapledger.errors import InvalidRequestError
 from snapledger.limits import MAX_COUNT, MAX_HOURS
+
+if TYPE_CHECKING:
+    from snapledger.core.compaction_trigger import CompactionConfig
 
 ENV_PREFIX = "SNAPLEDGER_"
 # The environment variable names, for the CDK app and the local runtime.
@@ -39,12 +42,18 @@ ENV_COMPACTION_BYTES = "SNAPLEDGER_COMPACTION_BYTES"
 #: "true": register holds each registered snapshot's objects, GC releases them (S3 Object
 #: Lock; the CDK app sets it with ``-c protectLatest=true``).
 ENV_PROTECT_LATEST = "SNAPLEDGER_PROTECT_LATEST"
-#: Restate clusters' snapshot prefixes, each with its stream name: a JSON object such as
-#: ``{"restate/prod-1": "orders"}`` (the CDK app sets it from ``-c restatePrefixes``).
+#: The layout map: which layout each stream or bucket prefix has, a JSON object such as
+#: ``{"restate/prod-1": {"layout": "restate", "stream": "orders"}}`` (``layouts/
+#: layout_map.py``; the CDK app sets it from ``-c layouts``).
+ENV_LAYOUTS = "SNAPLEDGER_LAYOUTS"
+#: Deprecated (read into the layout map): Restate clusters' snapshot prefixes, each with
+#: its stream name, a JSON object such as ``{"restate/prod-1": "orders"}``.
 ENV_RESTATE_PREFIXES = "SNAPLEDGER_RESTATE_PREFIXES"
-#: Kafka Streams changelog topics whose snapshots snapledger keeps (the kafka-streams
-#: layout): a JSON list such as ``["totals-app-totals-changelog"]`` (docs/layouts.md).
+#: Deprecated (read into the layout map): Kafka Streams changelog topics, a JSON list such
+#: as ``["totals-app-totals-changelog"]``.
 ENV_KAFKA_STREAMS_STREAMS = "SNAPLEDGER_KAFKA_STREAMS_STREAMS"
+#: What the deprecated settings are called in an error about them.
+LEGACY_LAYOUT_SOURCE = f"{ENV_RESTATE_PREFIXES}/{ENV_KAFKA_STREAMS_STREAMS} (deprecated)"
 #: How long terminal ledger items stay before TTL removes them, unless configured.
 DEFAULT_LEDGER_TTL_DAYS = 30
 #: The longest TTL window: the longest duration anything names (``limits.MAX_HOURS``).
@@ -90,16 +99,22 @@ class LedgerSettings(BaseModel):
         "before the ledger commit; GC releases them before it marks the snapshot DELETED. "
         "Needs an s3:// root in a bucket created with Object Lock (docs/deploy.md)",
     )
+    layouts: Json[Any] = Field(
+        default_factory=dict,
+        description="the layout map: which layout each stream or bucket prefix has, e.g. "
+        '{"restate/prod-1": {"layout": "restate", "stream": "orders"}, '
+        '"totals-app-totals-changelog": {"layout": "kafka-streams"}} (docs/layouts.md); '
+        "every other stream is native",
+    )
     restate_prefixes: Json[dict[str, str]] = Field(
         default_factory=dict,
-        description='Restate snapshot prefixes and their stream names, e.g. {"restate/prod-1": '
-        '"orders"}: the partitions of the cluster writing there are that stream\'s lineages',
+        description="deprecated (read into layouts): Restate prefixes and their streams, e.g. "
+        '{"restate/prod-1": "orders"}',
     )
     kafka_streams_streams: Json[list[str]] = Field(
         default_factory=list,
-        description='Kafka Streams changelog topics, e.g. ["totals-app-totals-changelog"]: '
-        "their snapshots have the kafka-streams layout (RocksDB store folders, checked as "
-        "such; retention counts only what the changelog can still continue)",
+        description="deprecated (read into layouts): Kafka Streams changelog topics, e.g. "
+        '["totals-app-totals-changelog"]',
     )
     registration_queue_url: str | None = Field(
         default=None,
@@ -161,3 +176,27 @@ def settings_from_env(
             for err in exc.errors()
         )
         raise InvalidRequestError(f"configuration is incomplete: {problems}") from exc
+
+
+def compaction_config(settings: "LedgerSettings") -> "CompactionConfig":
+    """The compaction thresholds the settings give: a default and per-stream overrides."""
+    from snapledger.core.compaction_trigger import CompactionConfig, CompactionThresholds
+
+    default = CompactionThresholds(
+        records=settings.compaction_records, bytes=settings.compaction_bytes
+    )
+    return CompactionConfig(
+        default=default,
+        streams={
+            stream: default.model_copy(update=values)
+            for stream, values in settings.compaction_streams.items()
+        },
+    )
+
+
+def emr_capacity(settings: JobSettings) -> Capacity | None:
+    """The EMR Serverless application's maximum capacity, when the settings give it."""
+    vcpu, memory, disk = settings.emr_max_vcpu, settings.emr_max_memory_gb, settings.emr_max_disk_gb
+    if vcpu is None or memory is None or disk is None:
+        return None
+    return Capacity(vcpu, memory, disk)  # checked when the settings were read

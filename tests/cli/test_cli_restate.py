@@ -59,7 +59,7 @@ def test_heal_follows_the_cursor_until_every_partition_is_checked(rt, restate, m
 def test_heal_of_a_stream_that_is_not_restate_is_refused_naming_it(rt, restate):
     ran = run("restate", "heal", "orders")
     assert ran.status == 1
-    assert "'orders' is not a Restate stream" in ran.out and "restatePrefixes" in ran.out
+    assert "'orders' is not a Restate stream" in ran.out and "-c layouts" in ran.out
 
 
 def test_restore_asks_first_and_changes_nothing_when_answered_no(rt, restate, monkeypatch):

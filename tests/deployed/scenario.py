@@ -209,6 +209,26 @@ def run_scenario(app: EmulatedDeployment) -> Scenario:
         "query", {"action": "job", "job_id": answers["launch.restore"]["job_id"]}
     )
 
+    # --- the producer-offsets registry: launch registers and deletes, query reads, gc's run
+    # sweeps the expired entry (docs/fluss.md) --------------------------------------------
+    offsets = [{"table_id": 3, "bucket": b, "offset": 100 * b} for b in range(3)]
+    register = {"action": "producer_offsets_register", "offsets": offsets}
+    answers["launch.producer_offsets_expiring"] = app.invoke(
+        "launch", {**register, "producer_id": "scenario-expiring", "ttl_seconds": 60}
+    )
+    answers["launch.producer_offsets_created"] = app.invoke(
+        "launch", {**register, "producer_id": "scenario-job"}
+    )
+    answers["launch.producer_offsets_exists"] = app.invoke(
+        "launch", {**register, "producer_id": "scenario-job"}
+    )
+    answers["query.producer_offsets"] = app.invoke(
+        "query", {"action": "producer_offsets", "producer_id": "scenario-job"}
+    )
+    answers["launch.producer_offsets_delete"] = app.invoke(
+        "launch", {"action": "producer_offsets_delete", "producer_id": "scenario-job"}
+    )
+
     # --- gc: policy, dry run, expiry + changelog below the trim point, orphans, stuck jobs -
     answers["gc.policy_set"] = app.invoke(
         "gc",

@@ -135,9 +135,19 @@ def test_a_stream_snapshot_is_requested_completed_and_restored(deployed: Deploye
     assert "snapshots/ledgers/generation.json" in answers["objects_after_gc"]
 
 
+def test_the_producer_offsets_registry_runs_under_launch_query_and_gc(deployed: Deployed) -> None:
+    answers = deployed.scenario
+    assert answers["launch.producer_offsets_created"]["result"] == "CREATED"
+    assert answers["launch.producer_offsets_exists"]["result"] == "ALREADY_EXISTS"
+    assert answers["query.producer_offsets"]["found"] is True
+    assert answers["launch.producer_offsets_delete"]["deleted"] is True
+    # gc's scheduled run, 30 days on, swept the entry that expired after 60 s
+    assert answers["gc.run"]["producer_offsets_swept"] == ["scenario-expiring"]
+
+
 def test_every_query_answers(deployed: Deployed) -> None:
     paths = [p for p in deployed.scenario.answers if p.startswith("query.")]
-    assert len(paths) == 11
+    assert len(paths) == 12
     events = deployed.scenario["query.stream_history"]["events"]
     assert [e["type"] for e in events] == ["PolicySet", "PolicyReset"]
     for path in paths:

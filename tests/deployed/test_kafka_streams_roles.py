@@ -49,7 +49,7 @@ APP, STORE = "totals-app", "totals"
 TOPIC = f"{APP}-{STORE}-changelog"
 OTHER = "other-app-sums-changelog"
 PARTITIONS = (0, 1)
-KAFKA = ((names.CTX_KAFKA_STREAMS_STREAMS, json.dumps([TOPIC, OTHER])),)
+KAFKA = ((names.CTX_LAYOUTS, json.dumps({TOPIC: "kafka-streams", OTHER: "kafka-streams"})),)
 ROOT = f"s3://{BUCKET}"
 DAY_MS = 86_400_000
 SEED_ROLE, SNAPSHOT_ROLE = "ks-seed", "ks-snapshot"
@@ -184,8 +184,8 @@ def test_the_stack_outputs_both_policies_and_configures_the_layout(
         names.OUTPUT_KAFKA_STREAMS_SNAPSHOT_POLICY,
     } <= set(outputs)
     for name in ("register", "gc"):
-        variable = deployed.app.environment(name)["SNAPLEDGER_KAFKA_STREAMS_STREAMS"]
-        assert json.loads(variable) == sorted([TOPIC, OTHER])
+        variable = deployed.app.environment(name)["SNAPLEDGER_LAYOUTS"]
+        assert json.loads(variable) == {t: {"layout": "kafka-streams"} for t in (TOPIC, OTHER)}
 
 
 def test_the_snapshotter_writes_snapshots_that_register_under_its_policy(

@@ -37,7 +37,17 @@ pytestmark = pytest.mark.slow
 
 OTHER_PREFIX, OTHER_STREAM = "restate/prod-2", "ledger"
 UNCONFIGURED = "restate/staging"
-RESTATE = ((names.CTX_RESTATE_PREFIXES, json.dumps({PREFIX: STREAM, OTHER_PREFIX: OTHER_STREAM})),)
+RESTATE = (
+    (
+        names.CTX_LAYOUTS,
+        json.dumps(
+            {
+                PREFIX: {"layout": "restate", "stream": STREAM},
+                OTHER_PREFIX: {"layout": "restate", "stream": OTHER_STREAM},
+            }
+        ),
+    ),
+)
 LATEST = restate.latest_pointer_key(PREFIX, 0)
 # What each role did under the Restate prefixes, as (action, where) the paths must show.
 RESTATE_PATHS = {
@@ -108,12 +118,15 @@ def _etag(app: EmulatedDeployment, key: str) -> str:
 
 
 def test_the_functions_are_given_the_prefixes(deployed: RestateDeployed) -> None:
-    expected = {PREFIX: STREAM, OTHER_PREFIX: OTHER_STREAM}
+    expected = {
+        PREFIX: {"layout": "restate", "stream": STREAM},
+        OTHER_PREFIX: {"layout": "restate", "stream": OTHER_STREAM},
+    }
     for name in ("register", "gc", "query"):
-        variable = deployed.app.environment(name)["SNAPLEDGER_RESTATE_PREFIXES"]
+        variable = deployed.app.environment(name)["SNAPLEDGER_LAYOUTS"]
         assert json.loads(variable) == expected
     for name in ("track_changelog", "launch", "job_state"):
-        assert "SNAPLEDGER_RESTATE_PREFIXES" not in deployed.app.environment(name)
+        assert "SNAPLEDGER_LAYOUTS" not in deployed.app.environment(name)
 
 
 def test_register_registers_restate_snapshots_under_its_role(deployed: RestateDeployed) -> None:

@@ -20,7 +20,7 @@ def seed_restate(rt: Runtime, partitions: tuple[int, ...] = (0, 1)) -> dict[int,
     """``rt``'s adapters in a runtime deployed with the Restate prefix (built by the
     composition root), used by the handlers from now on (the caller's ``runtime_override``
     resets it); each partition's snapshots, oldest first."""
-    restate_rt = deployed_with(rt, restate_prefixes={PREFIX: STREAM})
+    restate_rt = deployed_with(rt, layouts={PREFIX: {"layout": "restate", "stream": STREAM}})
     use_runtime(restate_rt)
     seeded: dict[int, list[Written]] = {}
     for partition in partitions:

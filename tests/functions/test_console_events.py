@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from snapledger.entrypoints.query import actions
+from snapledger.models.producer_offsets import BucketOffset
 from snapledger.models.requests import LaunchRequest
+from snapledger.services import producer_offsets
 from snapledger.services.generations import request_stream_snapshot
 from snapledger.services.launch import LaunchDeps, launch
 from snapledger.services.policies import set_policy
@@ -45,6 +47,9 @@ def seeded(rt):
     launch(request, request_id="example-restore-1", deps=deps)
     default = rt.gc.default_policy()
     set_policy(rt.streams, "orders", {"min_count": 5}, default=default, clock=rt.clock)
+    # the producer events/query-producer-offsets.json reads
+    offsets = [BucketOffset(table_id=3, bucket=0, offset=952)]
+    producer_offsets.register(rt.producer_offsets, rt.clock, "flink-job-7f3a", offsets)
     # generation 1 of orders, completed by its one member (events/query-generation.json)
     request_stream_snapshot(rt.streams, "orders", [3], clock=rt.clock)
     key = write_snapshot(rt.store, "orders", 3, 300, generation=1)

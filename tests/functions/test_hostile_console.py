@@ -260,20 +260,28 @@ QUERIES: dict[str, dict[str, Any]] = {
     "jobs": {"limit": 2},
     "generation": {"stream": "orders"},
     "generations": {"stream": "orders", "limit": 2},
+    "producer_offsets": {"producer_id": "job-1"},
 }
 QUERY_FIELDS = [
     "action", "stream", "partition", "limit", "cursor", "after_seq", "lsn", "as_of_time",
-    "snapshot_id", "job_id", "generation", "other",
+    "snapshot_id", "job_id", "generation", "producer_id", "other",
 ]  # fmt: skip
 LAUNCHES: dict[str, dict[str, Any]] = {
     "restore": {**LINEAGE, "from": {"lsn": 150}, "target_lsn": 300},
     "bootstrap": {"stream": "orders", "partitions": [3]},
     "compaction": {**LINEAGE},
     "snapshot_stream": {"stream": "orders", "partitions": [3, 4], "min_lsn": {"3": 100}},
+    "producer_offsets_register": {
+        "producer_id": "job-1",
+        "offsets": [{"table_id": 3, "bucket": 0, "offset": 7}],
+        "ttl_seconds": 60,
+    },
+    "producer_offsets_delete": {"producer_id": "job-1"},
 }
 LAUNCH_FIELDS = [
     "action", "stream", "partition", "partitions", "from", "target_lsn", "target_lsns",
-    "request_id", "min_lsn", "deadline", "deadline_minutes", "by", "other",
+    "request_id", "min_lsn", "deadline", "deadline_minutes", "by", "producer_id", "offsets",
+    "ttl_seconds", "other",
 ]  # fmt: skip
 FROMS = st.fixed_dictionaries(
     {}, optional={"snapshot_id": VALUES, "lsn": VALUES, "time": VALUES, "generation": VALUES}

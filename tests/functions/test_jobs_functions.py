@@ -22,9 +22,12 @@ from tests.functions.support import emitted_metrics, s3_put_event, sample_event
 from tests.support import FakeRunner, write_segments, write_snapshot
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
-# Every launch payload that starts a job (launch-snapshot-stream.json opens a generation).
+# Every launch payload that starts a job (launch-snapshot-stream.json opens a generation,
+# launch-producer-offsets-*.json change the producer-offsets registry).
 LAUNCH_EVENTS = sorted(
-    set(EVENTS_DIR.glob("launch-*.json")) - {EVENTS_DIR / "launch-snapshot-stream.json"}
+    set(EVENTS_DIR.glob("launch-*.json"))
+    - {EVENTS_DIR / "launch-snapshot-stream.json"}
+    - set(EVENTS_DIR.glob("launch-producer-offsets-*.json"))
 )
 
 

@@ -227,8 +227,8 @@ def test_a_malformed_payload_gets_a_validation_answer_naming_the_fields(
 def test_an_unknown_action_lists_the_actions(rt, query_handler, context):
     answer = query_handler({"action": "forecast", **LINEAGE}, context)
     assert (
-        "use one of as_of, generation, generations, history, job, jobs, latest, list, snapshot"
-        in answer["message"]
+        "use one of as_of, generation, generations, history, job, jobs, latest, list, "
+        "producer_offsets, snapshot" in answer["message"]
     )
 
 

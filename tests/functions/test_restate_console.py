@@ -199,7 +199,7 @@ def test_restore_repoints_holds_and_records_who(seeded, rt, gc_handler, context)
         (restore_payload(snapshot_id="snap_NoSuchOne"), "not_found", "has no snapshot"),
         (restore_payload(partition=5), "not_found", "has no snapshot"),
         (restore_payload(stream="orders"), "invalid_request", "'orders' is not a Restate stream"),
-        ({"action": "restate_heal", "stream": "orders"}, "invalid_request", "SNAPLEDGER_RESTATE"),
+        ({"action": "restate_heal", "stream": "orders"}, "invalid_request", "SNAPLEDGER_LAYOUTS"),
     ],
     ids=["unknown-snapshot", "unknown-partition", "restore-not-restate", "heal-not-restate"],
 )

@@ -37,7 +37,7 @@ from tests.gc.support import gc_deps, statuses
 from tests.support import manifest_document, moto_ledger, write_snapshot
 
 TOPIC = "totals-app-totals-changelog"
-LAYOUTS = LayoutCatalog(kafka_streams=[TOPIC])
+LAYOUTS = LayoutCatalog.of(kafka_streams=[TOPIC])
 SST = b"rocksdb table data" + SST_MAGIC_BYTES
 DAY_MS = 86_400_000
 
@@ -230,7 +230,7 @@ def test_kafka_streams_streams_are_configured_and_checked():
     environ = {"SNAPLEDGER_TABLE": "ledger", "SNAPLEDGER_ROOT": "s3://b"}
     environ[ENV_KAFKA_STREAMS_STREAMS] = json.dumps([TOPIC])
     settings = settings_from_env(LedgerSettings, environ)
-    catalog = LayoutCatalog(settings.restate_prefixes, settings.kafka_streams_streams)
+    catalog = LayoutCatalog.of(settings.restate_prefixes, settings.kafka_streams_streams)
     strategy = catalog.for_stream(TOPIC)
     assert (strategy.name, strategy.owner, strategy.root(2)) == (
         "kafka-streams",
@@ -240,11 +240,11 @@ def test_kafka_streams_streams_are_configured_and_checked():
     assert "snapledger.kafka_streams.seed" in strategy.boot
     for not_a_changelog in ("orders", "totals-changelog", "app--changelog"):
         with pytest.raises(InvalidRequestError, match="not a changelog topic's name"):
-            LayoutCatalog(kafka_streams=[not_a_changelog])
-    with pytest.raises(InvalidRequestError, match="Kafka Streams stream 'a/b'"):
-        LayoutCatalog(kafka_streams=["a/b"])
-    with pytest.raises(InvalidRequestError, match="both a Restate stream and a Kafka Streams"):
-        LayoutCatalog({"restate/prod-1": TOPIC}, [TOPIC])
+            LayoutCatalog.of(kafka_streams=[not_a_changelog])
+    with pytest.raises(InvalidRequestError, match="entry 'a/b': field 'key'"):
+        LayoutCatalog.of(kafka_streams=["a/b"])
+    with pytest.raises(InvalidRequestError, match="is also entry"):
+        LayoutCatalog.of({"restate/prod-1": TOPIC}, [TOPIC])
     assert LAYOUTS.for_stream("orders").name == "native"
     assert SnapshotStatus.REGISTERED  # the records above are REGISTERED ones
 

@@ -162,7 +162,7 @@ class WithFluss(LayoutCatalog):
         return FLUSS if stream == STREAM else super().for_stream(stream)
 
 
-LAYOUTS = WithFluss({"restate/cluster-a": "payments"})
+LAYOUTS = WithFluss.of({"restate/cluster-a": "payments"})
 
 
 def write_fluss(store, partition: int, n: int) -> str:

@@ -149,6 +149,7 @@ def test_the_restate_section_tells_the_synthesized_node_policy_and_grants() -> N
         '`Null: {"s3:if-match": "false"}`',
         f"(`{names.restate_deeper_pointers('{prefix}')}`) is denied",
         "`register`, `gc` and `query`",
+        "`SNAPLEDGER_LAYOUTS`",
     ):
         assert claim in section, claim
 

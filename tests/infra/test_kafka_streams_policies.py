@@ -17,7 +17,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 
 from infra import names
-from infra.config import kafka_streams_streams
+from infra.config import kafka_streams_streams, stack_layouts
 from infra.constructs.kafka_streams_policies import KafkaStreamsPolicies
 
 TOPIC = "totals-app-totals-changelog"
@@ -31,27 +31,27 @@ MANAGED_POLICY_CHARS = 6_144
         ('{"a": "b"}', "must be a list of changelog topic names"),
         ("[1]", "must be a list of changelog topic names"),
         ('["orders"]', "is not a changelog topic's name"),
-        ('["a b-c-changelog"]', "Kafka Streams stream 'a b-c-changelog'"),
+        ('["a b-c-changelog"]', "entry 'a b-c-changelog': field 'key'"),
         ('["payments"]', "is not a changelog topic's name"),
         (json.dumps([f"app{i}-s-changelog" for i in range(6)]), "over the 5"),
     ],
 )
 def test_a_bad_parameter_is_refused_naming_the_problem(raw: str, says: str) -> None:
     with pytest.raises(ValueError, match="kafkaStreamsStreams") as refused:
-        kafka_streams_streams(raw, {})
+        stack_layouts(None, None, raw)
     assert says in str(refused.value)
 
 
 def test_a_topic_that_is_also_a_restate_stream_is_refused() -> None:
-    with pytest.raises(ValueError, match="both a Restate stream and a Kafka Streams"):
-        kafka_streams_streams(json.dumps([TOPIC]), {"restate/prod-1": TOPIC})
+    with pytest.raises(ValueError, match=f"stream {TOPIC!r} is also entry 'restate/prod-1'"):
+        stack_layouts(None, {"restate/prod-1": TOPIC}, json.dumps([TOPIC]))
 
 
 def test_the_topics_are_sorted_without_repeats() -> None:
     other = "a-b-changelog"
-    assert kafka_streams_streams(json.dumps([TOPIC, other, TOPIC]), {}) == (other, TOPIC)
-    assert kafka_streams_streams([TOPIC], {}) == (TOPIC,)  # from cdk.json: a list
-    assert kafka_streams_streams(None, {}) == kafka_streams_streams("", {}) == ()
+    assert kafka_streams_streams(json.dumps([TOPIC, other, TOPIC])) == (other, TOPIC)
+    assert kafka_streams_streams([TOPIC]) == (TOPIC,)  # from cdk.json: a list
+    assert kafka_streams_streams(None) == kafka_streams_streams("") == ()
 
 
 def _policies(topics: tuple[str, ...]) -> dict[str, dict[str, Any]]:
@@ -121,7 +121,9 @@ def test_the_largest_parameter_fits_a_managed_policy() -> None:
         f"{str(i) * 100}-{'s' * 17}-changelog" for i in range(names.MAX_KAFKA_STREAMS_STREAMS)
     )
     assert all(len(t) == 128 for t in longest)  # the longest stream name
-    assert kafka_streams_streams(json.dumps(list(longest)), {}) == longest
+    assert stack_layouts(None, None, json.dumps(list(longest))).of("kafka-streams") == tuple(
+        e for e in stack_layouts(dict.fromkeys(longest, "kafka-streams")).entries
+    )
     for output, document in _policies(longest).items():
         size = len(json.dumps(_resolved(document), separators=(",", ":")))
         assert size <= MANAGED_POLICY_CHARS, (output, size)

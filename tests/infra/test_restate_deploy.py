@@ -28,10 +28,11 @@ from infra.app import build_app
 from infra.config import StackConfig
 from infra.constructs.function_grants import REGISTER_POINTER_DENY_SID
 from infra.constructs.function_roles import IF_MATCH_ONLY, RESTATE_POINTER_WRITE_SID
-from infra.constructs.functions import RESTATE_FUNCTIONS
+from infra.constructs.functions import LAYOUT_FUNCTIONS
 from infra.constructs.restate_nodes import LATEST_WRITE_CONDITIONS
 from infra.nag import acknowledgments_withheld
-from snapledger.settings import ENV_RESTATE_PREFIXES, LedgerSettings, settings_from_env
+from snapledger.layouts.layout_map import settings_layout_map
+from snapledger.settings import ENV_LAYOUTS, LedgerSettings, settings_from_env
 from snapledger.strategies.catalog import LayoutCatalog
 from tests.infra.conftest import Synthesized, synthesize_app
 
@@ -111,8 +112,8 @@ def test_the_parameter_is_read_normalized_from_a_string_or_an_object() -> None:
         ('{"restate/a/../b": "payments"}', "'..' segments are not allowed"),
         ('{"restate//a": "payments"}', "empty path segments"),
         ('{"restate": "a", "restate/prod-1": "b"}', "overlap"),
-        ('{"restate/prod-1": "a", "restate/prod-1/": "b"}', "overlap"),
-        ('{"restate/prod-1": "a", "restate/prod-2": "a"}', "two Restate prefixes"),
+        ('{"restate/prod-1": "a", "restate/prod-1/": "b"}', "once normalized"),
+        ('{"restate/prod-1": "a", "restate/prod-2": "a"}', "is also entry"),
         ('{"restate/*": "payments"}', "which IAM reads as a wildcard"),
         ('{"restate/${aws:username}": "payments"}', "which IAM reads as a wildcard"),
         ('{"restate/a": "pay-ments", "restate/b": "pay_ments"}', "share the stack output"),
@@ -133,10 +134,11 @@ def test_protect_latest_is_refused_beside_restate_prefixes() -> None:
 def test_the_check_is_the_catalogs_own() -> None:
     value = {"restate/prod-1": "a", "restate/prod-2": "a"}
     with pytest.raises(Exception) as catalog:
-        LayoutCatalog(value)
+        LayoutCatalog.of(value)
     with pytest.raises(ValueError) as synth:
         _config(value)
-    assert str(catalog.value) in str(synth.value)
+    # the same message, naming where the value came from
+    assert str(catalog.value).removeprefix("the layout map: ") in str(synth.value)
 
 
 def test_a_bad_value_fails_the_synth_of_the_app(tmp_path: Path) -> None:
@@ -216,11 +218,11 @@ def test_without_the_parameter_nothing_restate_is_deployed(synth: Synthesized) -
     assert len(_notifications(synth)) == 2
     assert not synth.resources("AWS::IAM::ManagedPolicy")
     assert not [k for k in synth.template_json["Outputs"] if k.startswith("RestateNode")]
-    for name in RESTATE_FUNCTIONS:
+    for name in LAYOUT_FUNCTIONS:
         function = synth.template_json["Resources"][
             synth.logical_id(synth.stack.functions.functions[name])
         ]
-        assert ENV_RESTATE_PREFIXES not in function["Properties"]["Environment"]["Variables"]
+        assert ENV_LAYOUTS not in function["Properties"]["Environment"]["Variables"]
     assert "restate" not in json.dumps(_role_statements(synth, "gc"))
 
 
@@ -234,15 +236,17 @@ def test_register_gc_and_query_read_the_prefixes_as_the_catalog_does(
         variables = restate_synth.template_json["Resources"][restate_synth.logical_id(function)][
             "Properties"
         ]["Environment"]["Variables"]
-        if name not in RESTATE_FUNCTIONS:
-            assert ENV_RESTATE_PREFIXES not in variables, name
+        if name not in LAYOUT_FUNCTIONS:
+            assert ENV_LAYOUTS not in variables, name
             continue
-        value = variables[ENV_RESTATE_PREFIXES]
-        assert json.loads(value) == NORMALIZED
+        value = variables[ENV_LAYOUTS]
+        assert json.loads(value) == {
+            p: {"layout": "restate", "stream": s} for p, s in NORMALIZED.items()
+        }
         # the functions' own settings read it into the same catalog
         environ = {"SNAPLEDGER_TABLE": "ledger", "SNAPLEDGER_ROOT": "s3://b"}
-        settings = settings_from_env(LedgerSettings, {**environ, ENV_RESTATE_PREFIXES: value})
-        layouts = LayoutCatalog(settings.restate_prefixes).restate_layouts
+        settings = settings_from_env(LedgerSettings, {**environ, ENV_LAYOUTS: value})
+        layouts = LayoutCatalog(settings_layout_map(settings)).restate_layouts
         assert {layout.prefix: layout.stream for layout in layouts} == NORMALIZED
 
 

@@ -91,11 +91,17 @@ def test_every_formulation_gives_the_last_put_per_key(spark, history, use_state)
             merge_max_changes_per_state_row=merge_max,
         ) as compacted_state:
             result = compacted_state.frame
+            task_partitions = compacted_state.task_partitions
+            if task_partitions is not None:  # the map names each task's partition
+                assert "partition" not in result.columns, name
+                result = result.withColumn(
+                    "partition",
+                    F.element_at(F.array(*map(F.lit, task_partitions)), F.spark_partition_id() + 1),
+                )
             rows = result.collect()
             placed = result.select("partition", F.spark_partition_id().alias("task")).distinct()
             pairs = [(row["partition"], row["task"]) for row in placed.collect()]
             tasks = [task for _, task in pairs]
-            task_partitions = compacted_state.task_partitions
             plan = io.StringIO()
             with redirect_stdout(plan):
                 result.explain()

@@ -99,7 +99,7 @@ class Registry:
         ``SNAPLEDGER_KAFKA_STREAMS_STREAMS``: their runtime built again by the composition
         root, on the same ledger and store, so registration runs the kafka-streams
         strategy's checks (layouts/kafka_streams.py) on their snapshots."""
-        built = deployed_with(runtime(), kafka_streams=changelogs)
+        built = deployed_with(runtime(), layouts=dict.fromkeys(changelogs, "kafka-streams"))
         use_runtime(built)
         self.router = Router(self.store, HANDLERS, built.layouts)
 

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.ddblocal]
 
 def test_the_kafka_demo_passes_every_check_and_prints_both_boot_times(tmp_path):
     done = run_module(
-        "snapledger.local.demo_kafka",
+        "snapledger.demos.kafka_streams",
         *("--root", str(tmp_path / "demo"), "--orders", "4000", "--customers", "500"),
     )
     out = done.stdout

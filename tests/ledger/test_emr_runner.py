@@ -16,8 +16,7 @@ from snapledger.emr_release import JOB_PYTHON
 from snapledger.errors import InvalidRequestError, JobStartError, StoreUnavailableError
 from snapledger.models.jobs import PartitionPlan
 from snapledger.ports import JobRunSpec
-from snapledger.runtime import emr_capacity
-from snapledger.settings import JobSettings, settings_from_env
+from snapledger.settings import JobSettings, emr_capacity, settings_from_env
 
 SPEC = JobRunSpec(
     job_id="restore-abc",

@@ -1,7 +1,7 @@
-"""``snapledger local up`` and every ``--local`` command apply the layouts the deployed
-functions would: ``SNAPLEDGER_KAFKA_STREAMS_STREAMS`` (and ``SNAPLEDGER_RESTATE_PREFIXES``)
-from the environment, ``local up``'s ``--kafka-streams-stream`` and ``--restate-prefix``,
-and, in a process attaching to a running ``local up``, what its ``runtime.json`` names."""
+"""``snapledger local up`` and every ``--local`` command apply the layout map the deployed
+functions would: ``SNAPLEDGER_LAYOUTS`` (and the deprecated per-layout variables read into
+it) from the environment, ``local up``'s ``--layout`` (and the deprecated shorthands),
+and, in a process attaching to a running ``local up``, the map its ``runtime.json`` holds."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ import pytest
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.cli import main as cli
 from snapledger.errors import InvalidRequestError
-from snapledger.local.layout_settings import LocalLayouts
+from snapledger.layouts.layout_map import layout_map
+from snapledger.local import layout_settings
+from snapledger.local.layout_settings import parse_layout_options
 from snapledger.local.runtime import RUNTIME_FILE, LocalRuntime
-from snapledger.settings import ENV_KAFKA_STREAMS_STREAMS, ENV_RESTATE_PREFIXES
+from snapledger.settings import ENV_KAFKA_STREAMS_STREAMS, ENV_LAYOUTS
 from tests.cli.test_local_up import wait_for
 from tests.local.test_runtimes_decide_alike import RETENTION_MS, kafka_streams_snapshot
 
@@ -33,8 +35,18 @@ BY_ENVIRONMENT = "orders-app-counts-changelog"
     ("arguments", "environ", "says"),
     [
         (["--kafka-streams-stream", "orders"], {}, "not a changelog topic's name"),
+        (["--layout", "orders=kafka-streams"], {}, "--layout: entry 'orders': field 'key'"),
+        (["--layout", "orders=fluss"], {}, "field 'layout': unknown layout 'fluss'"),
+        (["--layout", "orders"], {}, "give KEY=LAYOUT or PREFIX=LAYOUT:STREAM"),
+        (["--layout", "restate/a=restate:payments"], {}, "needs --s3-port"),
         ([], {ENV_KAFKA_STREAMS_STREAMS: "orders-changelog"}, ENV_KAFKA_STREAMS_STREAMS),
-        ([], {ENV_KAFKA_STREAMS_STREAMS: '["a/b"]'}, "Kafka Streams stream 'a/b'"),
+        ([], {ENV_KAFKA_STREAMS_STREAMS: '["a/b"]'}, "entry 'a/b': field 'key'"),
+        ([], {ENV_LAYOUTS: '{"x": {"layout": "restate"}}'}, "entry 'x': field 'stream'"),
+        (
+            ["--layout", f"{BY_OPTION}=kafka-streams"],
+            {ENV_LAYOUTS: json.dumps({BY_OPTION: "native"})},
+            f"entry {BY_OPTION!r} is",
+        ),
         ([], {"SNAPLEDGER_DEFAULT_MIN_COUNT": "-1"}, "min_count must be at least 1 (got -1)"),
     ],
 )
@@ -52,27 +64,44 @@ def test_unusable_settings_are_refused_in_one_line_before_anything_starts(
 
 
 def test_the_environment_and_local_ups_layouts_are_joined_and_checked():
-    environment = LocalLayouts({"restate/a": "payments"}, (BY_ENVIRONMENT,))
-    joined = environment.joined(LocalLayouts({}, (BY_OPTION, BY_ENVIRONMENT)), source="options")
-    assert joined == LocalLayouts({"restate/a": "payments"}, (BY_ENVIRONMENT, BY_OPTION))
-    assert LocalLayouts.from_runtime_file(joined.runtime_file()) == joined
-    assert json.loads(joined.environment()[ENV_RESTATE_PREFIXES]) == {"restate/a": "payments"}
-    with pytest.raises(InvalidRequestError, match="'payments' in SNAPLEDGER_RESTATE_PREFIXES but"):
-        environment.joined(LocalLayouts({"restate/a": "orders"}), source="runtime.json")
-    with pytest.raises(InvalidRequestError, match="both a Restate stream and a Kafka Streams"):
-        environment.joined(LocalLayouts({"restate/b": BY_ENVIRONMENT}), source="options")
+    environment = layout_map(
+        {"restate/a": {"layout": "restate", "stream": "payments"}, BY_ENVIRONMENT: "kafka-streams"}
+    )
+    options = parse_layout_options(
+        [f"{BY_OPTION}=kafka-streams", f"{BY_ENVIRONMENT}=kafka-streams"]
+    )
+    joined = environment.joined(options, source="options")
+    assert [(e.key, e.layout, e.stream) for e in joined.entries] == [
+        (BY_ENVIRONMENT, "kafka-streams", BY_ENVIRONMENT),
+        ("restate/a", "restate", "payments"),
+        (BY_OPTION, "kafka-streams", BY_OPTION),
+    ]
+    file = layout_settings.runtime_file(joined)
+    assert layout_settings.from_runtime_file(json.loads(json.dumps(file))) == joined
+    # an older local up's runtime.json (the per-layout fields) still reads
+    old = {"restate_prefixes": {"restate/a": "payments"}, "kafka_streams_streams": [BY_OPTION]}
+    assert layout_settings.from_runtime_file(old) == layout_map(
+        {"restate/a": {"layout": "restate", "stream": "payments"}, BY_OPTION: "kafka-streams"}
+    )
+    assert layout_map(json.loads(layout_settings.environment(joined)[ENV_LAYOUTS])) == joined
+    with pytest.raises(InvalidRequestError, match=r"entry 'restate/a' is .* there but"):
+        environment.joined(
+            parse_layout_options(["restate/a=restate:orders"]), source="runtime.json"
+        )
+    with pytest.raises(InvalidRequestError, match="stream 'payments' is also entry"):
+        environment.joined(parse_layout_options(["restate/b=restate:payments"]), source="options")
 
 
 @pytest.fixture
 def local_up(tmp_path: Any) -> Iterator[tuple[Any, Any]]:
-    """``local up --kafka-streams-stream BY_OPTION`` run with BY_ENVIRONMENT in its
-    environment: (its home, its log)."""
+    """``local up --layout BY_OPTION=kafka-streams`` run with BY_ENVIRONMENT in its
+    environment (the deprecated variable, read into the map): (its home, its log)."""
     home, log_path = tmp_path / "home", tmp_path / "up.log"
     log = log_path.open("w")
     process = subprocess.Popen(
         [
             *(sys.executable, "-m", "snapledger.cli.main", "--home", str(home), "local", "up"),
-            *("--poll-seconds", "0.2", "--kafka-streams-stream", BY_OPTION),
+            *("--poll-seconds", "0.2", "--layout", f"{BY_OPTION}=kafka-streams"),
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -111,8 +140,8 @@ def test_local_up_and_the_local_commands_apply_the_kafka_streams_layout(
     # Given local up started with one changelog as an option and one in its environment:
     # runtime.json names both, and it said so
     info = json.loads((home / RUNTIME_FILE).read_text())
-    assert info["kafka_streams_streams"] == [BY_ENVIRONMENT, BY_OPTION]
-    said = f"Kafka Streams changelog {BY_OPTION}: snapshots checked by the kafka-streams layout"
+    assert info["layouts"] == {t: {"layout": "kafka-streams"} for t in (BY_ENVIRONMENT, BY_OPTION)}
+    said = f"stream {BY_OPTION}: snapshots checked by the kafka-streams layout"
     assert wait_for(lambda: said in log_path.read_text()), log_path.read_text()
     # When snapshots are dropped under its root: one whose offsets are not its own, and
     # a history the changelog can no longer continue the two oldest of

@@ -36,9 +36,9 @@ def readme_restate_section() -> str:
 def readme_snippet() -> tuple[int, str]:
     """The port README's ``local up`` line gives, and the restate.toml table it shows."""
     section = readme_restate_section()
-    command = re.search(r"snapledger local up --s3-port (\d+) --restate-prefix (\S+)", section)
+    command = re.search(r"snapledger local up --s3-port (\d+) --layout (\S+)", section)
     assert command, "README's Restate section shows no `local up --s3-port` line"
-    assert command[2] == f"{PREFIX}={STREAM}"
+    assert command[2] == f"{PREFIX}=restate:{STREAM}"
     return int(command[1]), section.split("```toml\n", 1)[1].split("```", 1)[0]
 
 
@@ -61,7 +61,7 @@ def test_a_num_retained_restate_refuses_is_refused_naming_the_range(count):
 @pytest.mark.parametrize(
     ("arguments", "says"),
     [
-        (["--restate-prefix", f"{PREFIX}={STREAM}"], "--restate-prefix needs --s3-port"),
+        (["--restate-prefix", f"{PREFIX}={STREAM}"], "needs --s3-port"),
         (["--s3-port", "0", "--restate-prefix", PREFIX], "give PREFIX=STREAM"),
         (["--s3-port", "0", "--restate-prefix", "snapshots/x=payments"], "inside snapshots/"),
     ],
@@ -83,7 +83,7 @@ def test_a_restate_snapshot_put_to_the_endpoint_is_registered(tmp_path, capsys):
         [
             *(sys.executable, "-m", "snapledger.cli.main", "--home", str(home), "local", "up"),
             *("--poll-seconds", "0.2", "--s3-port", str(port)),
-            *("--restate-prefix", f"{PREFIX}={STREAM}"),
+            *("--layout", f"{PREFIX}=restate:{STREAM}"),
         ],
         stdout=log,
         stderr=subprocess.STDOUT,

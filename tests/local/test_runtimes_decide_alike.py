@@ -30,8 +30,7 @@ from snapledger.ports import ObjectStore
 from snapledger.runtime import DECIDED, build_runtime, replaced, reset_runtime, runtime, use_runtime
 from snapledger.settings import (
     ENV_DYNAMODB_ENDPOINT,
-    ENV_KAFKA_STREAMS_STREAMS,
-    ENV_RESTATE_PREFIXES,
+    ENV_LAYOUTS,
     ENV_ROOT,
     ENV_TABLE,
     LedgerSettings,
@@ -45,11 +44,12 @@ from tests.support import FakeRunner, kv_parquet, write_snapshot
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
 #: The changelog's delete.retention.ms: longer than the two days GC is moved on.
 RETENTION_MS = 30 * 86_400_000
-#: What both runtimes are given: a Restate cluster's prefix, a Kafka Streams changelog, and
-#: a default retention policy other than GC's own default (min_count 3).
+#: What both runtimes are given: one layout map (a Restate cluster's prefix, a Kafka Streams
+#: changelog) and a default retention policy other than GC's own default (min_count 3).
 SETTINGS_ENV = {
-    ENV_RESTATE_PREFIXES: json.dumps({PREFIX: STREAM}),
-    ENV_KAFKA_STREAMS_STREAMS: json.dumps([TOPIC]),
+    ENV_LAYOUTS: json.dumps(
+        {PREFIX: {"layout": "restate", "stream": STREAM}, TOPIC: {"layout": "kafka-streams"}}
+    ),
     "SNAPLEDGER_DEFAULT_MIN_COUNT": "2",
 }
 

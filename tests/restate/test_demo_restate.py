@@ -12,9 +12,7 @@ pytestmark = [pytest.mark.restate, pytest.mark.slow, pytest.mark.ddblocal]
 
 
 def test_the_restate_demo_passes_every_check_and_says_what_happened(tmp_path):
-    done = run_module(
-        "snapledger.local.demo_restate", "--root", str(tmp_path / "demo"), timeout_s=300
-    )
+    done = run_module("snapledger.demos.restate", "--root", str(tmp_path / "demo"), timeout_s=300)
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
     lines = out.splitlines()

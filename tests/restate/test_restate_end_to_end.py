@@ -41,7 +41,7 @@ from tests.support import create_ledger, local_client, make_runtime
 pytestmark = [pytest.mark.restate, pytest.mark.slow, pytest.mark.ddblocal]
 
 STREAM = "payments"
-LAYOUTS = LayoutCatalog({PREFIX: STREAM})
+LAYOUTS = LayoutCatalog.of({PREFIX: STREAM})
 PARTITIONS = 2
 #: Restate keeps 4 (num-retained); snapledger's policy keeps 2 newest, none younger than 1 h.
 NUM_RETAINED = 4
@@ -102,7 +102,9 @@ def world(tmp_path_factory: pytest.TempPathFactory, dynamodb_local: Any) -> Iter
         ledger = create_ledger(local_client(dynamodb_local.endpoint_url))
         store = open_object_store(f"s3://{BUCKET}", s3_client=harness.s3)
         clock = ManualClock()
-        rt = make_runtime(ledger, store, clock, restate_prefixes={PREFIX: STREAM})
+        rt = make_runtime(
+            ledger, store, clock, layouts={PREFIX: {"layout": "restate", "stream": STREAM}}
+        )
         world_timings: dict[str, float] = {}
         with runtime_override(rt):
             yield World(harness, rt, Router(store, HANDLERS, rt.layouts), clock, {}, world_timings)

@@ -30,7 +30,7 @@ from tests.support import make_runtime
 
 __all__ = ["clock", "ledger", "store"]
 
-LAYOUTS = LayoutCatalog({PREFIX: STREAM})
+LAYOUTS = LayoutCatalog.of({PREFIX: STREAM})
 LINEAGE = LineageId(stream=STREAM, partition=0)
 LATEST = f"{PREFIX}/0/latest.json"
 CONFIG = GcConfig(default_min_count=2, default_min_age_hours=1)
@@ -235,7 +235,9 @@ def test_a_partition_with_no_registered_snapshot_has_its_failed_uploads_swept_to
     write_latest(store, unregistered, [unregistered])
     age_objects(store, f"{PREFIX}/1/", clock.now() - timedelta(hours=48))
     age_objects(store, recent.location.folder, clock.now() - timedelta(hours=1))
-    runtime = make_runtime(ledger, store, clock, restate_prefixes={PREFIX: STREAM})
+    runtime = make_runtime(
+        ledger, store, clock, layouts={PREFIX: {"layout": "restate", "stream": STREAM}}
+    )
     sweeping = replace(deps(ledger, store, clock), register=manifest_registrar(runtime))
     # When GC runs
     report = run_gc(sweeping, config=CONFIG)

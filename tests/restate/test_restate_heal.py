@@ -29,7 +29,7 @@ from tests.restate.fixtures import PREFIX, STREAM, write_latest, write_restate_s
 
 __all__ = ["clock", "ledger", "store"]
 
-LAYOUTS = LayoutCatalog({PREFIX: STREAM})
+LAYOUTS = LayoutCatalog.of({PREFIX: STREAM})
 LAYOUT = LAYOUTS.restate_for(STREAM)
 LINEAGE = LineageId(stream=STREAM, partition=0)
 LATEST = f"{PREFIX}/0/latest.json"

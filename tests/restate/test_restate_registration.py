@@ -23,7 +23,7 @@ from tests.restate.fixtures import (
 )
 from tests.support import moto_ledger
 
-LAYOUTS = LayoutCatalog({PREFIX: STREAM})
+LAYOUTS = LayoutCatalog.of({PREFIX: STREAM})
 LINEAGE = LineageId(stream=STREAM, partition=0)
 
 
@@ -147,7 +147,7 @@ def test_restate_latest_json_is_left_as_restate_wrote_it(ledger, store):
     [
         ({"snapshots/restate": "a"}, "inside snapshots/"),
         ({"restate": "a", "restate/b": "b"}, "overlap"),
-        ({"restate/a": "s", "restate/b": "s"}, "two Restate prefixes"),
+        ({"restate/a": "s", "restate/b": "s"}, "is also entry"),
         ({"": "s"}, "bucket's root"),
         ({"restate/../x": "s"}, "not usable"),
         ({"restate/a": "no spaces"}, "stream name"),
@@ -155,7 +155,7 @@ def test_restate_latest_json_is_left_as_restate_wrote_it(ledger, store):
 )
 def test_a_restate_prefix_setting_that_cannot_work_is_refused_with_the_reason(prefixes, words):
     with pytest.raises(InvalidRequestError, match=words):
-        LayoutCatalog(prefixes)
+        LayoutCatalog.of(prefixes)
 
 
 def test_registration_runs_every_check_and_names_each_file_with_its_failures(ledger, store):

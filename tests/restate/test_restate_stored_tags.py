@@ -20,7 +20,7 @@ from snapledger.strategies.catalog import LayoutCatalog
 from tests.restate.fixtures import PREFIX, STREAM, write_latest, write_restate_snapshot
 from tests.support import moto_ledger
 
-LAYOUTS = LayoutCatalog({PREFIX: STREAM})
+LAYOUTS = LayoutCatalog.of({PREFIX: STREAM})
 LAYOUT = LAYOUTS.restate_for(STREAM)
 LINEAGE = LineageId(stream=STREAM, partition=0)
 

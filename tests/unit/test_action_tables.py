@@ -95,7 +95,10 @@ def test_a_model_without_a_literal_or_enum_action_is_refused() -> None:
 def test_each_function_lists_its_actions_from_its_table() -> None:
     assert "latest" in query.actions() and "jobs" in query.actions()
     assert {"hold", "policy_set", "restate_restore"} <= set(gc.actions())
-    assert launch._ACTIONS.names() == sorted([*(k.value for k in JobKind), "snapshot_stream"])
+    registry = ["producer_offsets_delete", "producer_offsets_register"]
+    assert launch._ACTIONS.names() == sorted(
+        [*(k.value for k in JobKind), "snapshot_stream", *registry]
+    )
 
 
 def test_a_launch_payload_without_an_action_is_refused_listing_every_action() -> None:

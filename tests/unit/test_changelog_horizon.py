@@ -82,7 +82,7 @@ def _gc_says(retention_ms: int, now: datetime) -> bool:
         log_start_offset=0, end_offset=6, delete_retention_ms=retention_ms, read_at=READ_AT
     )
     snapshot = record(5).model_copy(update={"stream": TOPIC, "changelog": horizon})
-    strategy = LayoutCatalog(kafka_streams=[TOPIC]).for_stream(TOPIC)
+    strategy = LayoutCatalog.of(kafka_streams=[TOPIC]).for_stream(TOPIC)
     return strategy.unrestorable(snapshot, strategy.facts([snapshot]), now) is None
 
 

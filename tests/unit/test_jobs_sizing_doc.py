@@ -108,7 +108,7 @@ def test_what_the_large_example_wants_and_what_it_gets():
     assert figures("the application's disk cap is a constant, {} GB") == (MAX_DISK_GB,)
     assert MAX_DISK_GB == job_sizing.MAX_DISK_GB == 200
     # "whatever the capacity": the biggest partition's spill alone is over any worker's disk
-    [biggest_gib] = figures("the {} GiB partition is merged by one task")
+    [biggest_gib] = figures("the {} GiB partition is merged by one task if it is not split")
     assert biggest_gib == LARGE[0].total // GIB
     assert LARGE[0].total * job_sizing.DISK_PER_INPUT_BYTE > MAX_DISK_GB * GIB
 

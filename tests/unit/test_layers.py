@@ -439,7 +439,13 @@ def test_make_lint_needs_only_the_synced_environment():
     )
     assert "tools/check_layers.py" in dry_run.stdout
     assert "sync --frozen" in dry_run.stdout
-    for download in ("install-dynamodb-local", "install-restate", "install-kafka", "mvn"):
+    for download in (
+        "install-dynamodb-local",
+        "install-restate",
+        "install-kafka",
+        "install-fluss",
+        "mvn",
+    ):
         assert download not in dry_run.stdout
 
 

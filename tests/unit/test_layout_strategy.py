@@ -118,7 +118,7 @@ def test_the_check_sees_a_branch_on_a_layout_name() -> None:
 
 
 def test_the_catalog_places_each_layouts_keys_with_its_strategy() -> None:
-    catalog = LayoutCatalog({"restate/prod-1": "payments"})
+    catalog = LayoutCatalog.of({"restate/prod-1": "payments"})
     ulid = "01JQ0000000000000000000000"
     native = catalog.place(f"snapshots/orders/3/{7:020d}-{ulid}/_manifest.json")
     restate = catalog.place(f"restate/prod-1/2/lsn_{9:020d}-snap_abc/metadata.json")
@@ -145,7 +145,7 @@ def test_the_catalog_places_each_layouts_keys_with_its_strategy() -> None:
 
 
 def test_each_strategy_answers_the_contract() -> None:
-    catalog = LayoutCatalog({"restate/prod-1": "payments"})
+    catalog = LayoutCatalog.of({"restate/prod-1": "payments"})
     strategies: list[LayoutStrategy] = [
         catalog.for_stream("orders"),
         catalog.for_stream("payments"),

@@ -239,6 +239,25 @@ def input_partitions_ok(n: int) -> bool:
     return True
 
 
+def producer_registration_ok(**fields: object) -> bool:
+    """Whether the launch function's producer-offsets registration payload is valid."""
+    from pydantic import ValidationError
+
+    from snapledger.entrypoints.producer_offsets import RegisterProducerOffsets
+
+    payload = {
+        "action": "producer_offsets_register",
+        "producer_id": "job-1",
+        "offsets": [{"table_id": 1, "bucket": 0, "offset": 0}],
+        **fields,
+    }
+    try:
+        RegisterProducerOffsets.model_validate(payload)
+    except ValidationError:
+        return False
+    return True
+
+
 PROBES: dict[str, Callable[[int], bool]] = {
     "MAX_LSN": lsn_ok,
     "MAX_EPOCH": lambda n: parses(manifest(epoch=n)),
@@ -255,6 +274,11 @@ PROBES: dict[str, Callable[[int], bool]] = {
     "MAX_PARQUET_FOOTER_BYTES": footer_ok,
     "MAX_HOURS": policy_hours_ok,
     "MAX_HOLD_HOURS": hold_hours_ok,
+    "MAX_PRODUCER_ID_CHARS": lambda n: producer_registration_ok(producer_id="j" * n),
+    "MAX_PRODUCER_OFFSETS": lambda n: producer_registration_ok(
+        offsets=[{"table_id": 1, "bucket": b, "offset": 0} for b in range(n)]
+    ),
+    "MAX_PRODUCER_OFFSETS_TTL_SECONDS": lambda n: producer_registration_ok(ttl_seconds=n),
     "MAX_PUBLISHED_OBJECT_BYTES": published_bytes_ok,
     "MAX_SORT_KEY_BYTES": sort_key_ok,
     "MAX_RECORDED_PROBLEMS": recorded_problems_ok,

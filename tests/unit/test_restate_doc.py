@@ -141,6 +141,6 @@ def _registered(ledger: Any, lineage: LineageId) -> Any:
             ledger=ledger,
             store=store,
             clock=ManualClock(),
-            layouts=LayoutCatalog({PREFIX: lineage.stream}),
+            layouts=LayoutCatalog.of({PREFIX: lineage.stream}),
         )
     return ledger.find_snapshot(lineage, written.location.snapshot_id)

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from snapledger.core.manifest_rules import ManifestRejectedError
-from snapledger.layouts import POINTER_OWNERS
+from snapledger.layouts.registry import POINTER_OWNERS
 from snapledger.layouts.restate import (
     FORMAT,
     POINTER_OWNER,

@@ -50,6 +50,10 @@ SEQ_WIDTH = 12
 UNPLACEABLE_PK = "REJECTED"
 UNPLACEABLE_PREFIX = "KEY#"
 SNAPSHOT_KIND_PREFIX = "SNAPSHOT#"
+#: The producer-offsets registry: ``PRODUCER#{producer_id}`` / ``OFFSETS``, in ``by_kind``.
+PRODUCER_PREFIX = "PRODUCER#"
+PRODUCER_OFFSETS_SK = "OFFSETS"
+PRODUCER_OFFSETS_KIND = "PRODUCER_OFFSETS"
 #: ``registered_sk`` of the SNAP items GC reads besides REGISTERED ones (whose is ``sk``):
 #: outside the ``SNAP#`` range the as-of lookups read, inside the lineage's index partition.
 LIVE_INDEX_PREFIXES = {

@@ -13,14 +13,16 @@ Items (see docs/ledger.md):
 | ``STREAM#{stream}``       | ``EV#{seq:012d}``                | one event of the stream     |
 | ``STREAM#{stream}``       | ``POLICY``                       | the stream's retention etc. |
 | ``REJECTED``              | ``KEY#{object key}``             | a manifest at a bad key     |
+| ``PRODUCER#{producer_id}`` | ``OFFSETS``                     | a producer's offsets        |
 
 A ``KEY#`` sort key that would pass 1,024 bytes is ``KEY#sha256:{hex}`` of the key instead.
 
 Two sparse GSIs, each indexing only the items that carry its key attribute:
 
 - ``by_kind`` (``kind``, ``pk``): HEAD and JOB items (``kind = HEAD`` / ``JOB``), so GC and
-  the job sweeper page through all lineages or jobs without a scan; and every SNAP item
-  (``kind = SNAPSHOT#{snapshot_id}``), so a snapshot is found by id in one Query.
+  the job sweeper page through all lineages or jobs without a scan; every SNAP item
+  (``kind = SNAPSHOT#{snapshot_id}``), so a snapshot is found by id in one Query; and the
+  producer-offsets entries (``kind = PRODUCER_OFFSETS``), which the sweep pages through.
 - ``registered`` (``pk``, ``registered_sk``): the SNAP items GC still has work or a
   promise for: REGISTERED (``registered_sk`` = their ``sk``), EXPIRING (``EXPIRING#`` +
   ``sk``) and REJECTED (``REJECTED#`` + ``sk``); a DELETED record leaves it. "As of an
@@ -32,8 +34,9 @@ SNAP items written before these keys existed get them from ``snapledger.backfill
 
 TTL: terminal items (DELETED and REJECTED snapshots, finished jobs and their run-id
 pointers, events) carry ``ttl`` (epoch seconds; ``dynamodb_codec.ttl_of``); DynamoDB
-deletes them some time after it. Live items never carry it. The name is not
-``expires_at``: a hold and the ``SnapshotHeld`` event have a field of that name.
+deletes them some time after it. Live items never carry it, but for a producer's offsets,
+whose ``ttl`` is its expiry (an expired entry reads as absent before DynamoDB removes it).
+The name is not ``expires_at``: a hold and the ``SnapshotHeld`` event have a field of that name.
 """
 
 from __future__ import annotations

@@ -28,26 +28,34 @@ def local() -> None:
     "write to; the object store moves there (in memory, as the ledger then).",
 )
 @click.option(
+    "--layout",
+    "layouts",
+    multiple=True,
+    metavar="KEY=LAYOUT[:STREAM]",
+    help="An entry of the layout map (repeatable; besides SNAPLEDGER_LAYOUTS'): a stream's "
+    "layout (totals-app-totals-changelog=kafka-streams) or a prefix's layout and stream "
+    "(restate/cluster-a=restate:payments; needs --s3-port).",
+)
+@click.option(
     "--restate-prefix",
     "restate_prefixes",
     multiple=True,
     metavar="PREFIX=STREAM",
-    help="A Restate cluster's snapshot prefix in that endpoint's bucket, and its stream "
-    "name (repeatable; needs --s3-port).",
+    help="Deprecated: --layout PREFIX=restate:STREAM.",
 )
 @click.option(
     "--kafka-streams-stream",
     "kafka_streams",
     multiple=True,
     metavar="TOPIC",
-    help="A Kafka Streams changelog topic whose snapshots have the kafka-streams layout "
-    "(repeatable; besides SNAPLEDGER_KAFKA_STREAMS_STREAMS').",
+    help="Deprecated: --layout TOPIC=kafka-streams.",
 )
 @click.pass_context
-def local_up(
+def local_up(  # noqa: PLR0917 - click passes each option by keyword
     ctx: click.Context,
     poll_seconds: float,
     s3_port: int | None,
+    layouts: tuple[str, ...],
     restate_prefixes: tuple[str, ...],
     kafka_streams: tuple[str, ...],
 ) -> int:
@@ -58,6 +66,7 @@ def local_up(
         home=ctx.ensure_object(Options).home,
         poll_seconds=poll_seconds,
         s3_port=s3_port,
+        layouts=layouts,
         restate_prefixes=restate_prefixes,
         kafka_streams=kafka_streams,
     )

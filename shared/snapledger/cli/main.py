@@ -27,6 +27,7 @@ from snapledger.cli import (  # noqa: F401  (each module registers its commands)
     kafka_streams_generation_commands,
     local_commands,
     picture_commands,
+    producer_offsets_commands,
     query_commands,
     restate_commands,
     retention_commands,

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from snapledger.client.payloads import Answer, drop_none
+from snapledger.client.producer_offsets_actions import ProducerOffsetsActions
 from snapledger.client.restate_actions import RestateActions
 from snapledger.client.retention_actions import POLICY_FIELD_NAMES, RetentionActions
 from snapledger.client.transport import AwsTransport, Transport
@@ -62,7 +63,7 @@ class JobWaitTimeoutError(SnapledgerError):
         self.job = job
 
 
-class Snapledger(RetentionActions, RestateActions):
+class Snapledger(RetentionActions, RestateActions, ProducerOffsetsActions):
     """One registry: a deployment (``for_stack``), or the local runtime
     (``snapledger.local.connect()``, which gives one over its own transport)."""
 

@@ -65,6 +65,7 @@ from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_fanout import GcShard
 from snapledger.services.gc_report import GcReport
 from snapledger.services.gc_steps import CollectedStrategy
+from snapledger.services.producer_offsets import sweep as sweep_producer_offsets
 from snapledger.stack_names import (
     GC_POINTERS_UNREPAIRED_METRIC,
     GC_RESTATE_LATESTS_BROKEN_METRIC,
@@ -262,7 +263,13 @@ def _answer(
             name=STUCK_JOBS_METRIC, unit="Count", value=counts.get("stuck_jobs_found", 0)
         )
         _failure_metrics(report, metrics)
-        return {"report": report.to_dict()}
+        body: dict[str, Any] = {"report": report.to_dict()}
+        done = not request.dry_run and report.resume_after is None
+        if done and rt.producer_offsets is not None:
+            # Expired producer offsets, once a run completes (DynamoDB's TTL removes them
+            # too, some time later; a run stopped for time leaves them to the next).
+            body["producer_offsets_swept"] = sweep_producer_offsets(rt.producer_offsets, rt.clock)
+        return body
     if isinstance(request, RestateHealRequest):  # the one action bounded by the time left
         budget = Budget(remaining_seconds, rt.gc.stop_with_seconds_left)
         body = _restate_heal(request, rt, metrics, request_id, budget=budget)

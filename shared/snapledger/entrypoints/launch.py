@@ -30,6 +30,11 @@ from snapledger.entrypoints.answers import (
     ok,
     payload_error,
 )
+from snapledger.entrypoints.producer_offsets import (
+    DeleteProducerOffsets,
+    RegisterProducerOffsets,
+    answer_change,
+)
 from snapledger.entrypoints.stream_metrics import JOBS_FAILED, emit_for_stream
 from snapledger.errors import SnapledgerError
 from snapledger.models.jobs import JobState
@@ -59,7 +64,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ParsedLaunch:
-    request: LaunchRequest | StreamSnapshotRequest
+    request: LaunchRequest | StreamSnapshotRequest | RegisterProducerOffsets | DeleteProducerOffsets
     request_id: str
     from_event: bool = False  # an EventBridge request (no one reads the answer)
 
@@ -186,7 +191,14 @@ def _answer_stream_snapshot(
     )
 
 
-#: Each action: a job kind's request (one row, an action per kind) or a stream snapshot's.
+#: Each action: a job kind's request (one row, an action per kind), a stream snapshot's, or
+#: a change to the producer-offsets registry (entrypoints/producer_offsets.py).
 _ACTIONS: ActionTable[Callable[..., Answer]] = ActionTable(
-    SUBJECT, ((LaunchRequest, _answer_job), (StreamSnapshotRequest, _answer_stream_snapshot))
+    SUBJECT,
+    (
+        (LaunchRequest, _answer_job),
+        (StreamSnapshotRequest, _answer_stream_snapshot),
+        (RegisterProducerOffsets, answer_change),
+        (DeleteProducerOffsets, answer_change),
+    ),
 )

@@ -22,6 +22,7 @@ from snapledger.entrypoints.answers import (
     ok,
 )
 from snapledger.entrypoints.payloads import ConsolePayload, LineagePayload, SnapshotId
+from snapledger.entrypoints.producer_offsets import ProducerId, answer_get
 from snapledger.errors import NotFoundError, SnapledgerError, Suggestion
 from snapledger.layout import STREAM_PATTERN
 from snapledger.limits import MAX_COUNT, MAX_LSN, MAX_PARTITION
@@ -305,3 +306,16 @@ def answer_generations(request: GenerationsQuery, rt: "Runtime") -> dict[str, An
         "generations": [generation_reads.describe(g, now) for g in page.items],
         "cursor": page.cursor,
     }
+
+
+class ProducerOffsetsQuery(QueryPayload):
+    """``{"action": "producer_offsets", "producer_id": "job-1"}``: the producer's live
+    registered offsets, if any (entrypoints/producer_offsets.py; docs/fluss.md)."""
+
+    action: Literal["producer_offsets"]
+    producer_id: ProducerId
+
+
+@query_action(ProducerOffsetsQuery)
+def answer_producer_offsets(request: ProducerOffsetsQuery, rt: "Runtime") -> dict[str, Any]:
+    return answer_get(request.producer_id, rt)

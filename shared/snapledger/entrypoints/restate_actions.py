@@ -12,7 +12,7 @@
   "request_id"?}``: point the partition's ``latest.json`` at a snapshot Restate retains,
   held so GC keeps it; ``request_id`` (default: the Lambda request id) makes a retry a no-op.
 
-A stream that is not a Restate one (no prefix of ``SNAPLEDGER_RESTATE_PREFIXES``) is
+A stream that is not a Restate one (no restate entry of ``SNAPLEDGER_LAYOUTS``) is
 refused naming it. The gc function dispatches these (``entrypoints/gc.py``).
 """
 
@@ -111,10 +111,10 @@ def restate_layout(rt: "Runtime", stream: str) -> RestatePrefix:
     layout = rt.layouts.restate_for(stream)
     if layout is None:
         raise InvalidRequestError(
-            f"stream {stream!r} is not a Restate stream: no prefix of "
-            "SNAPLEDGER_RESTATE_PREFIXES (deploy's -c restatePrefixes) names it. Give its "
-            "Restate cluster's prefix there, e.g. -c 'restatePrefixes={\"restate/prod-1\": "
-            f'"{stream}"}}\''
+            f"stream {stream!r} is not a Restate stream: no restate entry of the layout "
+            "map (SNAPLEDGER_LAYOUTS, the deploy's -c layouts) names it. Give its Restate "
+            'cluster\'s prefix there, e.g. -c \'layouts={"restate/prod-1": {"layout": '
+            f'"restate", "stream": "{stream}"}}}}\''
         )
     return layout
 

@@ -1,8 +1,9 @@
 """The layout strategy: everything registration, GC and a consumer need to know of a layout.
 
 A layout (native, restate, kafka-streams, …) is one module of ``snapledger.strategies``
-holding one class that satisfies ``LayoutStrategy``; the ``LayoutCatalog``
-(``strategies/catalog.py``) registers it for the streams that use it. Registration, GC,
+holding one class that satisfies ``LayoutStrategy``, registered by one line of
+``layouts/registry.py``; the ``LayoutCatalog`` (``strategies/catalog.py``) builds it for the
+streams the layout map gives it. Registration, GC,
 the orphan sweep and the local router ask the strategy; none of them branches on a
 layout's name (``tests/unit/test_layout_strategy.py`` checks that they import no layout
 module and call nothing layout-specific). What a strategy answers:

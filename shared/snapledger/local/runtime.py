@@ -13,12 +13,12 @@ Other processes attaching to that ``local up`` use the same store (``runtime.jso
 
 The runtime is built by the functions' composition root (``snapledger.runtime.
 build_runtime``) from ``SNAPLEDGER_*`` settings read as the functions read them: this
-process's environment, ``settings`` over it (a demo's choices), and the layouts joined by
-``restate_prefixes``, ``kafka_streams`` (``local up``'s options) and a running ``local
-up``'s ``runtime.json`` (``layout_settings.py``). The local runtime hands in its own
-adapters (DynamoDB Local's client, the store, local Spark); what a registration or a GC
-decides (the layouts, GC's configuration, the compaction thresholds) comes from the
-settings, so it decides as the deployed functions given the same settings do.
+process's environment, ``settings`` over it (a demo's choices), and the layout map joined
+by ``layouts`` (``local up --layout``; ``restate_prefixes``, ``kafka_streams``: shorthands)
+and a running ``local up``'s ``runtime.json`` (``layout_settings.py``). The local runtime
+hands in its own adapters (DynamoDB Local's client, the store, local Spark); what a
+registration or a GC decides (the layouts, GC's configuration, the compaction thresholds)
+comes from the settings, so it decides as the deployed functions given the same settings do.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from snapledger.adapters.dynamodb_jobs import DynamoJobStore
 from snapledger.adapters.dynamodb_ledger import DynamoLedger
 from snapledger.adapters.dynamodb_lineages import DynamoLineageIndex
 from snapledger.adapters.dynamodb_policies import DynamoPolicyStore
+from snapledger.adapters.dynamodb_producer_offsets import DynamoProducerOffsets
 from snapledger.adapters.dynamodb_stream_log import DynamoStreamLog
 from snapledger.adapters.object_store import open_object_store
 from snapledger.adapters.object_store_file import FileObjectStore
@@ -54,10 +55,11 @@ from snapledger.adapters.table_definition import (
 )
 from snapledger.clock import SystemClock
 from snapledger.gc_settings import GcConfig
+from snapledger.layouts.layout_map import LayoutMap, layout_map, legacy_entries
+from snapledger.local import layout_settings
 from snapledger.local.aws_events import LOCAL_BUCKET
 from snapledger.local.clients import ensure_bucket, local_dynamodb_client, local_s3_client
 from snapledger.local.dynamodb_local import REPO_ROOT, DynamoDBLocal, free_port, require_checkout
-from snapledger.local.layout_settings import LocalLayouts
 from snapledger.ports import JobRunner, ObjectStore
 from snapledger.runtime import Runtime, build_runtime, replaced, reset_runtime, use_runtime
 from snapledger.settings import (
@@ -179,12 +181,14 @@ class LocalRuntime:
     #: ``SNAPLEDGER_*`` variables over this process's environment (e.g. a demo's
     #: ``SNAPLEDGER_COMPACTION_RECORDS``), read as the functions read theirs.
     settings: Mapping[str, str] = field(default_factory=dict)
-    #: Restate prefixes, each with its stream name, besides ``SNAPLEDGER_RESTATE_PREFIXES``'.
+    #: The layout map's entries besides ``SNAPLEDGER_LAYOUTS``' (``local up --layout``).
+    layouts: LayoutMap = field(default_factory=LayoutMap)
+    #: Shorthands read into the map: Restate prefixes (each with its stream name) and
+    #: Kafka Streams changelog topics.
     restate_prefixes: Mapping[str, str] = field(default_factory=dict)
-    #: Kafka Streams changelog topics, besides ``SNAPLEDGER_KAFKA_STREAMS_STREAMS``'.
     kafka_streams: tuple[str, ...] = ()
-    #: The layouts it applies, once started (``local up`` writes them in runtime.json).
-    applied_layouts: LocalLayouts = field(default_factory=LocalLayouts)
+    #: The layout map it applies, once started (``local up`` writes it in runtime.json).
+    applied_layouts: LayoutMap = field(default_factory=LayoutMap)
     #: A DynamoDB Local to use (a job's process: its CLI's); None: ``local up``'s, or our own.
     endpoint: str | None = None
     _engine: DynamoDBLocal | None = None
@@ -251,6 +255,7 @@ class LocalRuntime:
             registration_queue=None,
             event_archive=None,
             holds=None,
+            producer_offsets=DynamoProducerOffsets(self.table, client=client),
         )
         self.runtime = replaced(composed)  # every collaborator built now: a bad setting fails here
         use_runtime(self.runtime)
@@ -263,13 +268,14 @@ class LocalRuntime:
         known."""
         environ = {**os.environ, **self.settings, ENV_TABLE: self.table, ENV_ROOT: self.store_uri}
         environ.pop(ENV_DYNAMODB_ENDPOINT, None)
-        own = LocalLayouts(dict(self.restate_prefixes), tuple(self.kafka_streams))
+        shorthands = legacy_entries(self.restate_prefixes, self.kafka_streams)
+        own = self.layouts.joined(layout_map(shorthands), source="local up's options")
         self.applied_layouts = (
-            LocalLayouts.of(settings_from_env(LedgerSettings, environ))
+            layout_settings.from_settings(settings_from_env(LedgerSettings, environ))
             .joined(own, source="local up's options")
-            .joined(LocalLayouts.from_runtime_file(running), source="runtime.json")
+            .joined(layout_settings.from_runtime_file(running), source="runtime.json")
         )
-        environ.update(self.applied_layouts.environment())
+        environ.update(layout_settings.environment(self.applied_layouts))
         settings_from_env(GcConfig, environ)  # checked now too: GC is built after the start
         return environ
 

@@ -8,17 +8,18 @@ AWS (once complete: unchanged across two polls; a rewrite is a new arrival, see
 With ``--s3-port`` it also serves an S3 endpoint on loopback (moto's server mode) that a
 Restate node can write its snapshots to, and the whole object store moves there: bucket
 ``snapledger-local``, Restate's objects and snapledger's side by side as in AWS. Each
-``--restate-prefix PREFIX=STREAM`` names a Restate cluster's prefix in it; the router
+``--layout PREFIX=restate:STREAM`` names a Restate cluster's prefix in it; the router
 delivers the new objects under ``snapshots/``, ``changelog/`` and those prefixes to the
 functions as S3 events, and the restate.toml ``[worker.snapshots]`` table to point a node
 at it is printed. The endpoint keeps its objects in memory, so the ledger is kept in
 memory too: both last as long as the process.
 
-Each ``--kafka-streams-stream TOPIC`` names a Kafka Streams changelog topic whose
-snapshots have the kafka-streams layout, as ``SNAPLEDGER_KAFKA_STREAMS_STREAMS`` does for
-the functions. The layouts applied are those of the environment's ``SNAPLEDGER_*``
-variables joined by these options (``layout_settings.py``); ``runtime.json`` names them,
-so every process attaching to this ``local up`` applies the same.
+Each ``--layout KEY=LAYOUT[:STREAM]`` is an entry of the layout map (e.g.
+``totals-app-totals-changelog=kafka-streams``), as ``SNAPLEDGER_LAYOUTS`` is for the
+functions; ``--restate-prefix PREFIX=STREAM`` and ``--kafka-streams-stream TOPIC`` are
+deprecated shorthands read into it. The map applied is the environment's joined by these
+options (``layout_settings.py``); ``runtime.json`` holds it, so every process attaching to
+this ``local up`` applies the same.
 """
 
 from __future__ import annotations
@@ -37,10 +38,13 @@ from types import FrameType
 from typing import Any
 
 from snapledger.errors import InvalidRequestError
-from snapledger.layouts.lineage import layout_config
+from snapledger.layouts.layout_map import LayoutMap
+from snapledger.layouts.registry import LAYOUTS
+from snapledger.local import layout_settings
 from snapledger.local.aws_events import LOCAL_BUCKET
 from snapledger.local.dynamodb_local import NotACheckoutError, free_port
 from snapledger.local.handlers import HANDLERS
+from snapledger.local.layout_settings import parse_layout_options
 from snapledger.local.restate_config import snapshots_toml
 from snapledger.local.router import Router
 from snapledger.local.runtime import RUNTIME_FILE, LocalRuntime, local_home, running_endpoint
@@ -53,33 +57,29 @@ class BadArgumentError(ValueError):
     """An argument of ``local up`` that cannot be used: said in one line, exit status 2."""
 
 
-def parse_restate_prefixes(values: Iterable[str]) -> dict[str, str]:
-    """``PREFIX=STREAM`` arguments as the mapping ``SNAPLEDGER_RESTATE_PREFIXES`` holds,
-    checked as the deploy's ``-c restatePrefixes`` is (``layout_config``)."""
-    prefixes: dict[str, str] = {}
-    for value in values:
+def parse_layouts(
+    layouts: Iterable[str], restate_prefixes: Iterable[str] = (), kafka_streams: Iterable[str] = ()
+) -> LayoutMap:
+    """``--layout KEY=LAYOUT[:STREAM]`` arguments, and the deprecated shorthands
+    ``--restate-prefix PREFIX=STREAM`` and ``--kafka-streams-stream TOPIC`` read into the
+    same map, checked as the deploy's ``-c layouts`` is (``layouts/layout_map.py``)."""
+    shorthands = []
+    for value in restate_prefixes:
         prefix, equals, stream = value.partition("=")
         if not equals or not prefix.strip() or not stream.strip():
             raise BadArgumentError(
                 f"--restate-prefix {value!r}: give PREFIX=STREAM, e.g. restate/cluster-a=payments"
             )
-        prefixes[prefix.strip()] = stream.strip()
+        shorthands.append(f"{prefix.strip()}=restate:{stream.strip()}")
+    shorthands += [f"{topic.strip()}=kafka-streams" for topic in dict.fromkeys(kafka_streams)]
     try:
-        layout_config(prefixes)
+        declared = parse_layout_options(layouts)
+        return declared.joined(
+            parse_layout_options(shorthands, option="--restate-prefix/--kafka-streams-stream"),
+            source="--restate-prefix/--kafka-streams-stream",
+        )
     except InvalidRequestError as exc:
-        raise BadArgumentError(f"--restate-prefix: {exc}") from exc
-    return prefixes
-
-
-def parse_kafka_streams(values: Iterable[str]) -> tuple[str, ...]:
-    """``TOPIC`` arguments as ``SNAPLEDGER_KAFKA_STREAMS_STREAMS`` holds them, checked as
-    the deploy's ``-c kafkaStreamsStreams`` is (``layout_config``)."""
-    topics = tuple(dict.fromkeys(value.strip() for value in values))
-    try:
-        layout_config({}, topics)
-    except InvalidRequestError as exc:
-        raise BadArgumentError(f"--kafka-streams-stream: {exc}") from exc
-    return topics
+        raise BadArgumentError(str(exc)) from exc
 
 
 def restate_snippet(endpoint: str, prefix: str) -> str:
@@ -113,17 +113,17 @@ def _start_s3(port: int) -> tuple[Any, str]:
     return server, f"http://127.0.0.1:{port}"
 
 
-def _s3_arguments(
-    s3_port: int | None, restate_prefixes: Iterable[str]
-) -> tuple[dict[str, str], int | None]:
-    """The Restate prefixes and the S3 endpoint's port (None: no endpoint), checked."""
-    prefixes = parse_restate_prefixes(restate_prefixes)
-    if prefixes and s3_port is None:
+def _s3_arguments(s3_port: int | None, layouts: LayoutMap) -> int | None:
+    """The S3 endpoint's port (None: no endpoint), checked against the layouts: one with
+    a prefix of its own (Restate's) needs the endpoint."""
+    rooted = [e for e in layouts.entries if LAYOUTS[e.layout].rooted]
+    if rooted and s3_port is None:
         raise BadArgumentError(
-            "--restate-prefix needs --s3-port: Restate writes its snapshots to an S3 "
+            f"--layout {rooted[0].key}={rooted[0].layout}:{rooted[0].stream} (or "
+            "--restate-prefix) needs --s3-port: Restate writes its snapshots to an S3 "
             "endpoint only (it refuses file:// destinations)"
         )
-    return prefixes, None if s3_port is None else _s3_port(s3_port)
+    return None if s3_port is None else _s3_port(s3_port)
 
 
 def run_local_up(
@@ -131,13 +131,14 @@ def run_local_up(
     home: str | Path | None,
     poll_seconds: float = 1.0,
     s3_port: int | None = None,
+    layouts: Iterable[str] = (),
     restate_prefixes: Iterable[str] = (),
     kafka_streams: Iterable[str] = (),
 ) -> int:
     try:
         folder = local_home(home)
-        prefixes, port = _s3_arguments(s3_port, restate_prefixes)
-        topics = parse_kafka_streams(kafka_streams)
+        declared = parse_layouts(layouts, restate_prefixes, kafka_streams)
+        port = _s3_arguments(s3_port, declared)
     except (NotACheckoutError, BadArgumentError) as exc:  # one line, no traceback
         print(f"snapledger: {exc}", file=sys.stderr)
         return 2
@@ -164,8 +165,7 @@ def run_local_up(
             runner=LocalSparkRunner(log_file=folder / SPARK_LOG),
             in_memory=s3_endpoint is not None,  # as the endpoint's objects are
             s3_endpoint=s3_endpoint,
-            restate_prefixes=prefixes,
-            kafka_streams=topics,
+            layouts=declared,
         )
         running.callback(local.stop)
         try:
@@ -180,10 +180,10 @@ def run_local_up(
         info: dict[str, object] = {"pid": os.getpid(), "endpoint": local.endpoint_url}
         if s3_endpoint is not None:
             info.update(s3_endpoint=s3_endpoint)
-        info.update(local.applied_layouts.runtime_file())
+        info.update(layout_settings.runtime_file(local.applied_layouts))
         (folder / RUNTIME_FILE).write_text(json.dumps(info))
         running.callback((folder / RUNTIME_FILE).unlink, missing_ok=True)
-        _say(local, s3_endpoint, dict(local.applied_layouts.restate_prefixes))
+        _say(local, s3_endpoint, local.applied_layouts)
         with suppress(KeyboardInterrupt):
             while not stopping:
                 for answer in router.scan():
@@ -192,7 +192,8 @@ def run_local_up(
     return 0
 
 
-def _say(local: LocalRuntime, s3_endpoint: str | None, prefixes: dict[str, str]) -> None:
+def _say(local: LocalRuntime, s3_endpoint: str | None, layouts: LayoutMap) -> None:
+    prefixes = {e.key: e.stream for e in layouts.of("restate")}
     if s3_endpoint is None:
         print(f"snapledger local runtime: root file://{local.root}", flush=True)
         print(f"  DynamoDB Local at {local.endpoint_url}, data in {local.home / 'dynamodb'}")
@@ -200,8 +201,9 @@ def _say(local: LocalRuntime, s3_endpoint: str | None, prefixes: dict[str, str])
         print("  drop snapshots under snapshots/ and changelog under changelog/; Ctrl-C stops")
     else:
         _say_s3(local, s3_endpoint, prefixes)
-    for topic in local.applied_layouts.kafka_streams:
-        print(f"  Kafka Streams changelog {topic}: snapshots checked by the kafka-streams layout")
+    for entry in layouts.entries:
+        if not LAYOUTS[entry.layout].rooted:
+            print(f"  stream {entry.stream}: snapshots checked by the {entry.layout} layout")
 
 
 def _say_s3(local: LocalRuntime, endpoint: str, prefixes: dict[str, str]) -> None:
@@ -211,7 +213,7 @@ def _say_s3(local: LocalRuntime, endpoint: str, prefixes: dict[str, str]) -> Non
     print(f"  Spark's log in {local.home / SPARK_LOG}")
     print("  put snapshots under snapshots/ and changelog under changelog/; Ctrl-C stops")
     if not prefixes:
-        print("  no Restate cluster: give --restate-prefix PREFIX=STREAM for each")
+        print("  no Restate cluster: give --layout PREFIX=restate:STREAM for each")
     for prefix, stream in prefixes.items():
         print(f"  Restate prefix {prefix} is stream {stream}; in the node's restate.toml:")
         print()

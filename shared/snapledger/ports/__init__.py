@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         LogWrite,
         Page,
         PolicyStore,
+        ProducerOffsetsStore,
         SegmentStore,
         StreamLogStore,
     )
@@ -67,6 +68,7 @@ _FAMILY = {
     "ObjectStore": "objects",
     "Page": "ledger",
     "PolicyStore": "ledger",
+    "ProducerOffsetsStore": "ledger",
     "QueuedManifest": "queues",
     "RegistrationQueue": "queues",
     "SegmentStore": "ledger",
@@ -94,6 +96,7 @@ __all__ = [
     "ObjectStore",
     "Page",
     "PolicyStore",
+    "ProducerOffsetsStore",
     "QueuedManifest",
     "RegistrationQueue",
     "SegmentStore",

@@ -1,6 +1,7 @@
 """Ledger ports: a lineage's log and a stream's log (load, commit, read back), the
-read-only views queries use, every lineage's HEAD for GC, the policies and the changelog
-segments recorded per lineage. Adapters: ``adapters/dynamodb_*.py``."""
+read-only views queries use, every lineage's HEAD for GC, the policies, the changelog
+segments recorded per lineage and the producer-offsets registry. Adapters:
+``adapters/dynamodb_*.py``."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from snapledger.models.generations import StreamGeneration
     from snapledger.models.ledger import Head, LineageId, SnapshotRecord, StreamHead
     from snapledger.models.policy import StoredPolicy
+    from snapledger.models.producer_offsets import ProducerOffsets
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -202,6 +204,28 @@ class PolicyStore(Protocol):
     """Per-stream retention policies, as GC reads them (the stream's log writes them)."""
 
     def get(self, stream: str) -> StoredPolicy | None: ...
+
+
+class ProducerOffsetsStore(Protocol):
+    """The producer-offsets registry's entries (adapters/dynamodb_producer_offsets.py)."""
+
+    def get(self, producer_id: str) -> ProducerOffsets | None:
+        """The stored entry, expired or not (a consistent read), or None."""
+        ...
+
+    def create(self, entry: ProducerOffsets, *, replacing: ProducerOffsets | None) -> bool:
+        """Write ``entry`` in one conditional write, only if the registry holds no entry for
+        its producer (``replacing`` None) or still holds ``replacing``; False if not."""
+        ...
+
+    def delete(self, producer_id: str, *, only: ProducerOffsets | None = None) -> bool:
+        """Delete the entry (only if it is still ``only``, when given); False if there was
+        none (or another)."""
+        ...
+
+    def expired(self, now: datetime, *, limit: int) -> builtins.list[ProducerOffsets]:
+        """Up to ``limit`` entries expired at ``now``."""
+        ...
 
 
 class SegmentStore(Protocol):

@@ -1,26 +1,30 @@
-"""The layout catalog: each stream's strategy, built from the configured layouts.
+"""The layout catalog: each stream's strategy, built from the layout map.
 
-The composition builds it (``snapledger.runtime``, ``snapledger.local``) and gives it to
-the services, which know it only as ``layouts/lineage.py``'s ``Layouts``: Restate for the
-configured prefixes (``strategies/restate.py``), kafka-streams for the configured changelog
-topics (``strategies/kafka_streams.py``), native for the rest (``strategies/native.py``).
-The configuration is checked by ``layouts/lineage.py``'s ``layout_config``.
+The composition builds it (``snapledger.runtime``, ``snapledger.local``) from the one
+layout map (``layouts/layout_map.py``: ``SNAPLEDGER_LAYOUTS``) and gives it to the
+services, which know it only as ``layouts/lineage.py``'s ``Layouts``. Each entry's strategy
+is the one the registry (``layouts/registry.py``) names for its layout, built with the
+entry's stream (and prefix, for a layout with one of its own); every stream the map does
+not name has the native layout (``strategies/native.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from functools import cache
+from importlib import import_module
+from typing import Any, Protocol, cast
 
-from snapledger.layouts.lineage import layout_config
+from snapledger.layouts.layout_map import LayoutEntry, LayoutMap, layout_map, legacy_entries
 from snapledger.layouts.native_keys import native_location
+from snapledger.layouts.registry import LAYOUTS
 from snapledger.layouts.strategy import Placed, Refused, RootedStrategy
 from snapledger.services.gc_steps import CollectedStrategy
 from snapledger.strategies.kafka_streams import KafkaStreamsLayout
 from snapledger.strategies.native import NativeLayout
 from snapledger.strategies.restate import RestateLayout
 
-__all__ = ["NATIVE_ONLY", "LayoutCatalog", "RootedCollected"]
+__all__ = ["NATIVE_ONLY", "LayoutCatalog", "RootedCollected", "strategy_class"]
 
 
 class RootedCollected(RootedStrategy, CollectedStrategy, Protocol):
@@ -28,18 +32,42 @@ class RootedCollected(RootedStrategy, CollectedStrategy, Protocol):
     root and gives GC its steps."""
 
 
-class LayoutCatalog:
-    """Each stream's layout: Restate for the configured prefixes, kafka-streams for the
-    configured changelog topics, native for the rest."""
+@cache
+def strategy_class(layout: str) -> Any:
+    """The strategy class the registry names for ``layout`` (``module:Class``)."""
+    module, _, name = LAYOUTS[layout].strategy.partition(":")
+    return getattr(import_module(module), name)
 
-    def __init__(
-        self,
-        restate_prefixes: Mapping[str, str] | None = None,
-        kafka_streams: Iterable[str] = (),
-    ) -> None:
-        config = layout_config(restate_prefixes, kafka_streams)
-        self._restate = {p.stream: RestateLayout(p.stream, p.prefix) for p in config.restate}
-        self._kafka_streams = {t: KafkaStreamsLayout(t) for t in config.kafka_streams}
+
+def _strategy(entry: LayoutEntry) -> CollectedStrategy:
+    cls = strategy_class(entry.layout)
+    if LAYOUTS[entry.layout].rooted:
+        return cls(entry.stream, entry.key)  # type: ignore[no-any-return]
+    return cls(entry.stream)  # type: ignore[no-any-return]
+
+
+class LayoutCatalog:
+    """Each stream's layout: the strategy of its entry in the layout map, native for the
+    streams it does not name."""
+
+    def __init__(self, layouts: LayoutMap | None = None) -> None:
+        self.map = layouts or LayoutMap()
+        self._streams = {e.stream: _strategy(e) for e in self.map.entries}
+        self._restate = {
+            s: layout for s, layout in self._streams.items() if isinstance(layout, RestateLayout)
+        }
+        self._kafka_streams = {
+            s: layout
+            for s, layout in self._streams.items()
+            if isinstance(layout, KafkaStreamsLayout)
+        }
+
+    @classmethod
+    def of(
+        cls, restate_prefixes: Mapping[str, str] | None = None, kafka_streams: Iterable[str] = ()
+    ) -> LayoutCatalog:
+        """The catalog of the deprecated per-layout settings' values (tests, old callers)."""
+        return cls(layout_map(legacy_entries(restate_prefixes, kafka_streams)))
 
     @property
     def restate_layouts(self) -> tuple[RestateLayout, ...]:
@@ -48,11 +76,17 @@ class LayoutCatalog:
     @property
     def rooted(self) -> tuple[RootedCollected, ...]:
         """The configured layouts with a root of their own (outside ``snapshots/``), by
-        stream: the folders the router watches and the orphan sweep walks besides it."""
-        return self.restate_layouts
+        stream: the folders the router watches and the orphan sweep walks besides it (every
+        layout the registry marks rooted: no layout is named here)."""
+        entries = sorted(self.map.entries, key=lambda entry: entry.stream)
+        return tuple(
+            cast(RootedCollected, self._streams[e.stream])
+            for e in entries
+            if LAYOUTS[e.layout].rooted
+        )
 
     def for_stream(self, stream: str) -> CollectedStrategy:
-        return self._restate.get(stream) or self._kafka_streams.get(stream) or NativeLayout(stream)
+        return self._streams.get(stream) or NativeLayout(stream)
 
     def restate_for(self, stream: str) -> RestateLayout | None:
         """The stream's Restate layout, for the Restate-only actions (restore-from-chosen,

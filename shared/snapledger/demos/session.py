@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from snapledger.local.demo_report import Report
+from snapledger.demos.report import Report
 from snapledger.local.handlers import invoke
 from snapledger.local.router import Router
 from snapledger.local.runtime import LocalRuntime

@@ -1,5 +1,6 @@
-"""The checks and timings of a demo (``make demo``, ``demo_restate``, ``demo_kafka``): each
-check printed as it runs, each step titled and timed, the count at the end."""
+"""The checks and timings of a demo (``make demo``, ``make demo-restate``, ``make
+demo-kafka``): each check printed as it runs, each step titled and timed, the count at the
+end."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from snapledger.local.demo_session import STREAM, Demo
+from snapledger.demos.session import STREAM, Demo
 from snapledger.local.handlers import invoke
 from snapledger.local.replay import check_restore_equals_replay
 

@@ -36,8 +36,8 @@ from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
+from snapledger.demos.report import Report
 from snapledger.local import kafka_topics
-from snapledger.local.demo_report import Report
 from snapledger.local.kafka_app import changelog_topic
 from snapledger.local.kafka_world import PARTITIONS, Boot, KafkaWorld, kafka_world, produce_fast
 

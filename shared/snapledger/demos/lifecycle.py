@@ -31,13 +31,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from snapledger.limits import MAX_COUNT
-from snapledger.local.demo_restore import (
+from snapledger.demos.restore import (
     bootstrap_from_the_bucket,
     restore_and_compare,
     stream_snapshot,
 )
-from snapledger.local.demo_session import STREAM, Demo
+from snapledger.demos.session import STREAM, Demo
+from snapledger.limits import MAX_COUNT
 from snapledger.local.handlers import HANDLERS, invoke
 from snapledger.local.router import Router
 from snapledger.local.runtime import LocalRuntime

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from snapledger.clock import ManualClock
+from snapledger.demos.report import Report
 from snapledger.local.aws_events import LOCAL_BUCKET
-from snapledger.local.demo_report import Report
 from snapledger.local.handlers import HANDLERS, invoke
 from snapledger.local.restate_cluster import RestateCluster
 from snapledger.local.restate_config import RESTATE_VERSION, RestateHarnessError

@@ -1,0 +1,145 @@
+"""The Fluss client program of ``fluss/client`` (``fluss-probe.jar``) driven from Python: each
+call runs one command against a table and parses the JSON lines it prints; ``start_writer``
+starts a writer that waits, after writing, for a checkpoint that never comes (the test kills
+it). Built by ``make setup`` (``mvn -f fluss/client/pom.xml package``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from snapledger.errors import SnapledgerError
+from snapledger.local.dynamodb_local import REPO_ROOT, require_checkout
+
+DEFAULT_JAR = REPO_ROOT / "fluss" / "client" / "target" / "fluss-probe.jar"
+#: A command's bound: table creation or an undo over a long changelog takes seconds.
+COMMAND_TIMEOUT_S = 300.0
+
+
+class FlussProbeError(SnapledgerError):
+    """The client program is missing or a command of it failed."""
+
+
+@dataclass(frozen=True)
+class Row:
+    id: int
+    name: str
+    v: int
+    payload_bytes: int
+
+
+@dataclass(frozen=True)
+class BucketSnapshot:
+    """A bucket's latest KV snapshot as the coordinator lists it (``snapshot_id`` None before
+    the first): its changelog offset and its files' absolute paths."""
+
+    bucket: int
+    snapshot_id: int | None
+    log_offset: int | None
+    files: tuple[str, ...]
+
+
+class FlussProbe:
+    """One table of a Fluss cluster (``db.table``) seen through the client program."""
+
+    def __init__(self, bootstrap_servers: str, table: str, *, jar: Path = DEFAULT_JAR) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.table = table
+        self.jar = jar
+
+    def _command(self, command: str, *options: str) -> list[str]:
+        if not self.jar.is_file():
+            require_checkout()
+            raise FlussProbeError(
+                f"the Fluss client program is not built ({self.jar}): "
+                "run `mvn -f fluss/client/pom.xml package` (or `make setup`)"
+            )
+        java = shutil.which("java")
+        if java is None:
+            raise FlussProbeError("the Fluss client program needs Java 17+ on PATH")
+        return [
+            java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-jar", str(self.jar),
+            command, "--bootstrap", self.bootstrap_servers, "--table", self.table, *options,
+        ]  # fmt: skip
+
+    def run(self, command: str, *options: str) -> list[dict[str, Any]]:
+        done = subprocess.run(
+            self._command(command, *options),
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT_S,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise FlussProbeError(
+                f"fluss-probe {command} failed (exit {done.returncode}): {done.stderr[-3000:]}"
+            )
+        return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+    def create(self, buckets: int) -> int:
+        """Create the table (and its database); its table id."""
+        [created] = self.run("create", "--buckets", str(buckets))
+        return int(created["table_id"])
+
+    def upsert(self, start: int, stop: int, version: int) -> int:
+        [done] = self.run(
+            "upsert", "--from", str(start), "--to", str(stop), "--version", str(version)
+        )
+        return int(done["upserted"])
+
+    def delete(self, start: int, stop: int) -> int:
+        [done] = self.run("delete", "--from", str(start), "--to", str(stop))
+        return int(done["deleted"])
+
+    def read(self, start: int, stop: int) -> dict[int, Row]:
+        """Every present row of ids ``start..stop-1``, by id."""
+        *rows, summary = self.run("read", "--from", str(start), "--to", str(stop))
+        found = {int(r["id"]): Row(**r) for r in rows}
+        if summary.get("present") != len(found):
+            raise FlussProbeError(f"fluss-probe read printed {len(found)} rows but {summary}")
+        return found
+
+    def snapshots(self) -> list[BucketSnapshot]:
+        return [
+            BucketSnapshot(int(s["bucket"]), s["snapshot_id"], s["log_offset"], tuple(s["files"]))
+            for s in self.run("snapshots")
+        ]
+
+    def offsets(self) -> dict[int, int]:
+        """Each bucket's log end offset."""
+        return {int(o["bucket"]): int(o["offset"]) for o in self.run("offsets")}
+
+    def undo(self, offsets: Mapping[int, int]) -> dict[str, int]:
+        """Undo every change after ``offsets`` (bucket -> offset) from the changelog."""
+        pairs = ",".join(f"{bucket}={offset}" for bucket, offset in sorted(offsets.items()))
+        [done] = self.run("undo", "--offsets", pairs)
+        return {k: int(v) for k, v in done.items()}
+
+    def start_writer(
+        self, upsert: tuple[int, int], delete: tuple[int, int], version: int, log: Path
+    ) -> subprocess.Popen[str]:
+        """Start a writer that upserts and deletes, flushes, then waits (a job before its
+        first checkpoint); returns once it printed what it wrote."""
+        process = subprocess.Popen(
+            self._command(
+                "write",
+                *("--from", str(upsert[0]), "--to", str(upsert[1])),
+                *("--delete-from", str(delete[0]), "--delete-to", str(delete[1])),
+                *("--version", str(version)),
+            ),
+            stdout=subprocess.PIPE,
+            stderr=log.open("ab"),
+            text=True,
+        )
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line.startswith("{"):
+            process.kill()
+            process.wait()
+            raise FlussProbeError(f"the Fluss writer exited before writing; its log: {log}")
+        return process
