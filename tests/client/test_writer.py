@@ -321,7 +321,12 @@ def test_an_opaque_snapshot_carries_the_changelog_horizon_it_was_read_at(
     file_backend: Backend, tmp_path
 ):
     (tmp_path / "one").write_bytes(b"1")
-    horizon = {"log_start_offset": 3, "end_offset": 42, "delete_retention_ms": 86_400_000}
+    horizon = {
+        "log_start_offset": 3,
+        "end_offset": 42,
+        "delete_retention_ms": 86_400_000,
+        "topic_id": "J_a_Qx2nR3uU9vT0b1c2dQ",  # the changelog's incarnation, as Kafka prints it
+    }
     read_at = datetime(2026, 11, 28, 6, 0, tzinfo=UTC)
     written = _writer(file_backend).write_files(
         41, 0, tmp_path / "one", created_at=read_at, changelog=horizon

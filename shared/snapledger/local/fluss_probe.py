@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,10 @@ from snapledger.local.dynamodb_local import REPO_ROOT, require_checkout
 DEFAULT_JAR = REPO_ROOT / "fluss" / "client" / "target" / "fluss-probe.jar"
 #: A command's bound: table creation or an undo over a long changelog takes seconds.
 COMMAND_TIMEOUT_S = 300.0
+#: The client program's commands that only read, and how often one is asked when the
+#: client's connection to a server dropped.
+READ_ONLY, READ_ATTEMPTS = frozenset({"offsets", "snapshots", "read"}), 3
+_DISCONNECTED = "DisconnectException"
 
 
 class FlussProbeError(SnapledgerError):
@@ -68,13 +73,21 @@ class FlussProbe:
         ]  # fmt: skip
 
     def run(self, command: str, *options: str) -> list[dict[str, Any]]:
-        done = subprocess.run(
-            self._command(command, *options),
-            capture_output=True,
-            text=True,
-            timeout=COMMAND_TIMEOUT_S,
-            check=False,
-        )
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            done = subprocess.run(
+                self._command(command, *options),
+                capture_output=True,
+                text=True,
+                timeout=COMMAND_TIMEOUT_S,
+                check=False,
+            )
+            # A read-only command that lost its connection to a server (seen once in CI on a
+            # loaded machine: "Cannot send request to server ... because it is disconnected")
+            # is asked again; a write never is (it may have been applied).
+            transient = done.returncode != 0 and _DISCONNECTED in done.stderr
+            if not (transient and command in READ_ONLY and attempt < READ_ATTEMPTS):
+                break
+            time.sleep(1.0)
         if done.returncode != 0:
             raise FlussProbeError(
                 f"fluss-probe {command} failed (exit {done.returncode}): {done.stderr[-3000:]}"
