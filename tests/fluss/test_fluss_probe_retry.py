@@ -13,6 +13,12 @@ from snapledger.local import fluss_probe
 from snapledger.local.fluss_probe import FlussProbe, FlussProbeError
 
 DROPPED = "NetworkException: DisconnectException: Cannot send request to server cs-0"
+#: What a read printed in CI right after a tablet server's restart (the bucket's leader not
+#: taken back yet).
+NO_LEADER = (
+    "Caused by: com.alibaba.fluss.exception.FlussRuntimeException: Leader not found after retry"
+    "  5 times for table bucket: TableBucket{tableId=1, bucket=2}"
+)
 
 
 def _runs(monkeypatch: pytest.MonkeyPatch, answers: list[tuple[int, str, str]]) -> list[Any]:
@@ -36,6 +42,17 @@ def test_a_read_that_lost_its_connection_is_asked_again(monkeypatch: pytest.Monk
     calls = _runs(monkeypatch, [(1, "", DROPPED), (0, '{"bucket": 0, "offset": 7}\n', "")])
     assert _probe().offsets() == {0: 7}
     assert len(calls) == 2
+
+
+def test_a_read_before_a_restarted_server_leads_its_buckets_is_asked_again(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    calls = _runs(
+        monkeypatch,
+        [(1, "", NO_LEADER), (1, "", NO_LEADER), (0, '{"bucket": 2, "offset": 9}\n', "")],
+    )
+    assert _probe().offsets() == {2: 9}
+    assert len(calls) == 3
 
 
 def test_a_read_failing_otherwise_or_too_often_is_an_error(monkeypatch: pytest.MonkeyPatch):

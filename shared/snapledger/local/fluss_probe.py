@@ -20,10 +20,15 @@ from snapledger.local.dynamodb_local import REPO_ROOT, require_checkout
 DEFAULT_JAR = REPO_ROOT / "fluss" / "client" / "target" / "fluss-probe.jar"
 #: A command's bound: table creation or an undo over a long changelog takes seconds.
 COMMAND_TIMEOUT_S = 300.0
-#: The client program's commands that only read, and how often one is asked when the
-#: client's connection to a server dropped.
-READ_ONLY, READ_ATTEMPTS = frozenset({"offsets", "snapshots", "read"}), 3
-_DISCONNECTED = "DisconnectException"
+#: The client program's commands that only read, and how often one is asked (a second
+#: apart) while the cluster is not serving the table yet: 30 attempts, about a minute with
+#: the JVM's starts, as long as a restarted tablet server took to serve on a loaded machine.
+READ_ONLY, READ_ATTEMPTS, RETRY_PAUSE_S = frozenset({"offsets", "snapshots", "read"}), 30, 1.0
+#: What the client prints when the cluster is not serving a bucket yet: its connection to a
+#: server dropped ("Cannot send request to server ... because it is disconnected"), or a
+#: restarted tablet server has not taken the bucket's leadership back ("Leader not found
+#: after retry 5 times", with NETWORK_EXCEPTION lookups before it). Both seen in CI.
+NOT_SERVING_YET = ("DisconnectException", "Leader not found after retry")
 
 
 class FlussProbeError(SnapledgerError):
@@ -81,13 +86,12 @@ class FlussProbe:
                 timeout=COMMAND_TIMEOUT_S,
                 check=False,
             )
-            # A read-only command that lost its connection to a server (seen once in CI on a
-            # loaded machine: "Cannot send request to server ... because it is disconnected")
-            # is asked again; a write never is (it may have been applied).
-            transient = done.returncode != 0 and _DISCONNECTED in done.stderr
+            # A read-only command the cluster could not serve yet is asked again; a write never
+            # is (it may have been applied).
+            transient = done.returncode != 0 and any(m in done.stderr for m in NOT_SERVING_YET)
             if not (transient and command in READ_ONLY and attempt < READ_ATTEMPTS):
                 break
-            time.sleep(1.0)
+            time.sleep(RETRY_PAUSE_S)
         if done.returncode != 0:
             raise FlussProbeError(
                 f"fluss-probe {command} failed (exit {done.returncode}): {done.stderr[-3000:]}"
