@@ -13,7 +13,7 @@ from infra import names
 from snapledger.errors import InvalidRequestError
 from snapledger.layout import STREAM_PATTERN
 from snapledger.layouts.layout_map import LayoutMap, combined, legacy_entries
-from snapledger.layouts.registry import LAYOUTS
+from snapledger.layouts.registry import LAYOUTS, PrefixGrants
 from snapledger.settings import DEFAULT_LEDGER_TTL_DAYS
 
 
@@ -80,6 +80,19 @@ class StackConfig:
             (e for e in self.layouts.entries if LAYOUTS[e.layout].rooted), key=lambda e: e.stream
         )
         return tuple((e.key, LAYOUTS[e.layout].manifest_name) for e in entries)
+
+    @property
+    def rooted_grants(self) -> tuple[tuple[str, str, PrefixGrants], ...]:
+        """Each prefix of a layout with one of its own, by stream: (layout, prefix, what the
+        functions do there, as the registry declares it: ``Registered.grants``)."""
+        entries = sorted(
+            (e for e in self.layouts.entries if LAYOUTS[e.layout].rooted), key=lambda e: e.stream
+        )
+        return tuple(
+            (e.layout, e.key, grants)
+            for e in entries
+            if (grants := LAYOUTS[e.layout].grants) is not None
+        )
 
     @classmethod
     def from_context(cls, node: Node) -> StackConfig:

@@ -22,6 +22,7 @@ from snapledger.layout import (
     SNAPSHOTS,
 )
 from snapledger.layouts import restate
+from snapledger.layouts.registry import LAYOUTS, PrefixGrants
 from snapledger.models import bus_events
 
 # --- Source tree: what the app packages -------------------------------------------------
@@ -176,19 +177,26 @@ def kafka_streams_manifests(topic: str) -> str:
     return f"{SNAPSHOTS}/{topic}/*/{MANIFEST_NAME}"
 
 
+def _restate_grants() -> PrefixGrants:
+    declared = LAYOUTS["restate"].grants
+    assert declared is not None and declared.pointers and declared.deeper_pointers
+    return declared
+
+
 def restate_snapshot_folders(prefix: str) -> str:
-    """The keys of every snapshot folder's objects under a Restate prefix (IAM pattern)."""
-    return f"{prefix}/*/lsn_*"
+    """The keys of every snapshot folder's objects under a Restate prefix (IAM pattern; the
+    registry's ``PrefixGrants.deleted``)."""
+    return f"{prefix}/{_restate_grants().deleted}"
 
 
 def restate_latest_pointers(prefix: str) -> str:
     """Each partition's latest.json under a Restate prefix (IAM pattern; ``*`` crosses '/')."""
-    return f"{prefix}/*/{restate.LATEST_NAME}"
+    return f"{prefix}/{_restate_grants().pointers}"
 
 
 def restate_deeper_pointers(prefix: str) -> str:
     """A latest.json deeper than a partition's own (inside a snapshot folder): never ours."""
-    return f"{prefix}/*/*/{restate.LATEST_NAME}"
+    return f"{prefix}/{_restate_grants().deeper_pointers}"
 
 
 def restate_output_key(stream: str) -> str:

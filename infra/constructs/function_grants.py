@@ -20,6 +20,11 @@ from infra.constructs.emr import EMR_SERVICE_PRINCIPAL, SparkJobs, listing_condi
 from infra.nag import acknowledge, arn_of, iam5
 from snapledger.adapters.table_definition import KIND_INDEX, REGISTERED_INDEX
 from snapledger.layout import GENERATION_POINTER_NAME, LATEST_POINTER_NAME
+from snapledger.layouts.registry import PrefixGrants
+
+#: A prefix of the layout map whose layout has one of its own: (layout, prefix, what the
+#: functions do there: the registry's ``Registered.grants``).
+RootedPrefix = tuple[str, str, PrefixGrants]
 
 # The prefixes each function's code lists (s3:prefix of its ListBucket): register a
 # snapshot's files, track_changelog and launch a lineage's changelog (coverage), gc both
@@ -30,8 +35,6 @@ LISTED_PREFIXES: dict[str, tuple[str, ...]] = {
     "launch": (names.CHANGELOG_PREFIX,),
     "gc": (names.SNAPSHOTS_PREFIX, names.CHANGELOG_PREFIX),
 }
-# Of the functions that read SNAPLEDGER_RESTATE_PREFIXES, the ones that touch the prefixes.
-RESTATE_READERS = ("register", "gc")
 # Keys named like a pointer deeper than a pointer's place: never register's to write.
 NOT_A_POINTER_KEYS = (
     f"{names.SNAPSHOTS_PREFIX}*/*/*/{LATEST_POINTER_NAME}",
@@ -87,7 +90,7 @@ class Grants:
     table: dynamodb.ITable
     bucket: s3.IBucket
     spark: SparkJobs
-    restate_prefixes: tuple[str, ...]
+    rooted: tuple[RootedPrefix, ...] = ()
 
     def ledger(self, function: lambda_.Function, function_name: str) -> None:
         table_arn = self.table.table_arn
@@ -107,9 +110,19 @@ class Grants:
             )
 
     def listed(self, name: str) -> tuple[str, ...]:
-        """The prefixes ``name``'s code lists: its own, and each Restate prefix's."""
-        restate = tuple(f"{p}/" for p in self.restate_prefixes)
-        return LISTED_PREFIXES[name] + (restate if name in RESTATE_READERS else ())
+        """The prefixes ``name``'s code lists: its own, and each rooted prefix whose layout
+        it reads."""
+        return LISTED_PREFIXES[name] + tuple(
+            f"{prefix}/" for _, prefix, grants in self.rooted if name in grants.readers
+        )
+
+    def rooted_by_layout(self) -> dict[str, tuple[PrefixGrants, tuple[str, ...]]]:
+        """The rooted prefixes grouped by layout (in the map's order): each layout's grants
+        and its prefixes."""
+        grouped: dict[str, tuple[PrefixGrants, tuple[str, ...]]] = {}
+        for layout, prefix, grants in self.rooted:
+            grouped[layout] = (grants, (*grouped.get(layout, (grants, ()))[1], prefix))
+        return grouped
 
     def listing(self, function: lambda_.Function, name: str) -> None:
         # ListBucket is a bucket-level action: it returns key names (never data) of this
@@ -165,7 +178,11 @@ class Grants:
                     self.bucket.arn_for_objects(pattern)
                     for pattern in (
                         *NOT_A_POINTER_KEYS,
-                        *map(names.restate_deeper_pointers, self.restate_prefixes),
+                        *(
+                            f"{prefix}/{grants.deeper_pointers}"
+                            for _, prefix, grants in self.rooted
+                            if grants.deeper_pointers is not None
+                        ),
                     )
                 ],
             )

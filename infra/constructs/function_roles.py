@@ -10,12 +10,21 @@ from aws_cdk import aws_sqs as sqs
 
 from infra import names
 from infra.constructs.emr import listing_condition
-from infra.constructs.function_grants import RESTATE_READERS, Grants
+from infra.constructs.function_grants import Grants
 
-# gc's writes under a Restate prefix: latest.json only with If-Match (IAM's s3:if-match
-# condition key: present), the compare-and-swap Restate itself uses.
-RESTATE_POINTER_WRITE_SID = "RewriteRestateLatestOnlyByCompareAndSwap"
+# gc's writes of a rooted layout's pointer (Restate's latest.json): only with If-Match
+# (IAM's s3:if-match condition key: present), the compare-and-swap the producer itself uses.
 IF_MATCH_ONLY = {"Null": {"s3:if-match": "false"}}
+
+
+def pointer_write_sid(layout: str) -> str:
+    """The statement id of gc's compare-and-swap writes of ``layout``'s pointers, e.g.
+    ``RewriteRestateLatestOnlyByCompareAndSwap``."""
+    title = "".join(part.title() for part in layout.split("-"))
+    return f"Rewrite{title}LatestOnlyByCompareAndSwap"
+
+
+RESTATE_POINTER_WRITE_SID = pointer_write_sid("restate")
 
 
 def grant_functions(
@@ -70,7 +79,7 @@ def grant_register(
     # prefix (snapshots/s/0/<lsn>-<id>/latest.json) and a generation.json inside a
     # lineage. Only the lineage's own pointer and the stream's own are register's.
     grants.deny_deeper_pointers(register)
-    _grant_restate_reads(grants, register, "register")
+    _grant_rooted_reads(grants, register, "register")
     if protect_latest:
         # The latest protected in the bucket (``protectLatest``): register holds every
         # file of a snapshot it registers. PutObjectLegalHold sets ON or OFF alike: IAM
@@ -159,26 +168,27 @@ def grant_gc(
             resources=[queue.queue_arn],
         )
     )
-    if grants.restate_prefixes:
-        _grant_restate_reads(grants, gc, "gc")
-        # gc deletes snapshot folders' objects only (never a partition's latest.json), and
-        # rewrites latest.json only by compare-and-swap (If-Match).
+    for layout, (declared, prefixes) in grants.rooted_by_layout().items():
+        _grant_rooted_reads(grants, gc, "gc", only=layout)
+        # gc deletes snapshot folders' objects only (never the producer's pointer), and
+        # rewrites that pointer only by compare-and-swap (If-Match).
         grants.objects(
             gc,
             "s3:DeleteObject",
-            tuple(map(names.restate_snapshot_folders, grants.restate_prefixes)),
-            "deletes expired and orphaned Restate snapshots' objects (snapshot folders only)",
+            tuple(f"{prefix}/{declared.deleted}" for prefix in prefixes),
+            f"deletes expired and orphaned {layout} snapshots' objects (snapshot folders only)",
             wildcard=False,
         )
-        grants.objects(
-            gc,
-            "s3:PutObject",
-            tuple(map(names.restate_latest_pointers, grants.restate_prefixes)),
-            "rewrites Restate's latest.json by compare-and-swap (If-Match)",
-            wildcard=False,
-            sid=RESTATE_POINTER_WRITE_SID,
-            conditions=IF_MATCH_ONLY,
-        )
+        if declared.pointers is not None:
+            grants.objects(
+                gc,
+                "s3:PutObject",
+                tuple(f"{prefix}/{declared.pointers}" for prefix in prefixes),
+                f"rewrites {layout}'s pointer by compare-and-swap (If-Match)",
+                wildcard=False,
+                sid=pointer_write_sid(layout),
+                conditions=IF_MATCH_ONLY,
+            )
     if protect_latest:
         # gc lists a deleted snapshot's versions and releases their legal holds. Neither
         # gc nor register may delete a version (``guardrails.py`` denies
@@ -211,14 +221,19 @@ def grant_gc(
     )
 
 
-def _grant_restate_reads(grants: Grants, function: lambda_.Function, name: str) -> None:
-    """Under each Restate prefix (``-c restatePrefixes``), register and gc read a snapshot's
-    metadata.json, SST tails and latest.json; their ListBucket (``Grants.listing``) covers
-    the prefixes too. register writes nothing there."""
-    if name in RESTATE_READERS and grants.restate_prefixes:
-        grants.objects(
-            function,
-            "s3:GetObject",
-            tuple(f"{prefix}/" for prefix in grants.restate_prefixes),
-            "reads Restate's metadata.json, SST footers and latest.json",
-        )
+def _grant_rooted_reads(
+    grants: Grants, function: lambda_.Function, name: str, *, only: str | None = None
+) -> None:
+    """Under each prefix of a rooted layout (the layout map's; Restate's), the functions its
+    registry entry names as readers read its objects (Restate: a snapshot's metadata.json,
+    SST tails and latest.json); their ListBucket (``Grants.listing``) covers the prefixes
+    too. register writes nothing there. ``only``: that layout's prefixes alone."""
+    for layout, (declared, prefixes) in grants.rooted_by_layout().items():
+        if name in declared.readers and only in (None, layout):
+            grants.objects(
+                function,
+                "s3:GetObject",
+                tuple(f"{prefix}/" for prefix in prefixes),
+                f"reads {layout}'s objects under its own prefix (its manifests, file footers "
+                "and pointer)",
+            )

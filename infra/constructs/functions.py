@@ -48,7 +48,7 @@ LEGAL_HOLD_FUNCTIONS = ("register", "gc")
 # intake places a manifest; each layout's checks), gc (expiry, the orphan sweep, a layout's
 # steps and retention horizon; heal and restore-from-chosen, console actions that write,
 # come to gc), and query (answers about a rooted layout's lineages). Only register and gc
-# touch the prefixes (function_grants.RESTATE_READERS).
+# touch the prefixes (each rooted layout's ``PrefixGrants.readers``, in the registry).
 LAYOUT_FUNCTIONS = ("register", "gc", "query")
 _XRAY_REASON = (
     "Active X-Ray tracing (Powertools Tracer): xray:PutTraceSegments and "
@@ -109,7 +109,7 @@ class LedgerFunctions(Construct):
                 table=inputs.table,
                 bucket=inputs.bucket,
                 spark=inputs.spark,
-                restate_prefixes=tuple(config.restate_prefixes),
+                rooted=config.rooted_grants,
             ),
             self.functions,
             registration_queue=self.registration_queue,

@@ -32,6 +32,22 @@ CHANGELOG_SUFFIX = "-changelog"
 
 
 @dataclass(frozen=True, slots=True)
+class PrefixGrants:
+    """What the functions do under a rooted layout's own prefix, as IAM key patterns
+    relative to it (``*`` crosses '/'): the stack grants exactly these, per prefix of the
+    layout map (infra/constructs/function_roles.py), and tests/deployed runs each path."""
+
+    #: The functions that read the layout's objects there (GetObject) and list it.
+    readers: tuple[str, ...]
+    #: The objects gc deletes (its snapshot folders' objects; never the producer's pointer).
+    deleted: str
+    #: The producer's pointer, which gc rewrites only by compare-and-swap (If-Match).
+    pointers: str | None = None
+    #: A key named like the pointer but deeper than its place: denied to every writer.
+    deeper_pointers: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Registered:
     """One layout: its name, its facts and where its strategy is."""
 
@@ -47,6 +63,8 @@ class Registered:
     #: Checks a map entry's key (a stream, or a prefix for ``keyed="prefix"``): returns it
     #: normalized, or raises ``ValueError``/``InvalidKeyError`` saying what is wrong.
     check_key: Callable[[str], str] = native.check_stream_name
+    #: A rooted layout's grants under its prefix (None: it has no prefix of its own).
+    grants: PrefixGrants | None = None
 
     @property
     def rooted(self) -> bool:
@@ -105,6 +123,12 @@ REGISTRY: tuple[Registered, ...] = (
         restate_keys.SNAPSHOT_ID_PATTERN,
         keyed="prefix",
         check_key=own_prefix,
+        grants=PrefixGrants(
+            readers=("register", "gc"),
+            deleted="*/lsn_*",
+            pointers=f"*/{restate_keys.LATEST_NAME}",
+            deeper_pointers=f"*/*/{restate_keys.LATEST_NAME}",
+        ),
     ),
     Registered(
         "kafka-streams",
