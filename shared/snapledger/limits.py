@@ -31,6 +31,21 @@ MAX_INPUT_PARTITIONS = MAX_OFFSETS - 1
 #: The offsets' names and values together (each value counted as 20 bytes): they are
 #: stored in the snapshot's ledger item and event, under DynamoDB's 400 KB an item.
 MAX_OFFSETS_BYTES = 64 * 1024
+#: A manifest's references to files outside its snapshot's folder (an earlier snapshot's
+#: files, or the lineage's ``shared/`` folder), and the length of each path: the paths are
+#: kept in the snapshot's ledger item and its ``SnapshotRegistered`` event, so together
+#: (at most 160 KB) they stay under DynamoDB's 400 KB an item and EventBridge's 256 KB an
+#: event with the rest of the snapshot's fields.
+MAX_REFERENCES = 1_000
+MAX_REFERENCE_PATH_CHARS = 160
+#: How long before its registration a file of ``shared/`` that no registered snapshot
+#: references yet may have been written: GC's orphan sweep deletes such a file once it is
+#: older than the grace window (never under 1 h), so a reference to an older one could
+#: race the sweep; registration refuses it (upload it again, under a new name).
+MAX_NEW_SHARED_FILE_AGE_S = 30 * 60
+#: A lineage's snapshots that reference files and are not DELETED: their sort keys are kept
+#: on the lineage's HEAD item (about 52 bytes each), which GC reads before deleting.
+MAX_SHARING_SNAPSHOTS = 2_000
 MAX_JSON_DEPTH = 32
 #: ``latest.json`` and ``generation.json``: a pointer lists its snapshot's files as the
 #: manifest does (up to 10,000), so it may pass the manifest's own bound; a bigger object

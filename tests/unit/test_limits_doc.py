@@ -258,7 +258,66 @@ def producer_registration_ok(**fields: object) -> bool:
     return True
 
 
+def references(n: int, *, path_chars: int = 12) -> dict[str, object]:
+    """A manifest with ``n`` references whose paths are ``path_chars`` long."""
+    paths = [f"shared/{i:0{path_chars - 7}d}" for i in range(n)]
+    return manifest(format="opaque", references=[{"path": p, "size": 1} for p in paths])
+
+
+def new_shared_age_ok(seconds: int) -> bool:
+    """Whether a shared file written ``seconds`` before its manifest counts as new (usable
+    without a registered snapshot referencing it)."""
+    from datetime import UTC, datetime, timedelta
+
+    from snapledger.models.manifest import ManifestV1
+    from snapledger.ports import ObjectInfo
+    from snapledger.services.manifest_checks import check_references_present
+
+    written = datetime(2026, 12, 1, tzinfo=UTC)
+
+    class Listed:
+        def list(self, prefix: str) -> list[ObjectInfo]:
+            at = written - timedelta(seconds=seconds)
+            return [ObjectInfo("snapshots/orders/3/shared/00000", 1, at)]
+
+    document = ManifestV1.model_validate(references(1))
+    location = SnapshotLocation("orders", 3, 300, SID)
+    aged = check_references_present(location, document, Listed(), manifest_written=written)  # type: ignore[arg-type]
+    return aged == ()
+
+
+def sharing_snapshots_ok(n: int) -> bool:
+    """Whether a lineage already keeping ``n - 1`` snapshots that reference files registers
+    one more (the ``n``th)."""
+    from datetime import UTC, datetime
+
+    from snapledger.core.registration import decide_register
+    from snapledger.core.state import LineageState
+    from snapledger.models.commands import ManifestSummary, RegisterSnapshot
+    from snapledger.models.ledger import Head
+
+    head = Head(stream="orders", partition=3, sharing=tuple(f"SNAP#{i}" for i in range(n - 1)))
+    summary = ManifestSummary(
+        epoch=1, file_count=0, total_bytes=0, format="opaque", references=("shared/a",)
+    )
+    command = RegisterSnapshot(
+        stream="orders",
+        partition=3,
+        lsn=300,
+        snapshot_id=SID,
+        manifest_key=f"snapshots/orders/3/{300:020d}-{SID}/_manifest.json",
+        manifest_digest="sha256:0",
+        summary=summary,
+    )
+    events = decide_register(LineageState(head=head), command, datetime(2026, 12, 1, tzinfo=UTC))
+    return events[0].type == "SnapshotRegistered"
+
+
 PROBES: dict[str, Callable[[int], bool]] = {
+    "MAX_REFERENCES": lambda n: parses(references(n)),
+    "MAX_REFERENCE_PATH_CHARS": lambda n: parses(references(1, path_chars=n)),
+    "MAX_NEW_SHARED_FILE_AGE_S": new_shared_age_ok,
+    "MAX_SHARING_SNAPSHOTS": sharing_snapshots_ok,
     "MAX_LSN": lsn_ok,
     "MAX_EPOCH": lambda n: parses(manifest(epoch=n)),
     "MAX_COUNT": lambda n: parses(manifest(files=[{"path": "a", "size": n, "rows": n}])),

@@ -78,6 +78,7 @@ def test_the_published_models_keep_their_field_order() -> None:
         "offsets",
         "generation",
         "changelog",
+        "references",
         "member_of",
         "origin",
         "files_digest",

@@ -333,6 +333,9 @@ def evolve_gc(head: Head, snapshots: dict[str, SnapshotRecord], event: GcEvent) 
                 "deleted_at": event.at,
                 "objects_deleted": event.objects_deleted,
             }
+            if head.sharing and key in head.sharing:
+                left = tuple(k for k in head.sharing if k != key)
+                head = head.model_copy(update={"sharing": left or None})
         case SnapshotHeld():
             hold = Hold(
                 hold_id=event.hold_id,

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pydantic import ValidationError
 
 from snapledger.core.checksums import Checksum, ChecksumError, mismatch, parse_checksum
 from snapledger.core.parquet_footer import ParquetFooterError, kv_parquet_problems, read_footer
+from snapledger.core.problems import join_problems
+from snapledger.core.references import reference_problem
 from snapledger.layout import SnapshotLocation, path_problem
 from snapledger.limits import (
     MAX_EPOCH,
@@ -27,8 +29,6 @@ from snapledger.limits import (
 from snapledger.models.commands import ManifestSummary
 from snapledger.models.manifest import ManifestFile, ManifestV1
 from snapledger.models.snapshot import ChangelogHorizon
-
-MAX_REPORTED_PROBLEMS = 5
 
 
 class ManifestRejectedError(Exception):
@@ -60,6 +60,7 @@ class ParsedManifest:
             changelog=None
             if m.changelog is None
             else ChangelogHorizon(**m.changelog.model_dump(), read_at=m.created_at),
+            references=tuple(r.path for r in m.references) if m.references else None,
         )
 
 
@@ -138,7 +139,11 @@ def parse_manifest(
             + _describe(exc),
             epoch=epoch_hint,
         ) from exc
-    problems = [*_key_disagreements(location, manifest), *_path_problems(manifest)]
+    problems = [
+        *_key_disagreements(location, manifest),
+        *_path_problems(manifest),
+        *_reference_path_problems(location, manifest),
+    ]
     if problems:
         raise ManifestRejectedError(join_problems(problems), epoch=manifest.epoch)
     return ParsedManifest(manifest=manifest, digest=manifest_digest(raw))
@@ -149,21 +154,40 @@ def check_files_present(
 ) -> None:
     """Every listed file exists under the prefix with its stated size (``sizes``: one
     listing of the prefix, key → size)."""
-    problems = []
-    for index, entry in enumerate(manifest.files):
-        actual = sizes.get(location.prefix + entry.path)
-        if actual is None:
-            problems.append(
-                f"files[{index}] {entry.path!r} is not in the store under {location.prefix}: "
-                "upload every data file before the manifest"
-            )
-        elif actual != entry.size:
-            problems.append(
-                f"files[{index}] {entry.path!r} is {actual:,} bytes in the store but the "
-                f"manifest says {entry.size:,}"
-            )
+    problems = presence_problems(
+        "files",
+        [(e.path, e.size) for e in manifest.files],
+        location.prefix,
+        sizes,
+        missing="upload every data file before the manifest",
+    )
     if problems:
         raise ManifestRejectedError(join_problems(problems), epoch=manifest.epoch)
+
+
+def presence_problems(
+    field: str,
+    entries: Sequence[tuple[str, int]],
+    base: str,
+    sizes: Mapping[str, int],
+    *,
+    missing: str,
+) -> list[str]:
+    """Why each ``field[i]`` entry (path under ``base``, stated size) is not in the store
+    with that size (``sizes``: key → size as listed); ``missing``: what to do then."""
+    problems = []
+    for index, (path, size) in enumerate(entries):
+        actual = sizes.get(base + path)
+        if actual is None:
+            problems.append(
+                f"{field}[{index}] {path!r} is not in the store under {base}: {missing}"
+            )
+        elif actual != size:
+            problems.append(
+                f"{field}[{index}] {path!r} is {actual:,} bytes in the store but the "
+                f"manifest says {size:,}"
+            )
+    return problems
 
 
 def checksum_problems(
@@ -222,6 +246,26 @@ def _path_problems(manifest: ManifestV1) -> list[str]:
     return problems
 
 
+def _reference_path_problems(location: SnapshotLocation, manifest: ManifestV1) -> list[str]:
+    """Each reference names a file of its lineage's area once: under shared/ or another
+    snapshot's folder, never escaping the lineage's folder."""
+    problems = []
+    own = location.prefix.rstrip("/").rpartition("/")[2]
+    seen: set[str] = set()
+    for index, entry in enumerate(manifest.references or ()):
+        problem = reference_problem(entry.path, own)
+        if problem is not None:
+            problems.append(
+                f"references[{index}].path {entry.path!r} is not a file of the lineage's "
+                f"area: {problem}; a reference is relative to the lineage's folder "
+                f"({location.prefix.rstrip('/').rpartition('/')[0]}/)"
+            )
+        elif entry.path in seen:
+            problems.append(f"references[{index}].path {entry.path!r} is listed twice")
+        seen.add(entry.path)
+    return problems
+
+
 def _key_disagreements(location: SnapshotLocation, manifest: ManifestV1) -> list[str]:
     expected = {
         "stream": location.stream,
@@ -242,9 +286,3 @@ def _describe(exc: ValidationError) -> str:
         for err in exc.errors(include_url=False)
     ]
     return join_problems(parts)
-
-
-def join_problems(problems: list[str]) -> str:
-    shown = "; ".join(problems[:MAX_REPORTED_PROBLEMS])
-    more = len(problems) - MAX_REPORTED_PROBLEMS
-    return shown + (f"; and {more} more problem(s)" if more > 0 else "")

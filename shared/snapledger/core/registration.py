@@ -5,7 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, assert_never
 
+from snapledger.core.problems import join_problems
+from snapledger.core.references import reference_refusals
 from snapledger.core.state import LineageState, Sequencer
+from snapledger.limits import MAX_SHARING_SNAPSHOTS
 from snapledger.models.commands import ManifestSummary, RegisterSnapshot
 from snapledger.models.events import (
     LatestAdvanced,
@@ -57,7 +60,7 @@ def decide_register(state: LineageState, cmd: RegisterSnapshot, now: datetime) -
         return []
     if cmd.summary is None:
         return rejected("invalid", cmd.rejection or "the manifest is invalid")
-    refusal = _writer_refusal(head, cmd.summary)
+    refusal = _writer_refusal(head, cmd.summary) or _reference_refusal(state, cmd, cmd.summary)
     if refusal is not None:
         return rejected(*refusal)
     events: list[LedgerEvent] = [
@@ -116,6 +119,26 @@ def _writer_refusal(head: Head, summary: ManifestSummary) -> tuple[RejectionCode
     return None
 
 
+def _reference_refusal(
+    state: LineageState, cmd: RegisterSnapshot, summary: ManifestSummary
+) -> tuple[RejectionCode, str] | None:
+    """("invalid", why) when a file the snapshot references may be deleted by GC. The
+    records of the files referenced were loaded with the lineage (the service's
+    ``related_sort_keys``): decided on the version the commit is conditioned on."""
+    if not summary.references:
+        return None
+    if len(state.head.sharing or ()) >= MAX_SHARING_SNAPSHOTS:
+        return (
+            "invalid",
+            f"the lineage already retains {MAX_SHARING_SNAPSHOTS:,} snapshots that reference "
+            "files outside their folders (the most it keeps track of): let GC collect some "
+            "(a lower max_count or max_age), or write this one with every file its own",
+        )
+    own = snapshot_sort_key(cmd.lsn, cmd.snapshot_id)
+    problems = reference_refusals(summary.references, own, state.snapshots, aged=cmd.aged_shared)
+    return ("invalid", join_problems(problems)) if problems else None
+
+
 def evolve_registration(
     head: Head,
     snapshots: dict[str, SnapshotRecord],
@@ -135,6 +158,9 @@ def evolve_registration(
                     "max_epoch": max(event.epoch, head.max_epoch or 0),
                     "origin": head.origin or event.origin,
                     "registered_count": head.registered_count + 1,
+                    "sharing": (*(head.sharing or ()), record.sort_key)
+                    if event.references
+                    else head.sharing,
                 }
             )
         case SnapshotRejected():

@@ -30,7 +30,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError
 
-from snapledger.core.manifest_rules import ManifestRejectedError, join_problems
+from snapledger.core.manifest_rules import ManifestRejectedError
+from snapledger.core.problems import join_problems
 from snapledger.layout import path_problem
 from snapledger.limits import (
     MAX_COUNT,

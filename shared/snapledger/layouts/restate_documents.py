@@ -10,7 +10,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from snapledger.core.manifest_rules import ManifestRejectedError, join_problems, json_depth
+from snapledger.core.manifest_rules import ManifestRejectedError, json_depth
+from snapledger.core.problems import join_problems
 from snapledger.layouts.restate_keys import SNAPSHOT_ID_PATTERN, snapshot_path
 from snapledger.limits import (
     MAX_COUNT,

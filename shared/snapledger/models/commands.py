@@ -55,6 +55,12 @@ class RegisterSnapshot(Frozen):
     epoch_hint: int | None = Field(
         default=None, description="The manifest's epoch when readable but otherwise invalid"
     )
+    aged_shared: tuple[str, ...] = Field(
+        default=(),
+        description="Its shared/ references written long before its manifest "
+        "(limits.MAX_NEW_SHARED_FILE_AGE_S): usable only while a registered snapshot "
+        "references them",
+    )
 
     @property
     def command_id(self) -> str:

@@ -129,6 +129,11 @@ class Head(Stored):
     active_jobs: dict[str, ActiveJob] = Field(default_factory=dict)
     finished_jobs: tuple[str, ...] = ()
     updated_at: datetime | None = None
+    sharing: tuple[str, ...] | None = Field(
+        default=None,
+        description="The sort keys of its snapshots that reference files outside their own "
+        "folder and are not DELETED: GC reads them before it deletes what they may use",
+    )
 
     @property
     def lineage(self) -> LineageId:

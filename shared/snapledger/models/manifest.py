@@ -20,6 +20,8 @@ from snapledger.limits import (
     MAX_OFFSETS,
     MAX_OFFSETS_BYTES,
     MAX_PARTITION,
+    MAX_REFERENCE_PATH_CHARS,
+    MAX_REFERENCES,
     MAX_RETENTION_MS,
 )
 from snapledger.models.base import Frozen
@@ -33,6 +35,7 @@ __all__ = [
     "ManifestChangelog",
     "ManifestFile",
     "ManifestProducer",
+    "ManifestReference",
     "ManifestSource",
     "ManifestV1",
     "SnapshotFormat",
@@ -74,6 +77,32 @@ class ManifestFile(Frozen):
             description="Optional '{algorithm}:{digest}', algorithm one of "
             f"{', '.join(CHECKSUM_ALGORITHMS)}; e.g. 'sha256:<hex>' or S3's base64 form "
             "'crc64nvme:<base64>'.",
+        ),
+    ] = None
+
+
+class ManifestReference(Frozen):
+    """A file the snapshot uses that lives outside its own folder, in its lineage's area:
+    an earlier snapshot's file, or one of the lineage's ``shared/`` folder (RocksDB SSTs an
+    incremental snapshot shares with earlier ones)."""
+
+    path: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=MAX_REFERENCE_PATH_CHARS,
+            description="Path relative to the lineage's folder (snapshots/{stream}/"
+            "{partition}/): 'shared/{name}' or '{lsn:020d}-{snapshot_id}/{name}' of an "
+            "earlier registered snapshot. No leading '/', no '.' or '..' segments.",
+        ),
+    ]
+    size: Annotated[int, Field(ge=0, le=MAX_COUNT, description="Size in bytes, as stored.")]
+    checksum: Annotated[
+        str | None,
+        Field(
+            default=None,
+            pattern=rf"^({'|'.join(CHECKSUM_ALGORITHMS)}):[0-9A-Za-z+/=]+$",
+            description="Optional '{algorithm}:{digest}', as a file's.",
         ),
     ] = None
 
@@ -217,10 +246,28 @@ class ManifestV1(Frozen):
         "read before consuming (its log-start and end offsets, its delete.retention.ms); "
         "with created_at, it says until when the changelog can continue the snapshot.",
     )
+    references: Annotated[
+        list[ManifestReference] | None,
+        Field(
+            default=None,
+            max_length=MAX_REFERENCES,
+            description="Optional: files the snapshot uses outside its own folder (an "
+            "earlier snapshot's, or the lineage's shared/ folder), each with its size. GC "
+            "deletes a file only once no retained snapshot references it. Absent: every "
+            "file is the snapshot's own.",
+        ),
+    ] = None
 
     @model_validator(mode="after")
     def _totals_bounded(self) -> "ManifestV1":
-        """The totals the ledger stores stay int64, and the offsets fit a ledger item."""
+        """The totals the ledger stores stay int64, the offsets fit a ledger item, and only
+        an opaque snapshot references files (the jobs read a kv-parquet one's own files)."""
+        if self.references and self.format != "opaque":
+            raise ValueError(
+                'references are for "format": "opaque" snapshots (e.g. RocksDB SSTs shared '
+                "with earlier snapshots); a kv-parquet snapshot lists its own files, which "
+                "the jobs read"
+            )
         if self.total_bytes > MAX_COUNT:
             raise ValueError(
                 f"the files' sizes add up to {self.total_bytes:,} bytes, above {MAX_COUNT:,}"

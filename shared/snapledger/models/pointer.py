@@ -39,7 +39,13 @@ from snapledger.limits import MAX_PARTITION, MAX_POINTER_BYTES
 from snapledger.models.base import Stored
 from snapledger.models.generations import StreamGeneration
 from snapledger.models.ledger import SnapshotRecord, snapshot_sort_key
-from snapledger.models.manifest import MAX_OFFSETS, ManifestFile, ManifestV1, SnapshotFormat
+from snapledger.models.manifest import (
+    MAX_OFFSETS,
+    ManifestFile,
+    ManifestReference,
+    ManifestV1,
+    SnapshotFormat,
+)
 from snapledger.models.snapshot import GenerationMember
 
 
@@ -70,6 +76,11 @@ class LatestPointer(Stored):
         dict[str, Annotated[int, Field(ge=0)]] | None,
         Field(default=None, max_length=MAX_OFFSETS, description="The manifest's offsets."),
     ] = None
+    references: list[ManifestReference] | None = Field(
+        default=None,
+        description="As the manifest lists them: the files it uses outside its folder, each "
+        "path relative to the lineage's folder (the prefix's parent). Absent: none.",
+    )
 
     @classmethod
     def of(cls, record: SnapshotRecord, manifest: ManifestV1) -> "LatestPointer":
@@ -89,6 +100,7 @@ class LatestPointer(Stored):
             row_count=manifest.total_rows,
             registered_at=record.registered_at,
             offsets=manifest.offsets,
+            references=manifest.references,
         )
 
     @property

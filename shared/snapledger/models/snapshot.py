@@ -69,6 +69,12 @@ class SnapshotFields(BaseModel):
     changelog: ChangelogHorizon | None = Field(
         default=None, description="The changelog's horizon as the producer read it, if reported"
     )
+    references: tuple[str, ...] | None = Field(
+        default=None,
+        description="The files it uses outside its own folder, relative to the lineage's "
+        "folder (shared/... or an earlier snapshot's): GC deletes none while it is retained "
+        "(None: every file is its own)",
+    )
 
 
 class GenerationMembership(BaseModel):

@@ -22,11 +22,12 @@ other's decision is re-made on the winner's state and changes nothing.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from snapledger.core.gc_rules import expiry_refusal, restorable_newer
+from snapledger.core.references import keys_to_delete
 from snapledger.core.retention import (
     CAPS,
     Doomed,
@@ -154,16 +155,30 @@ def queue_deletions(
     listing: Mapping[str, list[ObjectInfo]],
     *,
     layout: LayoutStrategy,
+    root: str,
+    live: Collection[str] = (),
+    statuses: Mapping[str, SnapshotStatus] | None = None,
 ) -> None:
-    """Step 2: every EXPIRING snapshot's objects (as listed) into the deletion batch, each
-    with its layout's manifest name (deleted last)."""
+    """Step 2: every EXPIRING snapshot's objects (as listed) and the files it references
+    into the deletion batch, less what a registered snapshot still uses (``live``: the
+    keys they reference; ``statuses``: whose own folders; ``core/references.py``), each
+    with its layout's manifest name (deleted last). ``root``: the lineage's folder."""
+    taken: set[str] = set()
     for record in expiring:
         if batch.stopped:
             return
         prefix = folder_of_manifest(record.manifest_key)
+        keys = keys_to_delete(
+            record,
+            (info.key for info in listing.get(prefix, [])),
+            root,
+            live=live,
+            statuses=statuses or {},
+            taken=taken,
+        )
         unit = DeletionUnit(
             prefix=prefix,
-            keys=[info.key for info in listing.get(prefix, [])],
+            keys=keys,
             sort_key=record.sort_key,
             manifest_name=layout.manifest_name,
             on_deleted=functools.partial(report.deleted.__setitem__, record.snapshot_id),

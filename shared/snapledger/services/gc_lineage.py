@@ -28,12 +28,15 @@ from dataclasses import dataclass
 from snapledger.core.retention import RetentionPlan
 from snapledger.errors import InvalidKeyError, SnapledgerError
 from snapledger.gc_settings import GcConfig
+from snapledger.layout import MANIFEST_NAME
 from snapledger.layouts.lineage import LineageLayout
 from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus, snapshot_sort_key
+from snapledger.ports import ObjectInfo
 from snapledger.services.deletion_batch import DeletionBatch, LineageTicket
 from snapledger.services.expiry import expire_plan, finisher, plan_lineage, queue_deletions
 from snapledger.services.gc_deps import Budget, GcDeps
 from snapledger.services.gc_pointers import GenerationPointers, PointerUnreadableError
+from snapledger.services.gc_references import NONE, lineage_references
 from snapledger.services.gc_report import LineageReport, OrphanOutcome
 from snapledger.services.gc_steps import CollectedStrategy, Listing, Pointers, StepsContext
 from snapledger.services.generations import GenerationGuards
@@ -112,6 +115,8 @@ class _LineagePass:
         self.records: list[SnapshotRecord] = []
         self.statuses: dict[str, SnapshotStatus] = {}
         self.expiring: list[SnapshotRecord] = []
+        self.shared: list[ObjectInfo] = []  # the lineage's shared/ folder, as listed
+        self.references = NONE
 
     def run(self) -> bool:
         """Every step; whether the budget stopped the pass before its end."""
@@ -124,6 +129,13 @@ class _LineagePass:
             return True
         self.steps.after_listing(listing, self.records, pointers)
         listing, kept = self.keep_named(listing, pointers)
+        self.references = lineage_references(
+            self.deps,
+            self.head,
+            self.records,
+            self.statuses,
+            deleting=bool(self.expiring or self.shared),
+        )
         self.queue_deletions(listing, pointers)
         swept, stopped = self.sweep_orphans(listing)
         self.report.orphans = kept + swept
@@ -225,6 +237,8 @@ class _LineagePass:
             if self.steps.lists_every_folder
             else _owned_by_ledger(self.statuses, self.sort_key_of),
             stop=self.collector.budget.exhausted,
+            # references are a native manifest's (_manifest.json): its layouts' shared/
+            shared=self.shared if self.layout.manifest_name == MANIFEST_NAME else None,
         )
         return None if stopped else listing
 
@@ -267,7 +281,17 @@ class _LineagePass:
             run_id=self.collector.run_id,
         )
         ticket.finish = self.steps.after_deleting(ticket.finish, pointers)
-        queue_deletions(self.batch, ticket, self.report, self.expiring, listing, layout=self.layout)
+        queue_deletions(
+            self.batch,
+            ticket,
+            self.report,
+            self.expiring,
+            listing,
+            layout=self.layout,
+            root=self.layout.root(self.head.partition),
+            live=self.references.live,
+            statuses={**self.statuses, **self.references.owners},
+        )
 
     def sweep_orphans(self, listing: Listing) -> tuple[list[OrphanOutcome], bool]:
         """The folders no live record owns (``orphans.py``); whether it stopped."""
@@ -282,6 +306,8 @@ class _LineagePass:
             budget=collector.budget,
             batch=self.batch,
             ticket=self.ticket,
+            protected=self.references.protected,
+            shared=self.shared,
         )
 
     def settle_jobs(self) -> None:

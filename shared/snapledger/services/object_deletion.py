@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from snapledger.core.references import SHARED_FOLDER
 from snapledger.errors import StoreUnavailableError
 from snapledger.layouts.lineage import LineageLayout
 from snapledger.ports import MAX_KEYS_PER_REQUEST, ObjectInfo, ObjectStore
@@ -72,14 +73,17 @@ def list_lineage(
     *,
     skip: Callable[[str], bool],
     stop: Callable[[], bool],
+    shared: list[ObjectInfo] | None = None,
 ) -> tuple[dict[str, list[ObjectInfo]], bool]:
     """The lineage's objects by snapshot prefix, leaving out the prefixes ``skip`` names.
 
     Keys outside any snapshot prefix (of ``layout``) are not ours and left out: a Restate
-    partition's ``latest.json`` among them. ``stop`` is asked before every listing
-    request; returns the objects and whether it stopped before the end.
+    partition's ``latest.json`` among them; those of the lineage's ``shared/`` folder go
+    into ``shared`` when given (files several snapshots reference). ``stop`` is asked
+    before every listing request; returns the objects and whether it stopped before the end.
     """
     root = layout.root(partition)
+    shared_prefix = f"{root}{SHARED_FOLDER}/"
     prefixes: dict[str, str | None] = {}  # directory name -> its snapshot prefix, if one
 
     def prefix_of(key: str) -> str | None:
@@ -101,6 +105,8 @@ def list_lineage(
             prefix = prefix_of(info.key)
             if prefix is not None and not skip(prefix):
                 found.setdefault(prefix, []).append(info)
+            elif shared is not None and info.key.startswith(shared_prefix):
+                shared.append(info)
         if len(page) < MAX_KEYS_PER_REQUEST:
             return found, False
         after = page[-1].key

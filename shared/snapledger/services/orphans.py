@@ -32,7 +32,7 @@ a crash half-way is finished by the next run.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 
 from snapledger.errors import InvalidKeyError, SnapledgerError
@@ -61,21 +61,27 @@ def sweep_lineage(
     budget: Budget,
     batch: DeletionBatch,
     ticket: LineageTicket,
+    protected: Collection[str] = (),
+    shared: Sequence[ObjectInfo] = (),
 ) -> tuple[list[OrphanOutcome], bool]:
-    """Sweep one lineage's prefixes, as ``list_lineage`` found them.
+    """Sweep one lineage's prefixes, as ``list_lineage`` found them, and its ``shared/``
+    folder (``shared``: its objects as listed).
 
-    ``statuses`` are the ledger's records (sort key → status); what is deleted goes into
-    ``batch``. Returns the outcomes and whether the time budget ran out first.
+    ``statuses`` are the ledger's records (sort key → status); ``protected``: the keys a
+    REGISTERED or EXPIRING snapshot references, never deleted here whatever their age
+    (``services/gc_references.py``). What is deleted goes into ``batch``. Returns the
+    outcomes and whether the time budget ran out first.
     """
     outcomes: list[OrphanOutcome] = []
     layout = deps.layouts.for_stream(lineage.stream)
-    for prefix, objects in sorted(listing.items()):
+    for prefix, listed in sorted(listing.items()):
         location = layout.folder(lineage.partition, prefix)
         if location is None:  # list_lineage returns only the layout's snapshot folders
             continue
         status = statuses.get(snapshot_sort_key(location.lsn, location.snapshot_id))
         if status is not None and status is not SnapshotStatus.DELETED:
             continue  # the ledger owns it: never touched here
+        objects = [info for info in listed if info.key not in protected]
         if budget.exhausted() or batch.stopped:
             return outcomes, True
         try:
@@ -93,7 +99,52 @@ def sweep_lineage(
             outcome = OrphanOutcome(prefix, "error", note=str(exc))
         if outcome is not None:
             outcomes.append(outcome)
+    if shared:
+        if budget.exhausted() or batch.stopped:
+            return outcomes, True
+        outcome = _sweep_shared(
+            deps,
+            shared,
+            protected,
+            config,
+            dry_run=dry_run,
+            queue=functools.partial(batch.add, ticket),
+        )
+        if outcome is not None:
+            outcomes.append(outcome)
     return outcomes, False
+
+
+def _sweep_shared(
+    deps: GcDeps[LayoutStrategy],
+    shared: Sequence[ObjectInfo],
+    protected: Collection[str],
+    config: GcConfig,
+    *,
+    dry_run: bool,
+    queue: Callable[[DeletionUnit], None],
+) -> OrphanOutcome | None:
+    """The files of the lineage's ``shared/`` folder no snapshot references that are older
+    than the grace window (an upload in flight keeps its files: registration refuses a new
+    shared file written more than ``MAX_NEW_SHARED_FILE_AGE_S`` before its manifest)."""
+    now = deps.clock.now()
+    doomed = [
+        info
+        for info in shared
+        if info.key not in protected and now - info.last_modified > config.orphan_grace
+    ]
+    if not doomed:
+        return None
+    prefix = doomed[0].key.rpartition("/")[0] + "/"
+    newest = max(info.last_modified for info in doomed)
+    outcome = OrphanOutcome(prefix, "would_delete", len(doomed), newest)
+    outcome.note = (
+        f"{len(doomed)} shared file(s) no snapshot references, older than "
+        f"{config.orphan_grace_hours:g}h"
+    )
+    if not dry_run:
+        queue(_unit(outcome, [info.key for info in doomed], sort_key=None, manifest_name=""))
+    return outcome
 
 
 def sweep_unledgered_streams(

@@ -20,11 +20,12 @@ from snapledger.models.events import LatestAdvanced, SnapshotRegistered, Snapsho
 from snapledger.models.ledger import LineageId, SnapshotStatus, snapshot_sort_key
 from snapledger.models.manifest import ManifestV1
 from snapledger.models.pointer import LatestPointer
-from snapledger.ports import LedgerStore, ObjectHolds, ObjectStore, StreamLogStore
+from snapledger.ports import Ledger, ObjectHolds, ObjectStore, StreamLogStore
 from snapledger.services.commands import CommandResult, RetryPolicy
 from snapledger.services.generations import MemberRegistration, register_member
 from snapledger.services.latest_pointer import publish_generation, publish_latest
 from snapledger.services.lineage_combiner import LineageCombiner
+from snapledger.services.reference_reads import reference_keys
 
 #: The process's one writer per lineage (see ``lineage_combiner``).
 COMBINER = LineageCombiner()
@@ -83,7 +84,7 @@ class RegistrationFailed:
 def register_manifest(
     key: str,
     *,
-    ledger: LedgerStore,
+    ledger: Ledger,
     store: ObjectStore,
     clock: Clock,
     retry: RetryPolicy | None = None,
@@ -114,7 +115,7 @@ class Registrar:
     """What registration needs, as one object: the composition's ports and catalog
     (``entrypoints/register.py``: ``registrar``), built once per delivery."""
 
-    ledger: LedgerStore
+    ledger: Ledger
     store: ObjectStore
     clock: Clock
     layouts: Layouts[LayoutStrategy]
@@ -131,7 +132,7 @@ Arrived = tuple[str, Placed | Refused]
 def register_manifests(
     keys: Sequence[str],
     *,
-    ledger: LedgerStore,
+    ledger: Ledger,
     store: ObjectStore,
     clock: Clock,
     retry: RetryPolicy | None = None,
@@ -219,7 +220,7 @@ def _register_lineage(
     manifests: dict[str, ManifestV1],
     *,
     publishes_latest: bool,
-    ledger: LedgerStore,
+    ledger: Ledger,
     store: ObjectStore,
     streams: StreamLogStore | None,
     clock: Clock,
@@ -271,7 +272,7 @@ def _register_lineage(
 def _commit_lineage(
     members: Sequence[tuple[int, SnapshotLocation, RegisterSnapshot]],
     *,
-    ledger: LedgerStore,
+    ledger: Ledger,
     streams: StreamLogStore | None,
     clock: Clock,
     retry: RetryPolicy | None,
@@ -284,9 +285,10 @@ def _commit_lineage(
     plain = [(i, m) for i, m in enumerate(members) if _generation_of(m[2]) is None]
     named = [(i, m) for i, m in enumerate(members) if _generation_of(m[2]) is not None]
     results: dict[int, tuple[CommandResult | Exception, MemberRegistration | None]] = {}
+    related = reference_keys(ledger, [command for _, (_, _, command) in plain])
     submitted = [
-        (command, (snapshot_sort_key(location.lsn, location.snapshot_id),))
-        for _, (_, location, command) in plain
+        (command, (snapshot_sort_key(location.lsn, location.snapshot_id), *others))
+        for (_, (_, location, command)), others in zip(plain, related, strict=True)
     ]
     for (i, _), result in zip(
         plain, combiner.run(ledger, submitted, clock, retry=retry), strict=True
@@ -320,7 +322,7 @@ def _publish_latest(
     results: Sequence[CommandResult],
     manifests: dict[str, ManifestV1],
     *,
-    ledger: LedgerStore,
+    ledger: Ledger,
     store: ObjectStore,
 ) -> None:
     """``latest.json`` after a commit that advanced the lineage's latest, or after a

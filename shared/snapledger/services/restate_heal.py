@@ -27,7 +27,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from snapledger.clock import Clock
-from snapledger.core.manifest_rules import ManifestRejectedError, join_problems
+from snapledger.core.manifest_rules import ManifestRejectedError
+from snapledger.core.problems import join_problems
 from snapledger.core.producer_pointers import repoint_problem
 from snapledger.errors import (
     InvalidRequestError,

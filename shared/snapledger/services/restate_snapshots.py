@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 from snapledger.core.manifest_rules import (
     ManifestRejectedError,
-    join_problems,
     manifest_digest,
     oversize_reason,
 )
+from snapledger.core.problems import join_problems
 from snapledger.errors import ManifestTooLargeError, NotFoundError
 from snapledger.layouts import restate
 from snapledger.layouts.restate_prefix import RestateArrival
