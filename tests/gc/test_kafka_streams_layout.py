@@ -129,6 +129,16 @@ def test_registration_rejects_what_is_no_kafka_streams_store_folder(
     assert reason in (result.reason or "")
 
 
+def test_a_kafka_streams_snapshot_may_not_reference_files_yet(ledger, store):
+    # Given a store file in the lineage's shared/ folder, and a snapshot referencing it
+    store.put(f"snapshots/{TOPIC}/2/shared/000007.sst", SST)
+    key = ks_snapshot(store, references=[{"path": "shared/000007.sst", "size": len(SST)}])
+    # Then it is REJECTED: the seed places a snapshot's own files only
+    result = register(key, ledger, store)
+    assert result.outcome is Outcome.REJECTED
+    assert "references 1 file(s) outside its folder: the seed places" in (result.reason or "")
+
+
 def test_a_native_stream_is_not_held_to_the_kafka_streams_rules(ledger, store):
     # Given the same opaque store folder under a stream the catalog does not name
     key = write_snapshot(

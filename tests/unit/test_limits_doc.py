@@ -265,25 +265,14 @@ def references(n: int, *, path_chars: int = 12) -> dict[str, object]:
 
 
 def new_shared_age_ok(seconds: int) -> bool:
-    """Whether a shared file written ``seconds`` before its manifest counts as new (usable
-    without a registered snapshot referencing it)."""
+    """Whether a shared file written ``seconds`` before its registration counts as new
+    (usable without a registered snapshot referencing it)."""
     from datetime import UTC, datetime, timedelta
 
-    from snapledger.models.manifest import ManifestV1
-    from snapledger.ports import ObjectInfo
-    from snapledger.services.manifest_checks import check_references_present
+    from snapledger.core.references import aged_shared
 
-    written = datetime(2026, 12, 1, tzinfo=UTC)
-
-    class Listed:
-        def list(self, prefix: str) -> list[ObjectInfo]:
-            at = written - timedelta(seconds=seconds)
-            return [ObjectInfo("snapshots/orders/3/shared/00000", 1, at)]
-
-    document = ManifestV1.model_validate(references(1))
-    location = SnapshotLocation("orders", 3, 300, SID)
-    aged = check_references_present(location, document, Listed(), manifest_written=written)  # type: ignore[arg-type]
-    return aged == ()
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    return not aged_shared([("shared/a", now - timedelta(seconds=seconds))], now)
 
 
 def sharing_snapshots_ok(n: int) -> bool:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 
 from snapledger.layout import LSN_WIDTH, MANIFEST_NAME, ULID_PATTERN, path_problem
 from snapledger.limits import MAX_NEW_SHARED_FILE_AGE_S
@@ -112,10 +113,19 @@ def reference_refusals(
         elif path in aged:
             problems.append(
                 f"{where} was written more than {MAX_NEW_SHARED_FILE_AGE_S // 60} minutes "
-                "before the manifest and no registered snapshot references it: GC's orphan "
-                "sweep may be deleting it; upload it again under a new name"
+                "before its registration and no registered snapshot references it: GC's "
+                "orphan sweep may be deleting it; upload it again under a new name"
             )
     return problems
+
+
+def aged_shared(written: Iterable[tuple[str, datetime]], now: datetime) -> set[str]:
+    """The ``shared/`` paths written more than ``MAX_NEW_SHARED_FILE_AGE_S`` before ``now``
+    (the registry's clock at the decision): GC's deletion leaves a shared file younger than
+    twice that to the orphan sweep, whose grace window is at least an hour, so a file no
+    registered snapshot references is safe to reference only while it is younger."""
+    max_age = timedelta(seconds=MAX_NEW_SHARED_FILE_AGE_S)
+    return {path for path, at in written if now - at > max_age}
 
 
 def owners_referenced(records: Iterable[SnapshotRecord]) -> set[str]:

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any, assert_never
 
 from snapledger.core.problems import join_problems
-from snapledger.core.references import reference_refusals
+from snapledger.core.references import aged_shared, reference_refusals
 from snapledger.core.state import LineageState, Sequencer
 from snapledger.limits import MAX_SHARING_SNAPSHOTS
 from snapledger.models.commands import ManifestSummary, RegisterSnapshot
@@ -60,7 +60,7 @@ def decide_register(state: LineageState, cmd: RegisterSnapshot, now: datetime) -
         return []
     if cmd.summary is None:
         return rejected("invalid", cmd.rejection or "the manifest is invalid")
-    refusal = _writer_refusal(head, cmd.summary) or _reference_refusal(state, cmd, cmd.summary)
+    refusal = _writer_refusal(head, cmd.summary) or _reference_refusal(state, cmd, cmd.summary, now)
     if refusal is not None:
         return rejected(*refusal)
     events: list[LedgerEvent] = [
@@ -120,7 +120,7 @@ def _writer_refusal(head: Head, summary: ManifestSummary) -> tuple[RejectionCode
 
 
 def _reference_refusal(
-    state: LineageState, cmd: RegisterSnapshot, summary: ManifestSummary
+    state: LineageState, cmd: RegisterSnapshot, summary: ManifestSummary, now: datetime
 ) -> tuple[RejectionCode, str] | None:
     """("invalid", why) when a file the snapshot references may be deleted by GC. The
     records of the files referenced were loaded with the lineage (the service's
@@ -135,7 +135,8 @@ def _reference_refusal(
             "(a lower max_count or max_age), or write this one with every file its own",
         )
     own = snapshot_sort_key(cmd.lsn, cmd.snapshot_id)
-    problems = reference_refusals(summary.references, own, state.snapshots, aged=cmd.aged_shared)
+    aged = aged_shared(cmd.shared_written, now)
+    problems = reference_refusals(summary.references, own, state.snapshots, aged=aged)
     return ("invalid", join_problems(problems)) if problems else None
 
 

@@ -55,11 +55,11 @@ class RegisterSnapshot(Frozen):
     epoch_hint: int | None = Field(
         default=None, description="The manifest's epoch when readable but otherwise invalid"
     )
-    aged_shared: tuple[str, ...] = Field(
+    shared_written: tuple[tuple[str, datetime], ...] = Field(
         default=(),
-        description="Its shared/ references written long before its manifest "
-        "(limits.MAX_NEW_SHARED_FILE_AGE_S): usable only while a registered snapshot "
-        "references them",
+        description="When each shared/ file it references was written (the store's time): "
+        "one no registered snapshot references must be younger than "
+        "limits.MAX_NEW_SHARED_FILE_AGE_S when the registration is decided",
     )
 
     @property

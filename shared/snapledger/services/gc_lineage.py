@@ -24,12 +24,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 
 from snapledger.core.retention import RetentionPlan
 from snapledger.errors import InvalidKeyError, SnapledgerError
 from snapledger.gc_settings import GcConfig
 from snapledger.layout import MANIFEST_NAME
 from snapledger.layouts.lineage import LineageLayout
+from snapledger.limits import MAX_NEW_SHARED_FILE_AGE_S
 from snapledger.models.ledger import Head, SnapshotRecord, SnapshotStatus, snapshot_sort_key
 from snapledger.ports import ObjectInfo
 from snapledger.services.deletion_batch import DeletionBatch, LineageTicket
@@ -289,9 +291,16 @@ class _LineagePass:
             listing,
             layout=self.layout,
             root=self.layout.root(self.head.partition),
-            live=self.references.live,
+            live=self.references.live | self.young_shared(),
             statuses={**self.statuses, **self.references.owners},
         )
+
+    def young_shared(self) -> set[str]:
+        """The ``shared/`` files written within twice ``MAX_NEW_SHARED_FILE_AGE_S``: a
+        registration may still take one no registered snapshot references as new, so a
+        deletion leaves them to the orphan sweep (``core/references.aged_shared``)."""
+        now, young = self.deps.clock.now(), timedelta(seconds=2 * MAX_NEW_SHARED_FILE_AGE_S)
+        return {info.key for info in self.shared if now - info.last_modified <= young}
 
     def sweep_orphans(self, listing: Listing) -> tuple[list[OrphanOutcome], bool]:
         """The folders no live record owns (``orphans.py``); whether it stopped."""

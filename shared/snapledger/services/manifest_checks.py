@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from snapledger.core.manifest_rules import (
     ManifestRejectedError,
@@ -26,7 +26,6 @@ from snapledger.core.problems import join_problems
 from snapledger.core.references import owner_sort_key
 from snapledger.errors import ManifestTooLargeError, NotFoundError
 from snapledger.layout import SnapshotLocation, lineage_snapshots_prefix
-from snapledger.limits import MAX_NEW_SHARED_FILE_AGE_S
 from snapledger.models.commands import ArrivedManifest, RegisterSnapshot
 from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestV1
 from snapledger.ports import ObjectHolds, ObjectStore
@@ -72,16 +71,9 @@ def command_for(
     try:
         parsed = parse_manifest(location, raw)
         # One listing of the prefix (1,000 keys a request), not one request per file.
-        listed = {info.key: info for info in store.list(location.prefix)}
-        sizes = {k: info.size for k, info in listed.items()}
+        sizes = {info.key: info.size for info in store.list(location.prefix)}
         check_files_present(location, parsed.manifest, sizes)
-        manifest_info = listed.get(key)
-        aged = check_references_present(
-            location,
-            parsed.manifest,
-            store,
-            manifest_written=None if manifest_info is None else manifest_info.last_modified,
-        )
+        written = check_references_present(location, parsed.manifest, store)
         check_file_contents(location, parsed.manifest, sizes, store)
         problems = [] if extra is None else extra(location, parsed.manifest, sizes, store)
         if problems:
@@ -94,37 +86,24 @@ def command_for(
     if holds is not None:  # before the commit: no snapshot becomes latest unheld
         hold_snapshot(holds, location, parsed.manifest)
     command = RegisterSnapshot(
-        **common, manifest_digest=digest, summary=parsed.summary, aged_shared=aged
+        **common, manifest_digest=digest, summary=parsed.summary, shared_written=written
     )
     return command, parsed.manifest
 
 
 def check_references_present(
-    location: SnapshotLocation,
-    manifest: ManifestV1,
-    store: ObjectStore,
-    *,
-    manifest_written: datetime | None,
-) -> tuple[str, ...]:
+    location: SnapshotLocation, manifest: ManifestV1, store: ObjectStore
+) -> tuple[tuple[str, datetime], ...]:
     """Every reference exists with its stated size: one listing of each folder referenced
-    (1,000 keys a request), no data read. Returns the ``shared/`` references written more
-    than ``MAX_NEW_SHARED_FILE_AGE_S`` before the manifest (usable only while a registered
-    snapshot references them: the decision's ``reference_refusals``)."""
+    (1,000 keys a request), no data read. Returns when each ``shared/`` reference was
+    written (the decision refuses one too old that no registered snapshot references:
+    ``core/references.aged_shared``)."""
     references = manifest.references or ()
     if not references:
         return ()
     lineage = lineage_snapshots_prefix(location.stream, location.partition)
     folders = sorted({r.path.partition("/")[0] for r in references})
     found = {info.key: info for folder in folders for info in store.list(f"{lineage}{folder}/")}
-    max_age = timedelta(seconds=MAX_NEW_SHARED_FILE_AGE_S)
-    aged = [
-        entry.path
-        for entry in references
-        if (info := found.get(lineage + entry.path)) is not None
-        and manifest_written is not None
-        and owner_sort_key(entry.path) is None
-        and manifest_written - info.last_modified > max_age
-    ]
     problems = presence_problems(
         "references",
         [(r.path, r.size) for r in references],
@@ -134,7 +113,11 @@ def check_references_present(
     )
     if problems:
         raise ManifestRejectedError(join_problems(problems), epoch=manifest.epoch)
-    return tuple(aged)
+    return tuple(
+        (r.path, info.last_modified)
+        for r in references
+        if owner_sort_key(r.path) is None and (info := found.get(lineage + r.path)) is not None
+    )
 
 
 def check_file_contents(

@@ -138,6 +138,12 @@ def store_problems(
             "input topic-partitions: the changelog topic-partition with the snapshot's LSN (the "
             "offset of the last record applied), and no other partition of the changelog"
         )
+    if manifest.references:
+        problems.append(
+            f"it references {len(manifest.references)} file(s) outside its folder: the seed "
+            "places a Kafka Streams snapshot's own files only (incremental Kafka Streams "
+            "snapshots are not built yet); list every file of the store under files"
+        )
     outside = [f.path for f in manifest.files if not _STORE_FILE.fullmatch(f.path)]
     if outside:
         problems.append(
