@@ -22,6 +22,7 @@ from snapledger.client.storage import file_checksum
 from snapledger.errors import InvalidKeyError, NotFoundError
 from snapledger.ids import new_ulid
 from snapledger.layout import MANIFEST_NAME, snapshot_prefix
+from snapledger.models.manifest import ManifestReference
 from tests.client.conftest import Backend
 
 STREAM, PARTITION = "orders", 3
@@ -219,6 +220,40 @@ def test_an_opaque_snapshot_downloads_as_written_and_is_refused_as_arrow(backend
     } == files
     with pytest.raises(SnapshotFormatError, match=r"'opaque'.*download"):
         opened.to_arrow()
+
+
+def test_a_snapshot_reusing_its_bases_files_downloads_them_from_where_they_live(backend, tmp_path):
+    # Given an opaque snapshot, and a later one written with its unchanged SST reused
+    source = tmp_path / "store"
+    source.mkdir()
+    (source / "000001.sst").write_bytes(os.urandom(3000))
+    (source / "CURRENT").write_bytes(b"M-1\n")
+    writer = SnapshotWriter(backend.root, STREAM, PARTITION, s3_client=backend.client)
+    base = writer.write_files(8, 0, source)
+    (source / "000002.sst").write_bytes(os.urandom(2000))
+    (source / "CURRENT").write_bytes(b"M-2\n")
+    (sst,) = [f for f in base.files if f.path == "000001.sst"]
+    folder = base.prefix.rstrip("/").rpartition("/")[2]
+    reused = {
+        "000001.sst": ManifestReference(
+            path=f"{folder}/000001.sst", size=sst.size, checksum=sst.checksum
+        )
+    }
+    later = writer.write_files(9, 0, source, reuse=reused)
+    # Then it uploaded only what is new, referencing the rest
+    assert sorted(f.path for f in later.files) == ["000002.sst", "CURRENT"]
+    assert [r.path for r in later.references] == [f"{folder}/000001.sst"]
+    # and it downloads whole, every file checked, the reference under its name
+    opened = _open(backend, later.prefix)
+    opened.verify()
+    dest = opened.download(tmp_path / "restored")
+    assert {p.name: p.read_bytes() for p in dest.iterdir()} == {
+        p.name: p.read_bytes() for p in source.iterdir()
+    }
+    # When the referenced file is damaged, the download says which
+    _flip_a_byte(backend, base.prefix + "000001.sst")
+    with pytest.raises(SnapshotCorruptError, match=r"000001\.sst"):
+        _open(backend, later.prefix).download(tmp_path / "again")
 
 
 # -- restores ---------------------------------------------------------------------------

@@ -129,14 +129,25 @@ def test_registration_rejects_what_is_no_kafka_streams_store_folder(
     assert reason in (result.reason or "")
 
 
-def test_a_kafka_streams_snapshot_may_not_reference_files_yet(ledger, store):
-    # Given a store file in the lineage's shared/ folder, and a snapshot referencing it
-    store.put(f"snapshots/{TOPIC}/2/shared/000007.sst", SST)
-    key = ks_snapshot(store, references=[{"path": "shared/000007.sst", "size": len(SST)}])
-    # Then it is REJECTED: the seed places a snapshot's own files only
-    result = register(key, ledger, store)
-    assert result.outcome is Outcome.REJECTED
-    assert "references 1 file(s) outside its folder: the seed places" in (result.reason or "")
+def test_a_kafka_streams_snapshot_references_only_other_ssts_of_its_lineage(ledger, store):
+    # Given a registered snapshot whose SST a later one references instead of uploading it
+    first = register(ks_snapshot(store, lsn=41), ledger, store)
+    assert first.outcome is Outcome.BECAME_LATEST
+    folder = f"{41:020d}-{first.snapshot_id}"
+    sst = {"path": f"{folder}/000012.sst", "size": len(SST)}
+    later = register(
+        ks_snapshot(store, lsn=50, files={"CURRENT": b"M\n"}, references=[sst]), ledger, store
+    )
+    assert later.outcome is Outcome.BECAME_LATEST, later.reason
+    # Then a reference that is no SST, or lands on one of its own files, is REJECTED
+    store.put(f"snapshots/{TOPIC}/2/{folder}/LOG", b"log")
+    log = {"path": f"{folder}/LOG", "size": 3}
+    for refs, files in (([log], {"CURRENT": b"M\n"}), ([sst], {"000012.sst": SST})):
+        key = ks_snapshot(store, lsn=60, files=files, references=refs)
+        result = register(key, ledger, store)
+        assert result.outcome is Outcome.REJECTED
+        assert "its references are not the store's other SSTs" in (result.reason or "")
+        store.delete_many([key])
 
 
 def test_a_native_stream_is_not_held_to_the_kafka_streams_rules(ledger, store):

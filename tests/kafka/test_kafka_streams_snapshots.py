@@ -326,3 +326,47 @@ def test_without_snapshots_every_task_restores_from_the_changelog(story: Story):
     assert placed == []
     assert restored == len(first)
     assert served == _totals(first)
+
+
+def test_a_later_snapshot_references_the_ssts_it_kept_and_boots_exactly_after_gc(story: Story):
+    # Given every partition snapshotted, then more orders processed and snapshotted again
+    first, second, third = _orders(51, 400), _orders(52, 60), _orders(53, 30)
+    story.produce(first)
+    with story.instance("a") as a:
+        a.wait_for_totals(_totals(first))
+        one = {p.partition: p.written for p in story.snapshotter.snapshot(work_dir=story.tmp)}
+        story.produce(second)
+        a.wait_for_totals(_totals(first, second))
+        two = {p.partition: p.written for p in story.snapshotter.snapshot(work_dir=story.tmp)}
+        story.produce(third)
+        a.wait_for_totals(_totals(first, second, third))
+    tail = story.records_after({p: w.lsn for p, w in two.items() if w is not None})
+
+    # Then each second snapshot references its partition's first SSTs, uploading only new files
+    for partition, written in two.items():
+        assert written is not None and one[partition] is not None
+        base_folder = one[partition].prefix.rstrip("/").rpartition("/")[2]
+        base_ssts = {f.path for f in one[partition].files if f.path.endswith(".sst")}
+        kept = {r.path.rpartition("/")[2] for r in written.references}
+        assert kept and kept <= base_ssts, (partition, kept, base_ssts)
+        assert all(r.path.startswith(base_folder + "/") for r in written.references)
+        assert not kept & {f.path for f in written.files}  # none uploaded again
+
+    # When GC keeps only the latest snapshot of each partition
+    story.registry.client.set_policy(story.changelog, min_count=1, min_age_hours=0)
+    story.registry.client.gc(story.changelog)
+    for partition, first_written in one.items():
+        record = story.registry.client.snapshot(
+            story.changelog, partition, first_written.snapshot_id
+        )["snapshot"]
+        assert record["status"] == "DELETED", partition
+
+    # Then a new instance seeded from the second snapshots (their files wherever they live)
+    # restores only the tail and serves exactly what a full replay serves
+    seeded = story.seeder.seed(story.tmp / "b")
+    assert [s.outcome for s in seeded] == ["seeded"] * PARTITIONS
+    with story.instance("b") as b:
+        served = b.wait_for_totals(_totals(first, second, third))
+        restored = b.restored_count()
+    assert restored == tail == len(third)
+    assert served == _totals(first, second, third)

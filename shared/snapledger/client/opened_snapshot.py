@@ -28,12 +28,13 @@ from snapledger.client.state_table import STATE_ARROW_SCHEMA, STATE_COLUMNS
 from snapledger.client.storage import BlobStore, format_checksum
 from snapledger.core.checksums import Checksum, ChecksumError, Hasher, mismatch, parse_checksum
 from snapledger.layout import path_problem
-from snapledger.models.manifest import ManifestFile, ManifestV1, SnapshotFormat
+from snapledger.models.manifest import ManifestFile, ManifestReference, ManifestV1, SnapshotFormat
 
 #: Files fetched at once by ``verify``, ``to_arrow`` and ``download``.
 DEFAULT_READERS = 4
 
 _T = TypeVar("_T")
+_E = TypeVar("_E")
 
 
 class OpenedSnapshot:
@@ -106,6 +107,29 @@ class OpenedSnapshot:
         return tuple(self._descriptor.files)
 
     @property
+    def references(self) -> tuple[ManifestReference, ...]:
+        """The files it uses outside its folder (paths relative to the lineage's folder)."""
+        descriptor = self._descriptor
+        return tuple(descriptor.references or ()) if isinstance(descriptor, ManifestV1) else ()
+
+    def _every_file(self) -> list[tuple[str, ManifestFile]]:
+        """(key, entry) of each file to read: its own, then each reference, whose entry's
+        path is where it lands in a download: its name (a RocksDB store's files are one
+        flat folder). SnapshotCorruptError if two would land at one path."""
+        located = [(self._prefix + f.path, f) for f in self.files]
+        lineage = self._prefix.rstrip("/").rpartition("/")[0] + "/"
+        for ref in self.references:
+            name = ref.path.rpartition("/")[2]
+            located.append(
+                (lineage + ref.path, ManifestFile(path=name, size=ref.size, checksum=ref.checksum))
+            )
+        names = [entry.path for _, entry in located]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            self._raise([FileProblem(n, "path", "one file", "two files land here") for n in twice])
+        return located
+
+    @property
     def row_count(self) -> int | None:
         if isinstance(self._descriptor, ManifestV1):
             return self._descriptor.total_rows
@@ -116,8 +140,10 @@ class OpenedSnapshot:
     def verify(self) -> None:
         """Check every file's size (one listing) and checksum (each downloaded, streamed,
         and its checksum recomputed); SnapshotCorruptError naming every file at fault."""
-        self._raise(self._listing_problems())
-        self._raise([p for p in self._map(self._streamed_problem, self.files) if p is not None])
+        located = self._every_file()
+        self._raise(self._listing_problems(located))
+        problems = self._map(lambda pair: self._streamed_problem(*pair), located)
+        self._raise([p for p in problems if p is not None])
 
     def to_arrow(self) -> pa.Table:
         """The state as one key-sorted table (key string, value binary, lsn int64).
@@ -131,14 +157,15 @@ class OpenedSnapshot:
                 "key, value, lsn, so they cannot be read as a table; use download(dest_dir) "
                 "and open them with the tool that wrote them"
             )
-        self._raise(self._listing_problems())
-        tables = self._map(self._checked_table, self.files)
+        self._raise(self._listing_problems(self._every_file()))
+        tables = self._map(self._checked_table, list(self.files))
         if not tables:
             return STATE_ARROW_SCHEMA.empty_table()  # a job writes no file for empty state
         return pa.concat_tables(tables)
 
     def download(self, dest_dir: str | os.PathLike[str]) -> Path:
-        """Copy every file under ``dest_dir`` (relative paths kept), any format; returns it.
+        """Copy every file under ``dest_dir`` (relative paths kept; a reference under its
+        name), any format; returns it.
 
         Each file is written beside its final name and renamed into place only once its
         size and checksum are checked, so a file at its final path is always a checked
@@ -146,25 +173,31 @@ class OpenedSnapshot:
         """
         dest = Path(dest_dir)
         dest.mkdir(parents=True, exist_ok=True)
-        self._raise(self._listing_problems())
-        self._map(lambda entry: self._download_one(entry, dest), self.files)
+        located = self._every_file()
+        self._raise(self._listing_problems(located))
+        self._map(lambda pair: self._download_one(*pair, dest), located)
         return dest
 
     # -- steps ---------------------------------------------------------------------------
 
-    def _listing_problems(self) -> list[FileProblem]:
-        """Unsafe paths, then each file absent from one listing or of another size."""
+    def _listing_problems(self, located: Sequence[tuple[str, ManifestFile]]) -> list[FileProblem]:
+        """Unsafe paths, then each file absent from one listing (of each folder read) or of
+        another size."""
+        paths = [f.path for f in self.files] + [r.path for r in self.references]
         unsafe = [
-            FileProblem(f.path, "path", "a relative path", f"not a safe path ({problem})")
-            for f in self.files
-            if (problem := path_problem(f.path)) is not None
+            FileProblem(path, "path", "a relative path", f"not a safe path ({problem})")
+            for path in paths
+            if (problem := path_problem(path)) is not None
         ]
         if unsafe:
             return unsafe
-        sizes = {listed.key: listed.size for listed in self._store.list(self._prefix)}
+        lineage = self._prefix.rstrip("/").rpartition("/")[0] + "/"
+        tops = {r.path.partition("/")[0] for r in self.references}
+        folders = [self._prefix, *sorted(f"{lineage}{top}/" for top in tops)]
+        sizes = {listed.key: listed.size for f in folders for listed in self._store.list(f)}
         problems = []
-        for entry in self.files:
-            size = sizes.get(self._prefix + entry.path)
+        for key, entry in located:
+            size = sizes.get(key)
             if size is None:
                 problems.append(FileProblem(entry.path, "missing", f"{entry.size} bytes", None))
             elif size != entry.size:
@@ -173,11 +206,11 @@ class OpenedSnapshot:
                 )
         return problems
 
-    def _streamed_problem(self, entry: ManifestFile) -> FileProblem | None:
+    def _streamed_problem(self, key: str, entry: ManifestFile) -> FileProblem | None:
         stated = self._stated(entry)
         hasher = Hasher(stated.algorithm) if stated is not None else None
         size = 0
-        for chunk in self._store.iter_chunks(self._prefix + entry.path):
+        for chunk in self._store.iter_chunks(key):
             size += len(chunk)
             if hasher is not None:
                 hasher.update(chunk)
@@ -204,14 +237,14 @@ class OpenedSnapshot:
                 self._where(), [FileProblem(entry.path, "unreadable", "kv-parquet", reason)]
             ) from exc
 
-    def _download_one(self, entry: ManifestFile, dest: Path) -> None:
+    def _download_one(self, key: str, entry: ManifestFile, dest: Path) -> None:
         final = dest / entry.path
         final.parent.mkdir(parents=True, exist_ok=True)
         temp = final.parent / f"{TEMP_PREFIX}{uuid.uuid4().hex}"
         stated = self._stated(entry)
         try:
             stored = self._store.download(
-                self._prefix + entry.path,
+                key,
                 temp,
                 checksum_algorithm=stated.algorithm if stated is not None else None,
             )
@@ -238,7 +271,7 @@ class OpenedSnapshot:
     def _where(self) -> str:
         return f"{self._store.uri.rstrip('/')}/{self._prefix}"
 
-    def _map(self, work: Callable[[ManifestFile], _T], files: Sequence[ManifestFile]) -> list[_T]:
+    def _map(self, work: Callable[[_E], _T], files: Sequence[_E]) -> list[_T]:
         """``work`` over ``files``, up to ``workers`` at once (S3 reads wait on the network)."""
         if self._workers == 1 or len(files) < 2:
             return [work(entry) for entry in files]

@@ -47,6 +47,7 @@ from snapledger.models.manifest import (
     MAX_MANIFEST_FILES,
     ManifestFile,
     ManifestProducer,
+    ManifestReference,
     ManifestV1,
     SnapshotFormat,
 )
@@ -78,6 +79,8 @@ class WrittenSnapshot:
     format: SnapshotFormat
     files: tuple[ManifestFile, ...]
     row_count: int | None  # None for an opaque snapshot
+    #: The files it references outside its folder instead of uploading them (``reuse``).
+    references: tuple[ManifestReference, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +178,7 @@ class SnapshotWriter:
         created_at: datetime | None = None,
         generation: int | None = None,
         changelog: Mapping[str, int | str] | None = None,
+        reuse: Mapping[str, ManifestReference] | None = None,
     ) -> WrittenSnapshot:
         """Write local files as an ``opaque`` snapshot (e.g. a RocksDB checkpoint).
 
@@ -187,8 +191,13 @@ class SnapshotWriter:
         read before
         consuming, ``created_at`` being when): how long retention counts the snapshot as
         restorable (a Kafka Streams store's: docs/kafka-streams.md).
+        ``reuse``: files the lineage already holds, by the path a local file has here (a
+        RocksDB SST's name): a local file of that path and size is referenced, not uploaded
+        (its reference as given: a path relative to the lineage's folder, its size and
+        checksum), for files that never change once written, as RocksDB's SSTs.
         """
         sources = _opaque_sources(paths_or_dir)
+        reused = reuse or {}
         draft = self._start(
             lsn,
             epoch,
@@ -198,10 +207,18 @@ class SnapshotWriter:
             generation=generation,
             changelog=changelog,
         )
+
+        def held(relative: str, path: Path) -> ManifestReference | None:
+            found = reused.get(relative)
+            return found if found is not None and found.size == path.stat().st_size else None
+
+        references = [ref for relative, path in sources if (ref := held(relative, path))]
         files = [
-            self._upload(draft.prefix, relative, path, rows=None) for relative, path in sources
+            self._upload(draft.prefix, relative, path, rows=None)
+            for relative, path in sources
+            if held(relative, path) is None
         ]
-        return self._commit(draft, files, row_count=None)
+        return self._commit(draft, files, row_count=None, references=references)
 
     # -- steps ---------------------------------------------------------------------------
 
@@ -272,10 +289,22 @@ class SnapshotWriter:
         return ManifestFile(path=relative, size=stored.size, rows=rows, checksum=stored.checksum)
 
     def _commit(
-        self, draft: _Draft, files: list[ManifestFile], *, row_count: int | None
+        self,
+        draft: _Draft,
+        files: list[ManifestFile],
+        *,
+        row_count: int | None,
+        references: list[ManifestReference] | None = None,
     ) -> WrittenSnapshot:
         """Validate the whole manifest and create ``_manifest.json``, never overwriting one."""
-        manifest = _validated({**draft.fields, "files": files, "row_count": row_count})
+        manifest = _validated(
+            {
+                **draft.fields,
+                "files": files,
+                "row_count": row_count,
+                "references": references or None,
+            }
+        )
         body = manifest.model_dump_json(exclude_none=True).encode()
         if len(body) > MAX_MANIFEST_BYTES:
             raise ManifestTooLargeError(
@@ -297,6 +326,7 @@ class SnapshotWriter:
             format=manifest.format,
             files=tuple(manifest.files),
             row_count=manifest.row_count,
+            references=tuple(manifest.references or ()),
         )
 
 

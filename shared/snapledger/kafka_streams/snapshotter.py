@@ -21,12 +21,13 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from snapledger.client.control import RequestRefusedError, Snapledger
 from snapledger.client.errors import SnapshotCorruptError
+from snapledger.client.opened_snapshot import OpenedSnapshot
 from snapledger.client.reader import SnapshotReader
 from snapledger.client.storage import BlobStore
 from snapledger.client.writer import SnapshotWriter, WrittenSnapshot
@@ -43,12 +44,15 @@ from snapledger.kafka_streams.changelog import (
 from snapledger.kafka_streams.generation import OpenGeneration, open_generation
 from snapledger.kafka_streams.seed_format import TaskId
 from snapledger.limits import MAX_INPUT_PARTITIONS
+from snapledger.models.manifest import ManifestReference
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 #: The producer name the snapshots' manifests carry.
 PRODUCER = "snapledger-kafka-streams"
+#: RocksDB's table files: immutable once written, so shared between snapshots.
+SST_SUFFIX = ".sst"
 #: The epoch of a lineage's first snapshot; later ones keep the lineage's highest epoch, and
 #: the first snapshot of a new incarnation of the topic takes one above it.
 EPOCH = 1
@@ -174,6 +178,7 @@ class StoreSnapshotter:
             store_dir,
             offsets=input_offsets,
             created_at=result.end_read_at,
+            reuse=base.ssts,
             generation=None if generation is None else generation.generation,
             changelog={
                 "log_start_offset": result.log_start_offset,
@@ -238,9 +243,10 @@ class StoreSnapshotter:
             note = f"latest {snapshot_id} is below the log start; from empty; "
             return _Base.empty(note, epoch)
         try:
-            SnapshotReader(self.root, s3_client=self.s3_client).open(
+            opened = SnapshotReader(self.root, s3_client=self.s3_client).open(
                 record["manifest_key"]
-            ).download(store_dir)
+            )
+            opened.download(store_dir)
         except SnapshotCorruptError as exc:
             shutil.rmtree(store_dir, ignore_errors=True)
             return _Base.empty(f"latest {snapshot_id} is damaged ({exc}); from empty; ", epoch)
@@ -249,7 +255,9 @@ class StoreSnapshotter:
             return _Base.empty(f"latest {snapshot_id} is gone ({exc}); from empty; ", epoch)
         inputs = dict(record.get("offsets") or {})
         inputs.pop(f"{self.stream}-{partition}", None)  # the changelog's own: written anew
-        return _Base(snapshot_id, lsn, f"continues {snapshot_id}; ", inputs, epoch)
+        return _Base(
+            snapshot_id, lsn, f"continues {snapshot_id}; ", inputs, epoch, held_ssts(opened)
+        )
 
 
 @dataclass(frozen=True)
@@ -262,11 +270,31 @@ class _Base:
     note: str
     inputs: dict[str, int]
     epoch: int
+    #: The base's SSTs by name, as the next snapshot references them (none: no base).
+    ssts: dict[str, ManifestReference] = field(default_factory=dict)
 
     @classmethod
     def empty(cls, note: str, epoch: int) -> _Base:
         """No base: the store starts empty, from the changelog's start."""
         return cls(None, None, note, {}, epoch)
+
+
+def held_ssts(opened: OpenedSnapshot) -> dict[str, ManifestReference]:
+    """A snapshot's RocksDB SSTs by name, each as a reference (relative to the lineage's
+    folder): its own, and those it references. An SST never changes once written, and the
+    store caught up from it keeps every file it did not compact away under its name, so a
+    next snapshot references those of one name and size instead of uploading them."""
+    folder = opened.prefix.rstrip("/").rpartition("/")[2]
+    found = {
+        f.path: ManifestReference(path=f"{folder}/{f.path}", size=f.size, checksum=f.checksum)
+        for f in opened.files
+        if f.path.endswith(SST_SUFFIX) and "/" not in f.path
+    }
+    for ref in opened.references:
+        name = ref.path.rpartition("/")[2]
+        if name.endswith(SST_SUFFIX):
+            found[name] = ref
+    return found
 
 
 def snapshot_offsets(

@@ -138,11 +138,17 @@ def store_problems(
             "input topic-partitions: the changelog topic-partition with the snapshot's LSN (the "
             "offset of the last record applied), and no other partition of the changelog"
         )
-    if manifest.references:
+    names = [r.path.rpartition("/")[2] for r in manifest.references or ()]
+    not_ssts = [n for n in names if not (n.endswith(".sst") and _STORE_FILE.fullmatch(n))]
+    clashing = sorted(set(names) & {f.path for f in manifest.files}) + sorted(
+        {n for n in names if names.count(n) > 1}
+    )
+    if not_ssts or clashing:
         problems.append(
-            f"it references {len(manifest.references)} file(s) outside its folder: the seed "
-            "places a Kafka Streams snapshot's own files only (incremental Kafka Streams "
-            "snapshots are not built yet); list every file of the store under files"
+            f"its references are not the store's other SSTs (e.g. "
+            f"{(not_ssts or clashing)[0]!r}): a Kafka Streams snapshot references only "
+            "RocksDB table files (*.sst) of its lineage, each name once and none of its own "
+            "files' (the seed places them all in the store's one folder)"
         )
     outside = [f.path for f in manifest.files if not _STORE_FILE.fullmatch(f.path)]
     if outside:
