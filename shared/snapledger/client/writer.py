@@ -24,27 +24,25 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from snapledger.adapters.object_keys import check_key
 from snapledger.client._arrow import pa, pq
+from snapledger.client.opaque_sources import opaque_sources
 from snapledger.client.state_table import StateData, to_state_table
 from snapledger.client.storage import (
     DEFAULT_MULTIPART_THRESHOLD,
     BlobStore,
     open_store,
 )
-from snapledger.errors import InvalidKeyError, ManifestTooLargeError, ObjectExistsError
+from snapledger.errors import ManifestTooLargeError, ObjectExistsError
 from snapledger.ids import new_ulid
 from snapledger.layout import (
     MANIFEST_NAME,
     MAX_LSN,
     check_stream_name,
-    path_problem,
     snapshot_prefix,
 )
 from snapledger.models.manifest import (
     CHECKSUM_ALGORITHMS,
     MAX_MANIFEST_BYTES,
-    MAX_MANIFEST_FILES,
     ManifestFile,
     ManifestProducer,
     ManifestReference,
@@ -196,7 +194,7 @@ class SnapshotWriter:
         (its reference as given: a path relative to the lineage's folder, its size and
         checksum), for files that never change once written, as RocksDB's SSTs.
         """
-        sources = _opaque_sources(paths_or_dir)
+        sources = opaque_sources(paths_or_dir)
         reused = reuse or {}
         draft = self._start(
             lsn,
@@ -337,63 +335,6 @@ def _slices(table: pa.Table, rows: int) -> Iterator[pa.Table]:
         return
     for offset in range(0, table.num_rows, rows):
         yield table.slice(offset, rows)
-
-
-def _opaque_sources(
-    paths_or_dir: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-) -> list[tuple[str, Path]]:
-    """(path in the snapshot, local file) of each file to write, in path order."""
-    if isinstance(paths_or_dir, str | os.PathLike):
-        given = Path(paths_or_dir)
-        if given.is_dir():
-            sources = [(p.relative_to(given).as_posix(), p) for p in _files_under(given)]
-        elif given.is_file():
-            sources = [(given.name, given)]
-        else:
-            raise FileNotFoundError(f"{given} is neither a file nor a directory: nothing to write")
-        where = str(given)
-    else:
-        sources = [(Path(p).name, Path(p)) for p in paths_or_dir]
-        where = "the list of files"
-        for _, path in sources:
-            if not path.is_file():
-                raise FileNotFoundError(f"{path} is not a file: list only files to write")
-    if not sources:
-        raise ValueError(f"no files in {where}: an opaque snapshot needs at least one file")
-    if len(sources) > MAX_MANIFEST_FILES:
-        raise ManifestTooLargeError(
-            f"{len(sources):,} files in {where}, over the {MAX_MANIFEST_FILES:,} a manifest "
-            "may list: pack them into fewer files"
-        )
-    _check_snapshot_paths([relative for relative, _ in sources])
-    return sorted(sources)
-
-
-def _files_under(directory: Path) -> Iterator[Path]:
-    for folder, subfolders, names in os.walk(directory):
-        subfolders.sort()
-        for name in sorted(names):
-            path = Path(folder) / name
-            if path.is_file():
-                yield path
-
-
-def _check_snapshot_paths(paths: list[str]) -> None:
-    """Each path is one registration accepts (``core.manifest_rules.path_problem``), a valid
-    object key, and no two files share one."""
-    seen: set[str] = set()
-    for path in paths:
-        problem = path_problem(path)
-        if problem is None:
-            try:
-                check_key(path)
-            except InvalidKeyError as exc:
-                problem = str(exc)
-        if problem is None and path in seen:
-            problem = "two files have this name (pass a directory to keep relative paths)"
-        if problem is not None:
-            raise ValueError(f"file {path!r} cannot be part of a snapshot: {problem}")
-        seen.add(path)
 
 
 def _not_overwritten(key: str, root: str) -> ObjectExistsError:
