@@ -319,3 +319,17 @@ def test_gc_of_shared_files_converges_after_a_crash_at_any_call(ledger, store, c
             run_gc(gc_deps(table, root, clock), stream=STREAM, config=KEEP_ONE)
             assert keys(root) == expected, point
             assert_nothing_used_is_missing(table, root)
+
+
+def test_a_lineage_with_no_snapshot_registered_loses_its_old_shared_files(ledger, store, clock):
+    # Given files under shared/ of a lineage the ledger has never heard of, one old
+    other = lineage_snapshots_prefix(STREAM, 7)
+    store.put(other + "shared/old.sst", b"o")
+    store.put(other + "shared/new.sst", b"n")
+    clock.advance(timedelta(days=3))
+    age_objects(store, other + "shared/old.sst", clock.now() - timedelta(days=2))
+    age_objects(store, other + "shared/new.sst", clock.now() - timedelta(minutes=5))
+    # When GC runs (its sweep of lineages with no HEAD)
+    run_gc(gc_deps(ledger, store, clock), config=KEEP_ONE)
+    # Then the old one went, the young one stays
+    assert keys(store, other) == {other + "shared/new.sst"}

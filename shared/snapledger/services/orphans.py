@@ -35,9 +35,10 @@ import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 
+from snapledger.core.references import SHARED_FOLDER
 from snapledger.errors import InvalidKeyError, SnapledgerError
 from snapledger.gc_settings import GcConfig
-from snapledger.layout import SNAPSHOTS, check_stream_name
+from snapledger.layout import MANIFEST_NAME, SNAPSHOTS, check_stream_name
 from snapledger.layouts.lineage import SnapshotFolder
 from snapledger.layouts.strategy import LayoutStrategy
 from snapledger.models.gc_commands import ClaimOrphan
@@ -65,13 +66,10 @@ def sweep_lineage(
     shared: Sequence[ObjectInfo] = (),
 ) -> tuple[list[OrphanOutcome], bool]:
     """Sweep one lineage's prefixes, as ``list_lineage`` found them, and its ``shared/``
-    folder (``shared``: its objects as listed).
-
-    ``statuses`` are the ledger's records (sort key → status); ``protected``: the keys a
-    REGISTERED or EXPIRING snapshot references, never deleted here whatever their age
-    (``services/gc_references.py``). What is deleted goes into ``batch``. Returns the
-    outcomes and whether the time budget ran out first.
-    """
+    folder's objects (``shared``). ``statuses``: the ledger's records (sort key → status);
+    ``protected``: keys a REGISTERED or EXPIRING snapshot references, never deleted here
+    (``services/gc_references.py``). Deletions go into ``batch``. Returns the outcomes and
+    whether the time budget ran out first."""
     outcomes: list[OrphanOutcome] = []
     layout = deps.layouts.for_stream(lineage.stream)
     for prefix, listed in sorted(listing.items()):
@@ -125,8 +123,9 @@ def _sweep_shared(
     queue: Callable[[DeletionUnit], None],
 ) -> OrphanOutcome | None:
     """The files of the lineage's ``shared/`` folder no snapshot references that are older
-    than the grace window (an upload in flight keeps its files: registration refuses a new
-    shared file written more than ``MAX_NEW_SHARED_FILE_AGE_S`` before its manifest)."""
+    than the grace window (an upload in flight keeps its files: registration refuses a
+    shared file nothing registered references once it is ``MAX_NEW_SHARED_FILE_AGE_S`` old,
+    at most half the window)."""
     now = deps.clock.now()
     doomed = [
         info
@@ -135,13 +134,11 @@ def _sweep_shared(
     ]
     if not doomed:
         return None
-    prefix = doomed[0].key.rpartition("/")[0] + "/"
+    marker = f"/{SHARED_FOLDER}/"
+    prefix = doomed[0].key[: doomed[0].key.index(marker) + len(marker)]
     newest = max(info.last_modified for info in doomed)
     outcome = OrphanOutcome(prefix, "would_delete", len(doomed), newest)
-    outcome.note = (
-        f"{len(doomed)} shared file(s) no snapshot references, older than "
-        f"{config.orphan_grace_hours:g}h"
-    )
+    outcome.note = f"shared files no snapshot references, older than {config.orphan_grace_hours:g}h"
     if not dry_run:
         queue(_unit(outcome, [info.key for info in doomed], sort_key=None, manifest_name=""))
     return outcome
@@ -200,12 +197,15 @@ def _sweep_unledgered_stream(
         if partition in with_head:
             continue  # swept with its lineage in the lineage pass
         lineage = LineageId(stream=name, partition=partition)
+        layout = deps.layouts.for_stream(name)
+        shared: list[ObjectInfo] = []  # no snapshot is registered: none is referenced
         listing, stopped = list_lineage(
             deps.store,
-            deps.layouts.for_stream(name),
+            layout,
             partition,
             skip=lambda _: False,
             stop=budget.exhausted,
+            shared=shared if layout.manifest_name == MANIFEST_NAME else None,
         )
         if stopped:
             return outcomes, True
@@ -220,6 +220,7 @@ def _sweep_unledgered_stream(
             budget=budget,
             batch=batch,
             ticket=ticket,
+            shared=shared,
         )
         batch.close(ticket)
         outcomes += found
