@@ -88,6 +88,8 @@ class StoreSnapshotter:
     on_written: Callable[[WrittenSnapshot], object] | None = None
     s3_client: S3Client | None = None
     broker_timeout_s: float = DEFAULT_BROKER_TIMEOUT_S
+    #: False: every file uploaded, none referenced (a full snapshot, as before references).
+    incremental: bool = True
 
     @property
     def stream(self) -> str:
@@ -178,7 +180,7 @@ class StoreSnapshotter:
             store_dir,
             offsets=input_offsets,
             created_at=result.end_read_at,
-            reuse=base.ssts,
+            reuse=base.ssts if self.incremental else None,
             generation=None if generation is None else generation.generation,
             changelog={
                 "log_start_offset": result.log_start_offset,
