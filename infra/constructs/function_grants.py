@@ -69,8 +69,10 @@ LEDGER_ACTIONS: dict[str, tuple[str, ...]] = {
 # The ledger's sparse indexes each function queries: by_kind lists all lineages or jobs
 # and finds a snapshot by id (query; launch's base snapshot; gc's holds); registered finds
 # the snapshot as of an LSN or a time (query; launch's base snapshot) and a lineage's live
-# records (gc's planning).
+# records (gc's planning; register's, for a manifest that references files outside its
+# folder: services/reference_reads.py).
 INDEX_READERS: dict[str, tuple[str, ...]] = {
+    "register": (REGISTERED_INDEX,),
     "query": (KIND_INDEX, REGISTERED_INDEX),
     "launch": (KIND_INDEX, REGISTERED_INDEX),
     "gc": (KIND_INDEX, REGISTERED_INDEX),

@@ -140,6 +140,20 @@ def run_scenario(app: EmulatedDeployment) -> Scenario:
     stray = "snapshots/orders/not-a-partition/x/_manifest.json"
     store.put(stray, b"{}")
     answers["register.unplaceable"] = _register(app, stray)
+    # A snapshot that references a file of its lineage's shared/ folder: registration reads
+    # the lineage's live records (the registered index) to decide on it
+    shared_lineage = PARTITION + 1
+    store.put(f"snapshots/{STREAM}/{shared_lineage}/shared/000009.sst", b"s" * 9)
+    sharing = write_snapshot(
+        store,
+        STREAM,
+        shared_lineage,
+        50,
+        files={"CURRENT": b"MANIFEST-1\n"},
+        format="opaque",
+        references=[{"path": "shared/000009.sst", "size": 9}],
+    )
+    answers["register.references"] = _register(app, sharing)
 
     # --- track_changelog: a segment, then one that crosses the threshold -> a compaction --
     small = segment_key(STREAM, PARTITION, 2_001, 2_000 + 10)

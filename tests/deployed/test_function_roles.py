@@ -59,6 +59,7 @@ def test_register_paths(deployed: Deployed) -> None:
     assert [r["outcome"] for r in _records(answers["register.rejected"])] == ["rejected"]
     assert [r["outcome"] for r in _records(answers["register.late"])] == ["recorded"]
     assert [r["outcome"] for r in _records(answers["register.fenced"])] == ["fenced"]
+    assert [r["outcome"] for r in _records(answers["register.references"])] == ["became_latest"]
     # every manifest went through the queue (intake), one lineage's batch at a time
     valid = answers["register.valid"]
     assert valid["intake"]["counts"] == {"queued": 2}
@@ -166,7 +167,9 @@ def test_gc_expires_sweeps_trims_the_changelog_and_reconciles_stuck_jobs(
     assert report["complete"] and counts["errors"] == 0, report
     assert counts["snapshots_deleted"] >= 2
     assert counts["orphans_deleted"] == 1
-    assert counts["trim_points_advanced"] == 1
+    # orders/3's (the scenario's lineage) and orders/4's (its snapshot with a reference:
+    # its first trim point)
+    assert counts["trim_points_advanced"] == 2
     assert counts["segments_deleted"] >= 1
     assert counts["stuck_jobs_reconciled"] >= 1
     left = deployed.scenario["objects_after_gc"]
