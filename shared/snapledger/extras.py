@@ -16,12 +16,14 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "client": ("pyarrow",),
     "cli": ("click", "rich"),
     "kafka": ("confluent_kafka",),
+    "fluss": ("kazoo",),
 }
 #: Extra → the part of snapledger that needs it, as the message names it.
 _USED_BY = {
     "client": "snapledger.client",
     "cli": "the snapledger command",
     "kafka": "snapledger.kafka_streams",
+    "fluss": "GC of Fluss KV snapshots (its ZooKeeper nodes)",
 }
 
 

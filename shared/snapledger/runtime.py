@@ -79,13 +79,18 @@ DYNAMODB_CLIENT_CONFIG = CLIENT_CONFIG.merge(Config(parameter_validation=False))
 LOCAL_REGION = "us-east-1"
 
 
-def _catalog(layouts: LayoutMap | None = None) -> LayoutCatalog:
+def _catalog(layouts: LayoutMap | None = None, fluss_zookeeper: str | None = None) -> LayoutCatalog:
     """Each stream's layout strategy (``strategies/catalog.py``), built from the layout map
     the first time a function asks for it: the strategies load the registration checks and
     the GC steps they bind, which a function that reads no snapshot never imports (issue 29)."""
     from snapledger.strategies.catalog import LayoutCatalog
 
-    return LayoutCatalog(layouts)
+    bindings = {}
+    if fluss_zookeeper and layouts is not None and layouts.of("fluss-kv"):
+        from snapledger.adapters.zookeeper_fluss import ZooKeeperFlussNodes
+
+        bindings["fluss-kv"] = {"nodes": ZooKeeperFlussNodes(fluss_zookeeper)}
+    return LayoutCatalog(layouts, bindings)
 
 
 @dataclass(frozen=True)
@@ -288,7 +293,7 @@ class ComposedRuntime(Runtime):
     def layouts(self) -> LayoutCatalog:
         from snapledger.layouts.layout_map import settings_layout_map
 
-        return _catalog(settings_layout_map(self.settings))
+        return _catalog(settings_layout_map(self.settings), self.settings.fluss_zookeeper)
 
     @cached_property
     def _dynamodb(self) -> DynamoDBClient:

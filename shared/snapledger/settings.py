@@ -46,6 +46,9 @@ ENV_PROTECT_LATEST = "SNAPLEDGER_PROTECT_LATEST"
 #: ``{"restate/prod-1": {"layout": "restate", "stream": "orders"}}`` (``layouts/
 #: layout_map.py``; the CDK app sets it from ``-c layouts``).
 ENV_LAYOUTS = "SNAPLEDGER_LAYOUTS"
+#: Fluss's ZooKeeper (its ``zookeeper.address``, ``host:port[,...][/chroot]``): GC reads and
+#: drops the snapshot nodes of the fluss-kv layout's tables there (docs/fluss.md).
+ENV_FLUSS_ZOOKEEPER = "SNAPLEDGER_FLUSS_ZOOKEEPER"
 #: Deprecated (read into the layout map): Restate clusters' snapshot prefixes, each with
 #: its stream name, a JSON object such as ``{"restate/prod-1": "orders"}``.
 ENV_RESTATE_PREFIXES = "SNAPLEDGER_RESTATE_PREFIXES"
@@ -105,6 +108,13 @@ class LedgerSettings(BaseModel):
         '{"restate/prod-1": {"layout": "restate", "stream": "orders"}, '
         '"totals-app-totals-changelog": {"layout": "kafka-streams"}} (docs/layouts.md); '
         "every other stream is native",
+    )
+    fluss_zookeeper: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1024,
+        description="Fluss's zookeeper.address (host:port[,...][/chroot]): GC of the fluss-kv "
+        "layout's snapshots reads and drops their ZooKeeper nodes there (unset: none collected)",
     )
     restate_prefixes: Json[dict[str, str]] = Field(
         default_factory=dict,

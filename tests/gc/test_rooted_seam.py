@@ -75,6 +75,8 @@ class NoPointers:
 class FlussSteps:
     context: StepsContext
     lists_every_folder: bool = True
+    lists_shared: bool = False
+    held_by_producer: frozenset[str] = frozenset()
 
     def heal(self) -> None:
         self.context.report.heal = HealSeen(self.context.head.partition)

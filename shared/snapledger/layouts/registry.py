@@ -21,7 +21,7 @@ from typing import Literal
 
 from snapledger import layout as native
 from snapledger.errors import InvalidKeyError, InvalidRequestError
-from snapledger.layouts import PointerOwner, restate_keys
+from snapledger.layouts import PointerOwner, fluss_keys, restate_keys
 
 #: How a layout's entries in the layout map are keyed: by the stream (its snapshots are
 #: under ``snapshots/{stream}/``), or by a bucket prefix of its own holding one stream.
@@ -107,6 +107,12 @@ def own_prefix(raw: str) -> str:
     return prefix
 
 
+def fluss_table_prefix(raw: str) -> str:
+    """A Fluss table's KV folder (``.../kv/{db}/{table}-{table_id}``), checked as every
+    rooted layout's prefix is."""
+    return fluss_keys.table_of_prefix(own_prefix(raw)).prefix
+
+
 REGISTRY: tuple[Registered, ...] = (
     Registered(
         "native",
@@ -137,6 +143,16 @@ REGISTRY: tuple[Registered, ...] = (
         native.MANIFEST_NAME,
         native.ULID_PATTERN,
         check_key=changelog_topic,
+    ),
+    Registered(
+        fluss_keys.NAME,
+        "snapledger.strategies.fluss_kv:FlussKvLayout",
+        fluss_keys.POINTER_OWNER,
+        fluss_keys.METADATA_NAME,
+        fluss_keys.SNAPSHOT_ID_PATTERN,
+        keyed="prefix",
+        check_key=fluss_table_prefix,
+        grants=PrefixGrants(readers=("register", "gc"), deleted="*/*"),
     ),
 )
 

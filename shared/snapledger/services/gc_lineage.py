@@ -129,7 +129,7 @@ class _LineagePass:
         listing = self.list_folders()
         if listing is None:
             return True
-        self.steps.after_listing(listing, self.records, pointers)
+        self.steps.after_listing(listing, _as_marked(self.records, self.statuses), pointers)
         listing, kept = self.keep_named(listing, pointers)
         self.references = lineage_references(
             self.deps,
@@ -240,7 +240,9 @@ class _LineagePass:
             else _owned_by_ledger(self.statuses, self.sort_key_of),
             stop=self.collector.budget.exhausted,
             # references are a native manifest's (_manifest.json): its layouts' shared/
-            shared=self.shared if self.layout.manifest_name == MANIFEST_NAME else None,
+            shared=self.shared
+            if self.layout.manifest_name == MANIFEST_NAME or self.steps.lists_shared
+            else None,
         )
         return None if stopped else listing
 
@@ -291,7 +293,9 @@ class _LineagePass:
             listing,
             layout=self.layout,
             root=self.layout.root(self.head.partition),
-            live=self.references.live | self.young_shared(),
+            live=self.references.live
+            | self.young_shared()
+            | _held(self.steps.held_by_producer, self.shared),
             statuses={**self.statuses, **self.references.owners},
         )
 
@@ -315,7 +319,7 @@ class _LineagePass:
             budget=collector.budget,
             batch=self.batch,
             ticket=self.ticket,
-            protected=self.references.protected,
+            protected=self.references.protected | _held(self.steps.held_by_producer, self.shared),
             shared=self.shared,
         )
 
@@ -323,6 +327,27 @@ class _LineagePass:
         self.report.jobs_settled = settle_lineage_jobs(
             self.deps, self.head, dry_run=self.dry_run, budget=self.collector.budget
         )
+
+
+def _as_marked(
+    records: list[SnapshotRecord], statuses: Mapping[str, SnapshotStatus]
+) -> list[SnapshotRecord]:
+    """``records`` with the statuses after the pass's marks (its EXPIRING ones)."""
+    return [
+        r
+        if statuses.get(r.sort_key, r.status) is r.status
+        else r.model_copy(update={"status": statuses[r.sort_key]})
+        for r in records
+    ]
+
+
+def _held(held: frozenset[str], shared: list[ObjectInfo]) -> set[str]:
+    """The keys the producer's own list still uses that the ledger does not know
+    (``LineageSteps.held_by_producer``; a folder's entry holds its listed files)."""
+    folders = tuple(key for key in held if key.endswith("/"))
+    if not folders:
+        return set(held)
+    return set(held) | {info.key for info in shared if info.key.startswith(folders)}
 
 
 def _folder_sort_key(layout: LineageLayout, partition: int) -> Callable[[str], str]:

@@ -67,6 +67,19 @@ class LineageSteps(Protocol):
     @property
     def lists_every_folder(self) -> bool: ...
 
+    @property
+    def lists_shared(self) -> bool:
+        """Whether the lineage's ``shared/`` folder is listed with it (besides a native
+        manifest's layouts, whose references are there)."""
+        ...
+
+    @property
+    def held_by_producer(self) -> frozenset[str]:
+        """After ``after_listing``: keys the producer's own list of snapshots still uses
+        that the ledger does not know (never deleted nor swept this run); a key ending with
+        '/' holds every file under it."""
+        ...
+
     def heal(self) -> None: ...
 
     def as_recorded(self, records: list[SnapshotRecord]) -> list[SnapshotRecord]: ...
@@ -94,6 +107,8 @@ class NativeSteps:
 
     context: StepsContext
     lists_every_folder: bool = False
+    lists_shared: bool = False
+    held_by_producer: frozenset[str] = frozenset()
 
     def heal(self) -> None:
         return None

@@ -18,17 +18,16 @@ from snapledger.core.manifest_rules import (
     checksum_problems,
     kv_schema_problems,
     manifest_digest,
-    oversize_reason,
     parse_manifest,
     presence_problems,
 )
 from snapledger.core.problems import join_problems
 from snapledger.core.references import owner_sort_key
-from snapledger.errors import ManifestTooLargeError, NotFoundError
 from snapledger.layout import SnapshotLocation, lineage_snapshots_prefix
 from snapledger.models.commands import ArrivedManifest, RegisterSnapshot
-from snapledger.models.manifest import MAX_MANIFEST_BYTES, ManifestV1
+from snapledger.models.manifest import ManifestV1
 from snapledger.ports import ObjectHolds, ObjectStore
+from snapledger.services.arrived_manifest import read_arrived
 from snapledger.services.latest_protection import hold_snapshot
 
 #: Files whose checksum and footer are read at once, per manifest.
@@ -56,17 +55,9 @@ def command_for(
         "snapshot_id": location.snapshot_id,
         "manifest_key": key,
     }
-    try:
-        raw = store.get(key, max_bytes=MAX_MANIFEST_BYTES)
-    except NotFoundError:
-        return RegisterSnapshot(**common, manifest_digest="missing", manifest_missing=True), None
-    except ManifestTooLargeError:
-        info = store.head(key)  # only on this rare path: the size, for the message
-        size = info.size if info else MAX_MANIFEST_BYTES + 1
-        rejection = oversize_reason(size)
-        return RegisterSnapshot(
-            **common, manifest_digest=f"oversize:{size}", rejection=rejection
-        ), None
+    raw = read_arrived(store, common)
+    if isinstance(raw, RegisterSnapshot):
+        return raw, None
     digest = manifest_digest(raw)
     try:
         parsed = parse_manifest(location, raw)

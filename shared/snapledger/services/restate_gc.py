@@ -34,6 +34,8 @@ class RestateSteps:
     context: StepsContext
     layout: RestatePrefix
     lists_every_folder: bool = True
+    lists_shared: bool = False
+    held_by_producer: frozenset[str] = frozenset()
     _pointers: RestatePointers | None = field(default=None, repr=False)
     _heal: HealOutcome | None = field(default=None, repr=False)  # also the report's part
 

@@ -19,19 +19,18 @@ from dataclasses import dataclass
 from snapledger.core.manifest_rules import (
     ManifestRejectedError,
     manifest_digest,
-    oversize_reason,
 )
 from snapledger.core.problems import join_problems
-from snapledger.errors import ManifestTooLargeError, NotFoundError
 from snapledger.layouts import restate
 from snapledger.layouts.restate_prefix import RestateArrival
-from snapledger.limits import MAX_MANIFEST_BYTES, MAX_PROBLEM_CHARS, MAX_RECORDED_PROBLEMS
+from snapledger.limits import MAX_PROBLEM_CHARS, MAX_RECORDED_PROBLEMS
 from snapledger.models.commands import (
     ArrivedManifest,
     ManifestSummary,
     RegisterSnapshot,
 )
 from snapledger.ports import ObjectInfo, ObjectStore
+from snapledger.services.arrived_manifest import read_arrived
 
 #: SST tails read at once, per snapshot.
 FILE_READERS = 16
@@ -189,16 +188,9 @@ def register_command(arrival: RestateArrival, store: ObjectStore) -> RegisterSna
         "snapshot_id": location.snapshot_id,
         "manifest_key": location.metadata_key,
     }
-    try:
-        raw = store.get(location.metadata_key, max_bytes=MAX_MANIFEST_BYTES)
-    except NotFoundError:
-        return RegisterSnapshot(**common, manifest_digest="missing", manifest_missing=True)
-    except ManifestTooLargeError:
-        info = store.head(location.metadata_key)
-        size = info.size if info else MAX_MANIFEST_BYTES + 1
-        return RegisterSnapshot(
-            **common, manifest_digest=f"oversize:{size}", rejection=oversize_reason(size)
-        )
+    raw = read_arrived(store, common)
+    if isinstance(raw, RegisterSnapshot):
+        return raw
     digest = manifest_digest(raw)
     try:
         metadata, files = check(store, location, raw)

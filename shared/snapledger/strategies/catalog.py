@@ -39,20 +39,26 @@ def strategy_class(layout: str) -> Any:
     return getattr(import_module(module), name)
 
 
-def _strategy(entry: LayoutEntry) -> CollectedStrategy:
+#: What the composition hands a layout's strategies besides their entry (a connection to
+#: the producer's own bookkeeping, e.g. Fluss's ZooKeeper): layout -> keyword arguments.
+Bindings = Mapping[str, Mapping[str, Any]]
+
+
+def _strategy(entry: LayoutEntry, bindings: Bindings) -> CollectedStrategy:
     cls = strategy_class(entry.layout)
+    bound = bindings.get(entry.layout, {})
     if LAYOUTS[entry.layout].rooted:
-        return cls(entry.stream, entry.key)  # type: ignore[no-any-return]
-    return cls(entry.stream)  # type: ignore[no-any-return]
+        return cls(entry.stream, entry.key, **bound)  # type: ignore[no-any-return]
+    return cls(entry.stream, **bound)  # type: ignore[no-any-return]
 
 
 class LayoutCatalog:
     """Each stream's layout: the strategy of its entry in the layout map, native for the
     streams it does not name."""
 
-    def __init__(self, layouts: LayoutMap | None = None) -> None:
+    def __init__(self, layouts: LayoutMap | None = None, bindings: Bindings | None = None) -> None:
         self.map = layouts or LayoutMap()
-        self._streams = {e.stream: _strategy(e) for e in self.map.entries}
+        self._streams = {e.stream: _strategy(e, bindings or {}) for e in self.map.entries}
         self._restate = {
             s: layout for s, layout in self._streams.items() if isinstance(layout, RestateLayout)
         }
