@@ -72,6 +72,43 @@ def assert_listed_snapshots_whole(store, nodes, prefix, table_id, buckets) -> No
                 assert (Path(store.root) / path).stat().st_size == size, (bucket, number, path)
 
 
+class Registrar:
+    """Registers every _METADATA under the table's prefix not registered yet."""
+
+    def __init__(self, ledger, store: FileObjectStore, prefix: str, clock: ManualClock) -> None:
+        self.ledger, self.store, self.prefix, self.clock = ledger, store, prefix, clock
+        self.entries = layout_map({prefix: {"layout": "fluss-kv", "stream": STREAM}})
+        self.registered: set[str] = set()
+
+    def register_new(self) -> None:
+        new = [k for k in metadata_keys(self.store, self.prefix) if k not in self.registered]
+        answers = register_manifests(
+            new,
+            ledger=self.ledger,
+            store=self.store,
+            clock=self.clock,
+            layouts=LayoutCatalog(self.entries),
+        )
+        for answer in answers:  # a snapshot Fluss dropped meanwhile has vanished
+            assert answer.outcome in (Outcome.BECAME_LATEST, Outcome.VANISHED), answer
+        self.registered.update(new)
+
+    def gc(self, nodes: ZooKeeperFlussNodes):
+        layouts = LayoutCatalog(self.entries, {"fluss-kv": {"nodes": nodes}})
+        deps = replace(gc_deps(self.ledger, self.store, self.clock), layouts=layouts)
+        return run_gc(deps, config=CONFIG)
+
+
+def write_rounds(probe: FlussProbe, registrar: Registrar, rounds: int) -> None:
+    """Upserts and a few deletes per round, each round's snapshots registered."""
+    for version in range(1, rounds + 1):
+        probe.upsert(0, 1500, version=version)
+        probe.delete(1400 + version * 10, 1400 + version * 10 + 5)
+        wait_for_snapshots(probe, probe.offsets())
+        registrar.register_new()
+        registrar.clock.advance(timedelta(minutes=1))
+
+
 @pytest.mark.fluss
 def test_fluss_snapshots_are_registered_collected_beside_fluss_and_restore(
     fluss_cluster: FlussCluster, fluss_table: Table, nodes: ZooKeeperFlussNodes
@@ -80,26 +117,10 @@ def test_fluss_snapshots_are_registered_collected_beside_fluss_and_restore(
     probe, table_id = fluss_table(2)
     prefix = f"kv/probe/{probe.table.split('.')[1]}-{table_id}"
     store = FileObjectStore(fluss_cluster.remote_dir)
-    entries = layout_map({prefix: {"layout": "fluss-kv", "stream": STREAM}})
     clock = ManualClock(datetime.now(UTC))
     with moto_ledger() as ledger:
-        registered: set[str] = set()
-
-        def register_new() -> None:
-            new = [k for k in metadata_keys(store, prefix) if k not in registered]
-            answers = register_manifests(
-                new, ledger=ledger, store=store, clock=clock, layouts=LayoutCatalog(entries)
-            )
-            for answer in answers:  # a snapshot Fluss dropped meanwhile has vanished
-                assert answer.outcome in (Outcome.BECAME_LATEST, Outcome.VANISHED), answer
-            registered.update(new)
-
-        for version in range(1, 5):
-            probe.upsert(0, 1500, version=version)
-            probe.delete(1400 + version * 10, 1400 + version * 10 + 5)
-            wait_for_snapshots(probe, probe.offsets())
-            register_new()
-            clock.advance(timedelta(minutes=1))
+        registrar = Registrar(ledger, store, prefix, clock)
+        write_rounds(probe, registrar, 4)
         lineages = [LineageId(stream=STREAM, partition=b) for b in (0, 1)]
         records = {b.partition: live_snapshots(ledger, b) for b in lineages}
         assert all(len(r) >= 2 for r in records.values()), records
@@ -112,8 +133,7 @@ def test_fluss_snapshots_are_registered_collected_beside_fluss_and_restore(
         listed_before = {b: set(nodes.listed(table_id, b)) for b in (0, 1)}
         assert all(len(ids) >= 2 for ids in listed_before.values()), listed_before
         clock.advance(timedelta(days=2))
-        layouts = LayoutCatalog(entries, {"fluss-kv": {"nodes": nodes}})
-        report = run_gc(replace(gc_deps(ledger, store, clock), layouts=layouts), config=CONFIG)
+        report = registrar.gc(nodes)
 
         # Then only the latest and the held remain registered, ZooKeeper lists only what
         # snapledger keeps (or Fluss has not registered yet), and every listed one is whole
@@ -143,3 +163,42 @@ def test_fluss_snapshots_are_registered_collected_beside_fluss_and_restore(
         fluss_cluster.wipe_tablet_kv()
         fluss_cluster.start_tablet_server()
         assert probe.read(0, 1500) == expected_rows
+
+
+@pytest.mark.fluss
+def test_a_damaged_shared_sst_of_the_latest_is_healed_and_the_bucket_restores_before_it(
+    fluss_cluster: FlussCluster, fluss_table: Table, nodes: ZooKeeperFlussNodes
+):
+    # Given a table of 1 bucket written in 3 rounds, every snapshot registered
+    probe, table_id = fluss_table(1)
+    prefix = f"kv/probe/{probe.table.split('.')[1]}-{table_id}"
+    store = FileObjectStore(fluss_cluster.remote_dir)
+    with moto_ledger() as ledger:
+        registrar = Registrar(ledger, store, prefix, ManualClock(datetime.now(UTC)))
+        write_rounds(probe, registrar, 3)
+        rows = probe.read(0, 1500)
+        listed = sorted(nodes.listed(table_id, 0))
+        assert len(listed) >= 2, listed
+        latest, previous = (
+            files_of(store, f"{prefix}/0/snap-{n}/_METADATA") for n in (listed[-1], listed[-2])
+        )
+        # an SST the latest alone uses is torn
+        (torn, *_) = sorted(k for k in latest if "/shared/" in k and k not in previous)
+        (Path(store.root) / torn).write_bytes(b"torn")
+
+        # When GC runs (its heal first)
+        report = registrar.gc(nodes)
+
+        # Then the latest is recorded broken, its node dropped, Fluss's latest the one before
+        assert not report.failed, report.to_dict()
+        (lineage,) = report.lineages
+        heal = lineage.to_dict()["heal"]
+        assert heal["state"] == "healed", heal
+        assert heal["breaks"] == {torn: [f"snap-{listed[-1]}"]}
+        assert heal["healed_to"] == f"snap-{listed[-2]}"
+        assert max(nodes.listed(table_id, 0)) == listed[-2]
+        # and a tablet server whose KV is lost restores from it and the log after it
+        fluss_cluster.stop_tablet_server()
+        fluss_cluster.wipe_tablet_kv()
+        fluss_cluster.start_tablet_server()
+        assert probe.read(0, 1500) == rows

@@ -15,7 +15,7 @@ from snapledger.services.gc import run_gc
 from snapledger.services.registration import Outcome, register_manifests
 from snapledger.strategies.catalog import LayoutCatalog
 from tests.fluss.fluss_tree import PREFIX, STREAM, TABLE_ID, FlussBucket, MemoryNodes
-from tests.gc.support import age_objects, events_of, gc_deps, statuses
+from tests.gc.support import age_objects, events_of, gc_deps, records, statuses
 from tests.ledger.conftest import clock, ledger, store
 
 __all__ = ["clock", "ledger", "store"]
@@ -180,3 +180,65 @@ def test_a_dry_run_drops_no_node_and_deletes_nothing(ledger, store, clock):
     assert sorted(nodes.nodes[(TABLE_ID, 0)]) == [0, 1, 2]
     assert present(store, bucket) == before
     assert "a run drops the ZooKeeper nodes of snap-0, snap-1" in str(report.to_dict())
+
+
+def damage(store, bucket: FlussBucket, sst: str) -> str:
+    key = f"{bucket.root}shared/{sst}"
+    store.put(key, b"torn")
+    return key
+
+
+def test_a_damaged_shared_sst_marks_every_snapshot_using_it_and_heal_falls_back_past_them(
+    ledger, store, clock
+):
+    # Given 4 registered snapshots; SST 3 is used by snap-2 and snap-3 (ZooKeeper's latest)
+    nodes = MemoryNodes()
+    bucket, ssts, keys = chain(store, nodes, 4)
+    register(keys, ledger, store, clock)
+    torn = damage(store, bucket, ssts[3])
+
+    # When GC runs
+    report = collect(ledger, store, clock, nodes)
+
+    # Then heal names the file and both snapshots it breaks, records both broken, and drops
+    # their nodes so that Fluss restores from snap-1
+    assert not report.failed, report.to_dict()
+    (heal,) = [lineage.to_dict()["heal"] for lineage in report.lineages]
+    assert heal["state"] == "healed" and heal["healed_to"] == "snap-1"
+    assert heal["breaks"] == {torn: ["snap-2", "snap-3"]}
+    assert heal["dropped"] == ["snap-2", "snap-3"]
+    assert sorted(nodes.nodes[(TABLE_ID, 0)]) == [0, 1]
+    broken = {r.snapshot_id: r.broken for r in records(ledger, STREAM, 0).values()}
+    assert broken["snap-2"] and broken["snap-3"] and "4 bytes in the store" in broken["snap-3"][0]
+    assert not broken["snap-1"] and not broken["snap-0"]
+    assert "ProducerLatestRepointed" in [e.type for e in events_of(ledger, STREAM, 0)]
+    # and a later run, two days on, keeps snap-1 (Fluss's latest now) and the broken latest
+    clock.advance(timedelta(days=2))
+    age_objects(store, bucket.root, clock.now() - timedelta(days=2))
+    report = collect(ledger, store, clock, nodes)
+    assert not report.failed, report.to_dict()
+    assert statuses(ledger, STREAM, 0) == {
+        0: "DELETED",
+        1: "REGISTERED",
+        2: "DELETED",
+        3: "REGISTERED",
+    }
+
+
+def test_heal_refuses_a_fallback_the_log_may_no_longer_cover_and_drops_nothing(
+    ledger, store, clock
+):
+    nodes = MemoryNodes()
+    bucket, ssts, keys = chain(store, nodes, 3)
+    register(keys[:2], ledger, store, clock)
+    clock.advance(timedelta(days=7))  # Fluss's table.log.ttl since snap-0 and snap-1
+    register(keys[2:], ledger, store, clock)
+    damage(store, bucket, ssts[3])  # used by snap-2 alone
+
+    report = collect(ledger, store, clock, nodes)
+
+    (heal,) = [lineage.to_dict()["heal"] for lineage in report.lineages]
+    assert heal["state"] == "unhealed", heal
+    assert "table.log.ttl" in heal["note"] and "snap-1 was registered 7 days" in heal["note"]
+    assert "dropped" not in heal and {1, 2} <= set(nodes.nodes[(TABLE_ID, 0)])
+    assert records(ledger, STREAM, 0)[2].broken

@@ -24,6 +24,7 @@ the lineage is not collected: its pass fails saying so, and nothing is deleted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from snapledger.core.retention import Named
 from snapledger.layouts import fluss_keys as fluss
@@ -35,6 +36,7 @@ from snapledger.models.retention_reasons import KeepReason
 from snapledger.ports.producers import FlussSnapshotNodes
 from snapledger.services.commands import execute
 from snapledger.services.deletion_batch import Finish
+from snapledger.services.fluss_heal import BucketHeal, FlussHeal
 from snapledger.services.fluss_snapshots import all_keys
 from snapledger.services.gc_deps import GcDeps
 from snapledger.services.gc_pointers import PointerCheck
@@ -44,6 +46,8 @@ EVICTED = (
     "its folder holds no object and ZooKeeper lists it no more: Fluss dropped it (beyond its "
     "kv.snapshot.num-retained) or its files were deleted outside snapledger"
 )
+#: Fluss's default ``table.log.ttl``.
+DEFAULT_LOG_TTL = timedelta(days=7)
 NO_ZOOKEEPER = (
     "snapledger does not know Fluss's ZooKeeper (SNAPLEDGER_FLUSS_ZOOKEEPER): it cannot tell "
     "which snapshots Fluss still lists, so nothing of this bucket was collected"
@@ -89,20 +93,49 @@ class FlussSteps:
     context: StepsContext
     table: fluss.FlussTable
     nodes: FlussSnapshotNodes
+    #: How long Fluss keeps its log (``table.log.ttl``): how old a snapshot heal falls back
+    #: to may be.
+    log_ttl: timedelta = DEFAULT_LOG_TTL
     lists_every_folder: bool = True
     lists_shared: bool = True
     #: Keys of the files of snapshots ZooKeeper lists that the ledger has not registered.
     held_by_producer: frozenset[str] = frozenset()
     _pointers: FlussPointers | None = field(default=None, repr=False)
+    _heal: FlussHeal | None = field(default=None, repr=False)  # also the report's part
 
     def heal(self) -> None:
-        return None
+        context = self.context
+        pointers = self.pointers()
+        assert isinstance(pointers, FlussPointers)
+        context.report.heal = self._heal = BucketHeal(
+            context.deps,
+            self.table,
+            context.head.lineage,
+            self.nodes,
+            pointers.listed,
+            self.log_ttl,
+            dry_run=context.dry_run,
+        ).run()
 
     def as_recorded(self, records: list[SnapshotRecord]) -> list[SnapshotRecord]:
-        return records
+        """A dry run's heal records nothing: the snapshots it found broken, marked so."""
+        heal = self._heal
+        if not (self.context.dry_run and heal is not None and heal.broken):
+            return records
+        broken = {s for users in heal.breaks.values() for s in users}
+        problems = tuple(heal.problems)
+        return [
+            r.model_copy(update={"broken": problems})
+            if r.snapshot_id in broken and not r.broken
+            else r
+            for r in records
+        ]
 
     def pointers(self) -> Pointers:
-        self._pointers = FlussPointers(self.nodes, self.table.table_id, self.context.head.partition)
+        if self._pointers is None:
+            self._pointers = FlussPointers(
+                self.nodes, self.table.table_id, self.context.head.partition
+            )
         return self._pointers
 
     def after_listing(

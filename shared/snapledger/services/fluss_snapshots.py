@@ -41,6 +41,30 @@ def listed(
     return {info.key: info for folder in folders for info in store.list(folder)}
 
 
+def damaged_files(
+    metadata: fluss.FlussMetadata,
+    table: fluss.FlussTable,
+    location: fluss.FlussLocation,
+    listing: dict[str, ObjectInfo],
+) -> dict[str, str]:
+    """Each file ``_METADATA`` names that is missing or of another size: key -> the problem."""
+    root = location.root(table.prefix)
+    wanted = [
+        *metadata.own.items(),
+        *((root + path, size) for path, size in metadata.shared.items()),
+    ]
+    damaged = {}
+    for key, size in wanted:
+        info = listing.get(key)
+        if info is None:
+            damaged[key] = f"{key!r} is not in the store (Fluss's _METADATA names it)"
+        elif info.size != size:
+            damaged[key] = (
+                f"{key!r} is {info.size:,} bytes in the store but _METADATA says {size:,}"
+            )
+    return damaged
+
+
 def file_problems(
     metadata: fluss.FlussMetadata,
     table: fluss.FlussTable,
@@ -48,21 +72,7 @@ def file_problems(
     listing: dict[str, ObjectInfo],
 ) -> list[str]:
     """One line per file ``_METADATA`` names that is missing or of another size."""
-    root = location.root(table.prefix)
-    wanted = [
-        *metadata.own.items(),
-        *((root + path, size) for path, size in metadata.shared.items()),
-    ]
-    problems = []
-    for key, size in wanted:
-        info = listing.get(key)
-        if info is None:
-            problems.append(f"{key!r} is not in the store (Fluss's _METADATA names it)")
-        elif info.size != size:
-            problems.append(
-                f"{key!r} is {info.size:,} bytes in the store but _METADATA says {size:,}"
-            )
-    return problems
+    return list(damaged_files(metadata, table, location, listing).values())
 
 
 def all_keys(metadata: fluss.FlussMetadata, root: str) -> list[str]:

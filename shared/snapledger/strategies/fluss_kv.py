@@ -12,6 +12,7 @@ registered (``services/fluss_gc.py``); a tablet server restores as Fluss always 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from snapledger import layout as native
 from snapledger.errors import InvalidRequestError
@@ -35,6 +36,9 @@ class FlussKvLayout(RestorableUnlessBroken):
     prefix: str
     #: Fluss's snapshot nodes in ZooKeeper (None: GC collects none of its buckets).
     nodes: FlussSnapshotNodes | None = field(default=None, compare=False)
+    #: Fluss's ``table.log.ttl`` for the table, in hours (its default: 7 days): heal falls
+    #: back only to a snapshot whose log_offset the log still holds.
+    log_ttl_hours: float = 168.0
     name: LayoutName = fluss.NAME
     owner: PointerOwner = fluss.POINTER_OWNER
     manifest_name: str = fluss.METADATA_NAME
@@ -85,4 +89,4 @@ class FlussKvLayout(RestorableUnlessBroken):
     def gc_steps(self, context: StepsContext) -> LineageSteps:
         if self.nodes is None:
             raise InvalidRequestError(NO_ZOOKEEPER)
-        return FlussSteps(context, self.table, self.nodes)
+        return FlussSteps(context, self.table, self.nodes, timedelta(hours=self.log_ttl_hours))
