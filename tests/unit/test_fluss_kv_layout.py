@@ -141,3 +141,36 @@ def test_a_metadata_that_is_not_json_is_rejected_and_loses_no_other(ledger, stor
     answers = register([f"{bucket.root}snap-2/_METADATA", good], ledger, store, clock)
     assert answers[0].outcome is Outcome.REJECTED and "not JSON" in answers[0].reason
     assert answers[1].outcome is Outcome.BECAME_LATEST
+
+
+class Counted:
+    """The store, counting the requests registration makes of it."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.calls = inner, []
+
+    def get(self, key, **kwargs):
+        self.calls.append(("get", key))
+        return self.inner.get(key, **kwargs)
+
+    def list(self, prefix):
+        self.calls.append(("list", prefix))
+        return self.inner.list(prefix)
+
+    def __getattr__(self, name):
+        self.calls.append((name, None))
+        return getattr(self.inner, name)
+
+
+def test_a_registration_reads_metadata_once_and_lists_two_folders(ledger, store, clock):
+    bucket = FlussBucket(store)
+    ssts = [bucket.new_sst(bytes([i]) * 10) for i in range(30)]
+    key = bucket.snapshot(4, ssts, log_offset=9)
+    counted = Counted(store)
+    (answer,) = register([key], ledger, counted, clock)
+    assert answer.outcome is Outcome.BECAME_LATEST
+    assert counted.calls == [
+        ("get", key),
+        ("list", f"{bucket.root}snap-4/"),
+        ("list", f"{bucket.root}shared/"),
+    ]
