@@ -39,11 +39,7 @@ class ZooKeeperFlussNodes:
     def _zk(self) -> Any:
         with self._lock:
             if self._client is None:
-                try:
-                    from kazoo.client import KazooClient
-                except ModuleNotFoundError as missing:
-                    raise_missing_extra(missing, "fluss")
-                client = KazooClient(hosts=self.address, timeout=self.timeout_s)
+                client = _kazoo().client.KazooClient(hosts=self.address, timeout=self.timeout_s)
                 try:
                     client.start(timeout=self.timeout_s)
                 except Exception as exc:
@@ -59,8 +55,7 @@ class ZooKeeperFlussNodes:
         return f"{self.root}/tabletservers/tables/{table_id}/buckets/{bucket}/snapshots"
 
     def listed(self, table_id: int, bucket: int) -> dict[int, str]:
-        from kazoo.exceptions import NoNodeError
-
+        NoNodeError = _kazoo().exceptions.NoNodeError  # noqa: N806 - kazoo's class
         zk, path = self._zk(), self._bucket(table_id, bucket)
         try:
             children = zk.get_children(path)
@@ -82,8 +77,7 @@ class ZooKeeperFlussNodes:
         return found
 
     def drop(self, table_id: int, bucket: int, snapshot_id: int) -> bool:
-        from kazoo.exceptions import NoNodeError
-
+        NoNodeError = _kazoo().exceptions.NoNodeError  # noqa: N806 - kazoo's class
         path = f"{self._bucket(table_id, bucket)}/{snapshot_id}"
         try:
             self._zk().delete(path)
@@ -99,6 +93,16 @@ class ZooKeeperFlussNodes:
                 self._client.stop()
                 self._client.close()
                 self._client = None
+
+
+def _kazoo() -> Any:
+    """kazoo, with its client and exceptions, or MissingExtraError naming the extra."""
+    try:
+        import kazoo.client
+        import kazoo.exceptions
+    except ModuleNotFoundError as missing:
+        raise_missing_extra(missing, "fluss")
+    return kazoo
 
 
 def _metadata_path(data: bytes) -> str:
