@@ -16,7 +16,7 @@ FLUSS_PROBE_JAR := fluss/client/target/fluss-probe.jar
 # The test processes `make test` runs the suite in (pytest-xdist; 0: one process, no workers).
 TEST_WORKERS ?= 2
 
-.PHONY: setup test lint format bench demo demo-restate demo-kafka synth schema clean
+.PHONY: setup test lint format bench demo demo-restate demo-kafka demo-fluss synth schema clean
 
 setup: .venv/.synced .local/dynamodb-local/DynamoDBLocal.jar .local/restate/bin/restate-server \
 	.local/aws-sdk-v2/.installed .local/kafka/libs/kafka_2.13-4.4.0.jar $(KAFKA_APP_JAR) $(SEEDER_JAR) \
@@ -87,6 +87,11 @@ demo-restate: setup
 # replaying the changelog (the real broker and application; docs/kafka-streams.md).
 demo-kafka: setup
 	$(UV) run --frozen python -m snapledger.demos.kafka_streams $(DEMO_ARGS)
+
+# A real Fluss 0.7 cluster's KV snapshots registered, collected beside Fluss's own retention,
+# a torn SST healed and a wiped tablet server restored (docs/fluss.md).
+demo-fluss: setup
+	$(UV) run --frozen python -m snapledger.demos.fluss $(DEMO_ARGS)
 
 # The same command cdk.json gives the CDK CLI.
 synth: setup

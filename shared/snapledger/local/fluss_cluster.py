@@ -111,9 +111,10 @@ class FlussCluster(ChildProcessContext):
     """A running Fluss cluster; use as a context manager or call start()/stop().
 
     ``work_dir`` holds ``zk/``, ``coordinator/`` and ``tablet-0/`` (each with its
-    ``server.yaml`` and log) and ``remote/`` (``remote.data.dir``). ``snapshot_interval_s`` is
-    ``kv.snapshot.interval``; ``num_retained`` is ``kv.snapshot.num-retained``, set on the
-    coordinator, which does the retention. ``config`` adds or overrides server settings.
+    ``server.yaml`` and log) and ``remote/`` (``remote.data.dir``, unless ``remote_dir`` names
+    another folder: a local registry's root, whose router then sees the snapshots arrive).
+    ``snapshot_interval_s`` is ``kv.snapshot.interval``; ``num_retained`` is
+    ``kv.snapshot.num-retained``, set on the coordinator, which does the retention. ``config`` adds or overrides server settings.
     """
 
     def __init__(
@@ -125,13 +126,14 @@ class FlussCluster(ChildProcessContext):
         num_retained: int = 3,
         config: Mapping[str, str] | None = None,
         heap: str = "384m",
+        remote_dir: Path | None = None,
     ) -> None:
         check_snapshot_settings(snapshot_interval_s, num_retained)
         self.install_dir = Path(
             install_dir or os.environ.get("SNAPLEDGER_FLUSS_DIR") or DEFAULT_INSTALL_DIR
         )
         self.work_dir = work_dir.resolve()
-        self.remote_dir = self.work_dir / "remote"
+        self.remote_dir = (remote_dir or self.work_dir / "remote").resolve()
         self.tablet_data_dir = self.work_dir / "tablet-0" / "data"
         self.snapshot_interval_s = snapshot_interval_s
         self.num_retained = num_retained
