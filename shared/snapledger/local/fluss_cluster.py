@@ -114,7 +114,8 @@ class FlussCluster(ChildProcessContext):
     ``server.yaml`` and log) and ``remote/`` (``remote.data.dir``, unless ``remote_dir`` names
     another folder: a local registry's root, whose router then sees the snapshots arrive).
     ``snapshot_interval_s`` is ``kv.snapshot.interval``; ``num_retained`` is
-    ``kv.snapshot.num-retained``, set on the coordinator, which does the retention. ``config`` adds or overrides server settings.
+    ``kv.snapshot.num-retained``, set on the coordinator, which does the retention. ``config``
+    adds or overrides server settings.
     """
 
     def __init__(
