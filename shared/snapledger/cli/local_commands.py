@@ -50,6 +50,20 @@ def local() -> None:
     metavar="TOPIC",
     help="Deprecated: --layout TOPIC=kafka-streams.",
 )
+@click.option(
+    "--fluss",
+    is_flag=True,
+    help="Also run a Fluss 0.7 cluster (make setup installs it) whose remote.data.dir is the "
+    "root; GC reads its ZooKeeper (give each table --layout kv/DB/TABLE-ID=fluss-kv:STREAM).",
+)
+@click.option(
+    "--fluss-snapshot-interval",
+    "fluss_snapshot_interval_s",
+    type=click.IntRange(1, 86_400),
+    default=10,
+    show_default=True,
+    help="Fluss's kv.snapshot.interval, in seconds.",
+)
 @click.pass_context
 def local_up(  # noqa: PLR0917 - click passes each option by keyword
     ctx: click.Context,
@@ -58,6 +72,8 @@ def local_up(  # noqa: PLR0917 - click passes each option by keyword
     layouts: tuple[str, ...],
     restate_prefixes: tuple[str, ...],
     kafka_streams: tuple[str, ...],
+    fluss: bool,
+    fluss_snapshot_interval_s: int,
 ) -> int:
     """Run DynamoDB Local, the router and local Spark until stopped (Ctrl-C)."""
     from snapledger.local.up import run_local_up
@@ -69,4 +85,6 @@ def local_up(  # noqa: PLR0917 - click passes each option by keyword
         layouts=layouts,
         restate_prefixes=restate_prefixes,
         kafka_streams=kafka_streams,
+        fluss=fluss,
+        fluss_snapshot_interval_s=fluss_snapshot_interval_s,
     )

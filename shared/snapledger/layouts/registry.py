@@ -65,6 +65,9 @@ class Registered:
     check_key: Callable[[str], str] = native.check_stream_name
     #: A rooted layout's grants under its prefix (None: it has no prefix of its own).
     grants: PrefixGrants | None = None
+    #: Its producer writes snapshots to an S3 endpoint only (Restate refuses file://): the
+    #: local registry must serve one (``local up --s3-port``).
+    s3_only: bool = False
 
     @property
     def rooted(self) -> bool:
@@ -135,6 +138,7 @@ REGISTRY: tuple[Registered, ...] = (
             pointers=f"*/{restate_keys.LATEST_NAME}",
             deeper_pointers=f"*/*/{restate_keys.LATEST_NAME}",
         ),
+        s3_only=True,
     ),
     Registered(
         "kafka-streams",

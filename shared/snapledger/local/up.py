@@ -114,13 +114,14 @@ def _start_s3(port: int) -> tuple[Any, str]:
 
 
 def _s3_arguments(s3_port: int | None, layouts: LayoutMap) -> int | None:
-    """The S3 endpoint's port (None: no endpoint), checked against the layouts: one with
-    a prefix of its own (Restate's) needs the endpoint."""
-    rooted = [e for e in layouts.entries if LAYOUTS[e.layout].rooted]
-    if rooted and s3_port is None:
+    """The S3 endpoint's port (None: no endpoint), checked against the layouts: one whose
+    producer writes to S3 only (Restate's) needs the endpoint."""
+    s3_only = [e for e in layouts.entries if LAYOUTS[e.layout].s3_only]
+    if s3_only and s3_port is None:
+        entry = s3_only[0]
         raise BadArgumentError(
-            f"--layout {rooted[0].key}={rooted[0].layout}:{rooted[0].stream} (or "
-            "--restate-prefix) needs --s3-port: Restate writes its snapshots to an S3 "
+            f"--layout {entry.key}={entry.layout}:{entry.stream} (or --restate-prefix) needs "
+            f"--s3-port: the {entry.layout} layout's producer writes its snapshots to an S3 "
             "endpoint only (it refuses file:// destinations)"
         )
     return None if s3_port is None else _s3_port(s3_port)
@@ -134,11 +135,18 @@ def run_local_up(
     layouts: Iterable[str] = (),
     restate_prefixes: Iterable[str] = (),
     kafka_streams: Iterable[str] = (),
+    fluss: bool = False,
+    fluss_snapshot_interval_s: int = 10,
 ) -> int:
     try:
         folder = local_home(home)
         declared = parse_layouts(layouts, restate_prefixes, kafka_streams)
         port = _s3_arguments(s3_port, declared)
+        if fluss and port is not None:
+            raise BadArgumentError(
+                "--fluss keeps Fluss's remote.data.dir on the local root (Fluss's S3 file "
+                "system plugin is not served here): drop --s3-port"
+            )
     except (NotACheckoutError, BadArgumentError) as exc:  # one line, no traceback
         print(f"snapledger: {exc}", file=sys.stderr)
         return 2
@@ -167,6 +175,16 @@ def run_local_up(
             s3_endpoint=s3_endpoint,
             layouts=declared,
         )
+        cluster = None
+        if fluss:
+            from snapledger.local.fluss_cluster import FlussClusterError
+
+            try:
+                cluster = _start_fluss(folder, local, fluss_snapshot_interval_s)
+            except FlussClusterError as exc:  # not installed, or it did not start: one line
+                print(f"snapledger: {exc}", file=sys.stderr)
+                return 2
+            running.callback(cluster.stop)
         running.callback(local.stop)
         try:
             runtime = local.start()
@@ -177,19 +195,62 @@ def run_local_up(
         bind = getattr(local.runner, "bind", None)
         if bind is not None:
             bind(router)
-        info: dict[str, object] = {"pid": os.getpid(), "endpoint": local.endpoint_url}
-        if s3_endpoint is not None:
-            info.update(s3_endpoint=s3_endpoint)
-        info.update(layout_settings.runtime_file(local.applied_layouts))
+        info = _runtime_info(local, s3_endpoint, cluster)
         (folder / RUNTIME_FILE).write_text(json.dumps(info))
         running.callback((folder / RUNTIME_FILE).unlink, missing_ok=True)
         _say(local, s3_endpoint, local.applied_layouts)
+        if cluster is not None:
+            _say_fluss(cluster, local.applied_layouts)
         with suppress(KeyboardInterrupt):
             while not stopping:
                 for answer in router.scan():
                     print(json.dumps(answer, default=str), flush=True)
                 time.sleep(poll_seconds)
     return 0
+
+
+def _runtime_info(local: LocalRuntime, s3_endpoint: str | None, cluster: Any) -> dict[str, object]:
+    """What runtime.json says of this ``local up``: what attaching processes use."""
+    info: dict[str, object] = {"pid": os.getpid(), "endpoint": local.endpoint_url}
+    if s3_endpoint is not None:
+        info.update(s3_endpoint=s3_endpoint)
+    if cluster is not None:
+        info.update(
+            fluss={
+                "bootstrap_servers": cluster.bootstrap_servers,
+                "zookeeper": cluster.zookeeper_address,
+            }
+        )
+    info.update(layout_settings.runtime_file(local.applied_layouts))
+    return info
+
+
+def _start_fluss(folder: Path, local: LocalRuntime, snapshot_interval_s: int) -> Any:
+    """A Fluss cluster (``local_fluss_cluster``) whose remote.data.dir is the local root, and
+    the registry's GC given its ZooKeeper; Fluss keeps up to 1,000 snapshots a bucket, so
+    snapledger's policy decides (docs/fluss.md)."""
+    from snapledger.local.fluss_cluster import MAX_NUM_RETAINED, FlussCluster
+    from snapledger.settings import ENV_FLUSS_ZOOKEEPER
+
+    cluster = FlussCluster(
+        folder / "fluss",
+        snapshot_interval_s=snapshot_interval_s,
+        num_retained=MAX_NUM_RETAINED,
+        remote_dir=local.root,
+    )
+    cluster.start()
+    local.settings = {**local.settings, ENV_FLUSS_ZOOKEEPER: cluster.zookeeper_address}
+    return cluster
+
+
+def _say_fluss(cluster: Any, layouts: LayoutMap) -> None:
+    print(f"  Fluss 0.7 at {cluster.bootstrap_servers} (ZooKeeper {cluster.zookeeper_address})")
+    print(f"  its remote.data.dir is the root; logs under {cluster.work_dir}")
+    tables = layouts.of("fluss-kv")
+    if not tables:
+        print("  no Fluss table: give --layout kv/{db}/{table}-{table_id}=fluss-kv:STREAM each")
+    for entry in tables:
+        print(f"  Fluss table folder {entry.key} is stream {entry.stream}", flush=True)
 
 
 def _say(local: LocalRuntime, s3_endpoint: str | None, layouts: LayoutMap) -> None:
