@@ -149,6 +149,9 @@ def test_a_snapshot_fluss_dropped_itself_is_recorded_and_its_node_never_touched(
 
     assert not report.failed, report.to_dict()
     assert statuses(ledger, STREAM, 0)[0] == "DELETED"
+    assert "snap-0 was dropped by Fluss though snapledger's policy keeps it (too_young)" in str(
+        report.to_dict()
+    )
     assert "SnapshotEvicted" in [e.type for e in events_of(ledger, STREAM, 0)]
     assert not [call for call in nodes.calls if call[0] == "drop"]
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from snapledger.core.retention import Named
+from snapledger.core.retention import PROTECTIONS, Named
 from snapledger.layouts import fluss_keys as fluss
 from snapledger.layouts.strategy import LayoutStrategy
 from snapledger.limits import MAX_MANIFEST_BYTES
@@ -162,7 +162,14 @@ class FlussSteps:
             and _folder(r.manifest_key) not in listing
         ]
         report.evicted = [r.snapshot_id for r in gone]
+        kept = {k.record.sort_key: k.reasons for k in report.plan.kept}
         for record in gone:
+            reasons = [r.value for r in kept.get(record.sort_key, ()) if r in PROTECTIONS]
+            if reasons:
+                report.notes.append(
+                    f"{record.snapshot_id} was dropped by Fluss though snapledger's policy keeps "
+                    f"it ({', '.join(reasons)}): raise kv.snapshot.num-retained (docs/fluss.md)"
+                )
             if context.dry_run:
                 report.notes.append(f"{record.snapshot_id} was dropped by Fluss: a run records it")
                 continue
