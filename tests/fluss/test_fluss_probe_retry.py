@@ -1,5 +1,5 @@
-"""The client program's read-only commands are asked again when its connection to a server
-dropped; a write is never repeated."""
+"""The client program's read-only and idempotent commands are asked again when its
+connection to a server dropped; another write is never repeated."""
 
 from __future__ import annotations
 
@@ -66,8 +66,23 @@ def test_a_read_failing_otherwise_or_too_often_is_an_error(monkeypatch: pytest.M
     assert len(calls) == 1
 
 
-def test_a_write_that_lost_its_connection_is_not_repeated(monkeypatch: pytest.MonkeyPatch):
+def test_an_upsert_or_delete_that_lost_its_connection_is_asked_again(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    # the same rows at the same version, the same ids: the table ends the same
+    calls = _runs(monkeypatch, [(1, "", DROPPED), (0, '{"upserted": 5}\n', "")])
+    assert _probe().upsert(0, 5, version=2) == 5
+    assert len(calls) == 2
     calls = _runs(monkeypatch, [(1, "", DROPPED), (0, '{"deleted": 1}\n', "")])
-    with pytest.raises(FlussProbeError, match="delete failed"):
-        _probe().delete(0, 1)
+    assert _probe().delete(0, 1) == 1
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("command", ["create", "write", "undo"])
+def test_another_write_that_lost_its_connection_is_not_repeated(
+    monkeypatch: pytest.MonkeyPatch, command: str
+):
+    calls = _runs(monkeypatch, [(1, "", DROPPED), (0, "{}\n", "")])
+    with pytest.raises(FlussProbeError, match=f"{command} failed"):
+        _probe().run(command)
     assert len(calls) == 1

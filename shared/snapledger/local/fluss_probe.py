@@ -24,6 +24,11 @@ COMMAND_TIMEOUT_S = 300.0
 #: apart) while the cluster is not serving the table yet: 30 attempts, about a minute with
 #: the JVM's starts, as long as a restarted tablet server took to serve on a loaded machine.
 READ_ONLY, READ_ATTEMPTS, RETRY_PAUSE_S = frozenset({"offsets", "snapshots", "read"}), 30, 1.0
+#: The commands asked again so: the reads, and the writes that leave the same table however
+#: often they are applied (an upsert of the same rows at the same version, a delete of the
+#: same ids); never ``create``, ``write`` or ``undo``. A repeated write adds changelog
+#: records, not state. A dropped connection to the tablet server failed an upsert in CI.
+REPEATABLE = READ_ONLY | {"upsert", "delete"}
 #: What the client prints when the cluster is not serving a bucket yet: its connection to a
 #: server dropped ("Cannot send request to server ... because it is disconnected"), or a
 #: restarted tablet server has not taken the bucket's leadership back ("Leader not found
@@ -86,10 +91,10 @@ class FlussProbe:
                 timeout=COMMAND_TIMEOUT_S,
                 check=False,
             )
-            # A read-only command the cluster could not serve yet is asked again; a write never
-            # is (it may have been applied).
+            # A repeatable command the cluster could not serve yet is asked again; another never
+            # is (it may have been applied, and applying it again would change the table).
             transient = done.returncode != 0 and any(m in done.stderr for m in NOT_SERVING_YET)
-            if not (transient and command in READ_ONLY and attempt < READ_ATTEMPTS):
+            if not (transient and command in REPEATABLE and attempt < READ_ATTEMPTS):
                 break
             time.sleep(RETRY_PAUSE_S)
         if done.returncode != 0:
