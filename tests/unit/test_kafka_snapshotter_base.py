@@ -14,6 +14,7 @@ import pytest
 from snapledger.client.writer import SnapshotWriter, WrittenSnapshot
 from snapledger.kafka_streams.changelog import Changelog, ChangelogPartition
 from snapledger.kafka_streams.snapshotter import PRODUCER, StoreSnapshotter
+from snapledger.kafka_streams.working_copy import WorkingCopies
 
 APP, STORE = "app", "totals"
 TOPIC = f"{APP}-{STORE}-changelog"
@@ -55,11 +56,12 @@ def test_the_base_and_epoch_follow_the_latests_incarnation(tmp_path: Path, named
     snapshotter = StoreSnapshotter(_Registry(written, named, 3), root, "unused:9", APP, STORE)  # type: ignore[arg-type]
     changelog = Changelog(TOPIC, {0: ChangelogPartition(0, 0, 2_000)}, 86_400_000, OLD)
     # When the partition's base is chosen
-    base = snapshotter._download_latest(0, tmp_path / "scratch", changelog)
+    copies = WorkingCopies(tmp_path / "scratch", APP, STORE)
+    base = snapshotter._base(0, copies, changelog)
     # Then the latest of the current incarnation (or naming none) is continued at the
     # lineage's epoch; one of another is not, and the snapshot goes at the epoch above
     assert (base.snapshot_id is not None, base.epoch) == (continued, epoch)
-    assert (tmp_path / "scratch" / "CURRENT").exists() is continued
+    assert (copies.store_dir(0) / "CURRENT").exists() is continued
     if not continued:
         assert base.note.startswith(
             f"latest {written.snapshot_id} is made from another incarnation"

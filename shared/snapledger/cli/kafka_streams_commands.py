@@ -187,7 +187,9 @@ def kafka_streams() -> None:
 @click.option(
     "--work-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Where the scratch task folders go (default: the system's temp folder).",
+    help="Where each partition's working copy is kept between passes and runs (in "
+    "DIR/working-copies; default: none kept by a single pass, a temporary folder kept for "
+    "the sidecar's run).",
 )
 @click.option(
     "--every-records",
@@ -227,6 +229,7 @@ def snapshot(
     from snapledger.kafka_streams.schedule import SnapshotSchedule
     from snapledger.kafka_streams.sidecar import SnapshotSidecar
     from snapledger.kafka_streams.snapshotter import StoreSnapshotter
+    from snapledger.kafka_streams.working_copy import kept_under
 
     options = click.get_current_context().ensure_object(Options)
     scheduled = every_records is not None or every_seconds is not None
@@ -246,6 +249,7 @@ def snapshot(
                 store,
                 on_written=deliver,
                 broker_timeout_s=broker_timeout,
+                keep_dir=None if work_dir is None else kept_under(work_dir),
             )
             if not scheduled:
                 return snapshotter.snapshot(partitions or None, work_dir=work_dir)

@@ -100,17 +100,36 @@ def catch_up_tasks(
         raise CatchUpError(
             f"kafka-seeder catch-up failed ({done.returncode}): {done.stderr[-2000:]}"
         )
-    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    results = {parse_task_id(fields["task"]): _result(fields) for fields in lines}
+    return parse_results(done.stdout.splitlines(), tasks)
+
+
+def parse_results(lines: Sequence[str], tasks: Sequence[TaskId]) -> dict[TaskId, CatchUpResult]:
+    """The seeder's JSON lines of a catch-up of ``tasks``, one per task in their order."""
+    parsed = [json.loads(line) for line in lines if line.startswith('{"task"')]
+    results = {parse_task_id(fields["task"]): _result(fields) for fields in parsed}
     if list(results) != list(tasks):
         raise CatchUpError(
             f"kafka-seeder catch-up answered for {list(results)}, not {list(tasks)}: "
-            f"{done.stdout[-2000:]}"
+            f"{chr(10).join(lines)[-2000:]}"
         )
     return results
 
 
-def java_command(
+def java_command(action: str, state_dir: Path, **options: Any) -> list[str]:
+    """The seeder's command line for ``catch-up`` or ``rewind`` over ``tasks`` (one JVM);
+    ``options`` are ``seeder_arguments``'."""
+    return [*java_launch(), *seeder_arguments(action, state_dir, **options)]
+
+
+def java_launch() -> list[str]:
+    """The seeder's JVM, up to its arguments."""
+    java = shutil.which("java")
+    if java is None:
+        raise CatchUpError("the Kafka Streams seeder needs Java 17+ on PATH")
+    return [java, *SEEDER_JVM_FLAGS, "-jar", str(seeder_jar())]
+
+
+def seeder_arguments(
     action: str,
     state_dir: Path,
     *,
@@ -120,17 +139,10 @@ def java_command(
     bootstrap_servers: str,
     timeout_s: float,
 ) -> list[str]:
-    """The seeder's command line for ``catch-up`` or ``rewind`` over ``tasks`` (one JVM)."""
+    """The seeder's arguments for ``catch-up`` or ``rewind`` over ``tasks``."""
     if not 1 <= len(tasks) <= MAX_TASKS or len(set(tasks)) != len(tasks):
         raise CatchUpError(f"{action} takes 1..{MAX_TASKS} distinct tasks, not {list(tasks)}")
-    java = shutil.which("java")
-    if java is None:
-        raise CatchUpError("the Kafka Streams seeder needs Java 17+ on PATH")
     return [
-        java,
-        *SEEDER_JVM_FLAGS,
-        "-jar",
-        str(seeder_jar()),
         action,
         "--state-dir",
         str(state_dir),

@@ -13,6 +13,11 @@ retried, alone, at the next poll. A latest snapshot of another incarnation of th
 was deleted and recreated) counts as none; an end offset below what a partition's last snapshot
 covers (the topic recreated while the sidecar runs: its offsets restarted), or end offsets that
 cannot be read, make the next poll read the topic and the ledger again.
+Each partition's caught-up store is kept between passes (``working_copy.py``), so a pass
+continues what the last one wrote instead of downloading it: under ``work_dir/working-copies``
+(kept across restarts, checked before use), or without a ``work_dir`` in a temporary folder
+removed when ``run`` returns; and one resident seeder process (``resident_seeder.py``)
+catches the stores up at every pass, ended when ``run`` returns (``close``).
 SIGTERM or SIGINT lets the run in flight finish (its snapshots written, manifest last, and
 delivered), starts no other, and returns.
 """
@@ -20,11 +25,13 @@ delivered), starts no other, and returns.
 from __future__ import annotations
 
 import logging
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -40,6 +47,7 @@ from snapledger.kafka_streams.changelog import (
     describe_changelog,
     end_offsets,
 )
+from snapledger.kafka_streams.resident_seeder import ResidentSeeder
 from snapledger.kafka_streams.schedule import (
     DEFAULT_POLL_SECONDS,
     PartitionMark,
@@ -47,6 +55,7 @@ from snapledger.kafka_streams.schedule import (
     check_poll_seconds,
 )
 from snapledger.kafka_streams.snapshotter import PartitionSnapshot, StoreSnapshotter
+from snapledger.kafka_streams.working_copy import kept_under
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +96,13 @@ class SnapshotSidecar:
         clock: Callable[[], datetime] = _utc_now,
     ) -> None:
         self.snapshotter = snapshotter
+        if snapshotter.keep_dir is None and work_dir is not None:
+            self.snapshotter = replace(self.snapshotter, keep_dir=kept_under(work_dir))
+        self._resident: ResidentSeeder | None = None
+        if snapshotter.seeder is None:
+            self._resident = ResidentSeeder()
+            self.snapshotter = replace(self.snapshotter, seeder=self._resident)
+        self._temporary: Path | None = None
         self.schedule = schedule
         self.poll_seconds = check_poll_seconds(poll_seconds)
         self.work_dir = work_dir
@@ -139,6 +155,9 @@ class SnapshotSidecar:
         """Read the end offsets once and snapshot the partitions due."""
         if self._admin is None:
             self.start()
+        if self.snapshotter.keep_dir is None:
+            self._temporary = Path(tempfile.mkdtemp(prefix="snapledger-kept-"))
+            self.snapshotter = replace(self.snapshotter, keep_dir=self._temporary)
         now = self.clock()
         snap = self.snapshotter
         try:
@@ -202,6 +221,16 @@ class SnapshotSidecar:
         if self.on_snapshot is not None:
             self.on_snapshot(run)
 
+    def close(self) -> None:
+        """End the resident seeder it started and remove the temporary working copies
+        (``run`` does, when it returns)."""
+        if self._resident is not None:
+            self._resident.close()
+        if self._temporary is not None:
+            shutil.rmtree(self._temporary, ignore_errors=True)
+            self.snapshotter = replace(self.snapshotter, keep_dir=None)
+            self._temporary = None
+
     def stop(self) -> None:
         """Finish the run in flight, start no other: ``run`` then returns."""
         self._stopping = True
@@ -222,6 +251,7 @@ class SnapshotSidecar:
                     time.sleep(min(_STOP_CHECK_S, max(0.0, deadline - time.monotonic())))
         finally:
             log.info("the snapshot sidecar of %s stopped", self.snapshotter.stream)
+            self.close()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
 

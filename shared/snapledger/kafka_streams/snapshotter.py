@@ -42,7 +42,9 @@ from snapledger.kafka_streams.changelog import (
     store_stream,
 )
 from snapledger.kafka_streams.generation import OpenGeneration, open_generation
+from snapledger.kafka_streams.resident_seeder import ResidentSeeder
 from snapledger.kafka_streams.seed_format import TaskId
+from snapledger.kafka_streams.working_copy import WorkingCopies, working_copies
 from snapledger.limits import MAX_INPUT_PARTITIONS
 from snapledger.models.manifest import ManifestReference
 
@@ -90,6 +92,13 @@ class StoreSnapshotter:
     broker_timeout_s: float = DEFAULT_BROKER_TIMEOUT_S
     #: False: every file uploaded, none referenced (a full snapshot, as before references).
     incremental: bool = True
+    #: Where each partition's caught-up store is kept between passes, to be continued by the
+    #: next pass instead of downloading its base (``working_copy.py``); None: a scratch
+    #: folder per pass, removed after it (every base downloaded).
+    keep_dir: Path | None = None
+    #: The resident seeder process that catches the stores up (``resident_seeder.py``: the
+    #: sidecar's, one JVM for all its passes); None: one seeder process per pass.
+    seeder: ResidentSeeder | None = field(default=None, compare=False)
 
     @property
     def stream(self) -> str:
@@ -112,41 +121,49 @@ class StoreSnapshotter:
         )
         if not wanted:
             return []
+        if self.keep_dir is not None:
+            with working_copies(self.keep_dir, self.application_id, self.store) as copies:
+                return self._in(copies, wanted, changelog)
         scratch = Path(tempfile.mkdtemp(prefix="snapledger-ks-", dir=work_dir))
         try:
-            return self._in(scratch, wanted, changelog)
+            return self._in(
+                WorkingCopies(scratch, self.application_id, self.store), wanted, changelog
+            )
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    def _store_dir(self, scratch: Path, partition: int) -> Path:
-        task = TaskId(0, partition)  # the scratch folder's name only: no task runs there
-        return scratch / self.application_id / str(task) / "rocksdb" / self.store
-
     def _in(
-        self, scratch: Path, partitions: list[int], changelog: Changelog
+        self, copies: WorkingCopies, partitions: list[int], changelog: Changelog
     ) -> list[PartitionSnapshot]:
-        bases = {
-            p: self._download_latest(p, self._store_dir(scratch, p), changelog) for p in partitions
-        }
+        bases = {p: self._base(p, copies, changelog) for p in partitions}
+        for p in partitions:  # the catch-up changes the copies: their records go first
+            copies.release(p)
         generation = open_generation(self.registry, self.stream)
-        results = catch_up_tasks(
-            scratch,
+        catch_up = catch_up_tasks if self.seeder is None else self.seeder.catch_up_tasks
+        results = catch_up(
+            copies.root,
             self.application_id,
             [TaskId(0, p) for p in partitions],
             self.store,
             self.bootstrap_servers,
         )
-        return [
-            self._write(
+        made = []
+        for p in partitions:
+            run = self._write(
                 p,
-                self._store_dir(scratch, p),
+                copies.store_dir(p),
                 bases[p],
                 results[TaskId(0, p)],
                 changelog,
                 generation=generation,
             )
-            for p in partitions
-        ]
+            base = bases[p]
+            if run.written is not None:
+                copies.keep(p, run.written.snapshot_id, held_ssts(run.written))
+            elif base.snapshot_id is not None:  # the same state (its small files rewritten)
+                copies.keep(p, base.snapshot_id, base.ssts)
+            made.append(run)
+        return made
 
     def _write(
         self,
@@ -218,17 +235,24 @@ class StoreSnapshotter:
                 raise
             return {}
 
-    def _download_latest(self, partition: int, store_dir: Path, changelog: Changelog) -> _Base:
-        """The latest registered snapshot's files into ``store_dir``; a base the changelog
-        cannot continue (of another incarnation of the topic, or below its log start) or a
-        damaged one is not used: the store then starts empty, from the changelog's start.
-        The epoch written is the lineage's highest, one above it on a new incarnation (its
-        first snapshot then becomes the latest whatever its LSN: docs/ledger.md)."""
+    def _base(self, partition: int, copies: WorkingCopies, changelog: Changelog) -> _Base:
+        """What the partition's snapshot continues, in ``copies.store_dir(partition)``: the
+        latest registered snapshot, as the working copy kept of it (``keep_dir``) or
+        downloaded with every checksum checked. A base the changelog cannot continue (of
+        another incarnation of the topic, or below its log start) or a damaged one is not
+        used: the store then starts empty, from the changelog's start. The epoch written is
+        the lineage's highest, one above it on a new incarnation (its first snapshot then
+        becomes the latest whatever its LSN: docs/ledger.md)."""
         head = self._head(partition)
         epoch = max(EPOCH, int(head.get("max_epoch") or EPOCH))
         snapshot_id, lsn = head.get("latest_snapshot_id"), head.get("latest_lsn")
+
+        def empty(note: str, at_epoch: int = epoch) -> _Base:
+            copies.discard(partition)
+            return _Base.empty(note, at_epoch)
+
         if snapshot_id is None or lsn is None:
-            return _Base.empty("no snapshot yet; ", epoch)
+            return empty("no snapshot yet; ")
         offsets = changelog.partitions.get(partition)
         if offsets is None:
             raise InvalidRequestError(
@@ -239,27 +263,52 @@ class StoreSnapshotter:
         named = (record.get("changelog") or {}).get("topic_id")
         other = other_incarnation(changelog.topic, named, changelog.topic_id)
         if other is not None:
-            note = f"latest {snapshot_id} is {other}; from empty at epoch {epoch + 1}; "
-            return _Base.empty(note, epoch + 1)
+            return empty(
+                f"latest {snapshot_id} is {other}; from empty at epoch {epoch + 1}; ", epoch + 1
+            )
         if lsn + 1 < offsets.log_start:
-            note = f"latest {snapshot_id} is below the log start; from empty; "
-            return _Base.empty(note, epoch)
+            return empty(f"latest {snapshot_id} is below the log start; from empty; ")
+        return self._continued(
+            partition, copies, (snapshot_id, lsn), record=record, epoch=epoch, empty=empty
+        )
+
+    def _continued(
+        self,
+        partition: int,
+        copies: WorkingCopies,
+        latest: tuple[str, int],
+        *,
+        record: dict[str, Any],
+        epoch: int,
+        empty: Callable[[str], _Base],
+    ) -> _Base:
+        """The latest registered snapshot ``record`` as the base: its working copy when
+        that stands for it, else downloaded (``empty`` when it is gone or damaged)."""
+        snapshot_id, lsn = latest
+        inputs = dict(record.get("offsets") or {})
+        inputs.pop(f"{self.stream}-{partition}", None)  # the changelog's own: written anew
         try:
             opened = SnapshotReader(self.root, s3_client=self.s3_client).open(
                 record["manifest_key"]
             )
-            opened.download(store_dir)
-        except SnapshotCorruptError as exc:
-            shutil.rmtree(store_dir, ignore_errors=True)
-            return _Base.empty(f"latest {snapshot_id} is damaged ({exc}); from empty; ", epoch)
         except NotFoundError as exc:  # its manifest is gone since the lookup
-            shutil.rmtree(store_dir, ignore_errors=True)
-            return _Base.empty(f"latest {snapshot_id} is gone ({exc}); from empty; ", epoch)
-        inputs = dict(record.get("offsets") or {})
-        inputs.pop(f"{self.stream}-{partition}", None)  # the changelog's own: written anew
-        return _Base(
-            snapshot_id, lsn, f"continues {snapshot_id}; ", inputs, epoch, held_ssts(opened)
-        )
+            return empty(f"latest {snapshot_id} is gone ({exc}); from empty; ")
+        ssts = held_ssts(opened)
+        note = ""
+        if self.keep_dir is not None:
+            problem = copies.problem(partition, snapshot_id, ssts)
+            if problem is None:
+                note = f"continues {snapshot_id} (its working copy); "
+                return _Base(snapshot_id, lsn, note, inputs, epoch, ssts)
+            note = f"working copy not used ({problem}): downloaded; "
+        copies.discard(partition)
+        try:
+            opened.download(copies.store_dir(partition))
+        except SnapshotCorruptError as exc:
+            return empty(f"latest {snapshot_id} is damaged ({exc}); from empty; ")
+        except NotFoundError as exc:  # its files are gone since the lookup
+            return empty(f"latest {snapshot_id} is gone ({exc}); from empty; ")
+        return _Base(snapshot_id, lsn, note + f"continues {snapshot_id}; ", inputs, epoch, ssts)
 
 
 @dataclass(frozen=True)
@@ -281,7 +330,7 @@ class _Base:
         return cls(None, None, note, {}, epoch)
 
 
-def held_ssts(opened: OpenedSnapshot) -> dict[str, ManifestReference]:
+def held_ssts(opened: OpenedSnapshot | WrittenSnapshot) -> dict[str, ManifestReference]:
     """A snapshot's RocksDB SSTs by name, each as a reference (relative to the lineage's
     folder): its own, and those it references. An SST never changes once written, and the
     store caught up from it keeps every file it did not compact away under its name, so a

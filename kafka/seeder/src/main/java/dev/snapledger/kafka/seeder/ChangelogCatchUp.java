@@ -83,11 +83,15 @@ final class ChangelogCatchUp {
 
     private ChangelogCatchUp() { }
 
-    static Outcome run(final SeedOptions options) throws SeedException, IOException {
+    /**
+     * Catches up one task's store with {@code consumer} (of the options' bootstrap servers),
+     * which the caller owns: one serves every task of a run, and a resident seeder's runs.
+     */
+    static Outcome run(final SeedOptions options, final KafkaConsumer<byte[], byte[]> consumer)
+            throws SeedException, IOException {
         final File folder = options.taskFolder();
         final TopicPartition changelog = options.changelog();
-        try (ApplicationDirLock ignored = ApplicationDirLock.acquire(options.applicationDir());
-             KafkaConsumer<byte[], byte[]> consumer = consumer(options.bootstrapServers())) {
+        try (ApplicationDirLock ignored = ApplicationDirLock.acquire(options.applicationDir())) {
             if (!folder.isDirectory() && !folder.mkdirs()) {
                 throw new SeedException("cannot create the task folder " + folder);
             }
