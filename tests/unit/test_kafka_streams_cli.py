@@ -134,3 +134,32 @@ def test_exit_status_is_1_for_the_state_and_2_for_arguments_or_reach(
     error: SnapledgerError, status: int
 ):
     assert exit_status(error) == status
+
+
+@pytest.mark.parametrize("work_dir", [None, "work"])
+def test_a_one_shot_pass_keeps_its_working_copies_in_the_work_dir_alone(
+    work_dir: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # docs/kafka-streams.md, "Working copies": with --work-dir DIR a pass keeps them in
+    # DIR/working-copies; without, it starts cold and keeps none
+    from contextlib import contextmanager
+
+    from snapledger.cli import kafka_streams_commands
+    from snapledger.kafka_streams.snapshotter import StoreSnapshotter
+
+    @contextmanager
+    def registry_for(_options, root):  # type: ignore[no-untyped-def]
+        yield None, root, None
+
+    kept = []
+    monkeypatch.setattr(kafka_streams_commands, "registry_for", registry_for)
+    monkeypatch.setattr(
+        StoreSnapshotter, "snapshot", lambda self, *a, **k: kept.append(self.keep_dir) or []
+    )
+    more = [] if work_dir is None else ["--work-dir", str(tmp_path / work_dir)]
+    ran = run_cli(
+        "kafka-streams", "snapshot", "--bootstrap-servers", NO_BROKER, "--application-id", "a",
+        "--store", "totals", "--root", "file:///tmp/x", *more,
+    )  # fmt: skip
+    assert ran.status == 0, ran.err
+    assert kept == [None if work_dir is None else tmp_path / work_dir / "working-copies"]
