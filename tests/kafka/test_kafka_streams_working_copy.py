@@ -218,3 +218,40 @@ def test_a_pass_that_crashed_between_upload_and_registration_loses_nothing(
         lineage = root / opened.prefix.rstrip("/").rpartition("/")[0]
         for ref in opened.references:
             assert (lineage / ref.path).stat().st_size == ref.size
+
+
+def test_gc_and_the_orphan_sweep_beside_a_pass_in_flight_take_none_of_its_files(
+    changelog: Changelog, seeder: ResidentSeeder, monkeypatch: pytest.MonkeyPatch
+):
+    from snapledger.client.writer import SnapshotWriter
+
+    writes, snapshotter = _first_pass(changelog, seeder, 300)
+    for n in range(2):  # older snapshots, for GC to delete
+        writes.put(range(n * 10, n * 10 + 10), f"v{n}".encode())
+        snapshotter.snapshot([0])
+    client = changelog.registry.client
+    client.set_policy(changelog.topic, min_count=1, min_age_hours=0)
+    # Given a pass whose files are uploaded and whose manifest is not written yet, and GC
+    # (which sweeps the lineage's orphans, SNAPLEDGER_ORPHAN_GRACE_HOURS at its default)
+    # running at that moment
+    swept = []
+    commit = SnapshotWriter._commit
+
+    def gc_then_commit(self, draft, files, **kwargs):  # type: ignore[no-untyped-def]
+        swept.append(client.gc(changelog.topic))
+        return commit(self, draft, files, **kwargs)
+
+    monkeypatch.setattr(SnapshotWriter, "_commit", gc_then_commit)
+    writes.put(range(100, 150), b"in flight")
+    made = snapshotter.snapshot([0])[0]
+    monkeypatch.undo()
+    # Then GC deleted the snapshots its policy expires, and the pass's own files (not yet
+    # any snapshot's) and those it references (the latest's) are all there: its snapshot
+    # registered as the latest and holds the changelog's entries
+    assert len(swept) == 1
+    listed = client.snapshots(changelog.topic, 0)["snapshots"]
+    assert sorted(s["status"] for s in listed).count("DELETED") == 2
+    assert made.written is not None
+    head = client.latest(changelog.topic, 0)["head"]
+    assert head["latest_snapshot_id"] == made.written.snapshot_id
+    assert _entries_of_latest(changelog, changelog.tmp) == writes.entries
