@@ -6,13 +6,14 @@ RocksDB files, the changelog offset inside them), uploaded as an ``opaque`` snap
 lineage (stream = the changelog topic, partition = the changelog partition) at LSN = the
 offset of the last changelog record the store reflects; its manifest's ``changelog`` names
 the topic's id (its incarnation). For each partition: the lineage's latest registered
-snapshot is downloaded (checksums checked) into a scratch task folder (none, or one the
+snapshot is continued as the working copy a pass kept of it (``keep_dir``, checked before use:
+``working_copy.py``) or downloaded (checksums checked) into the task folder (none, or one the
 changelog cannot continue: an empty one; one of another incarnation of the topic, i.e. the
 topic was deleted and recreated, makes the snapshot begin the lineage over at the epoch
 above the lineage's highest: ``core/changelog_horizon.py``), ``kafka-seeder catch-up
 --tasks`` (one process for every partition of the run: one JVM start, not one per
-partition) applies the changelog after it up to the end offset
-read at start, and when it applied records the store folder is written with
+partition; or a request to the resident seeder, ``seeder``) applies the changelog after it
+up to the end offset read at start, and when it applied records the store folder is written with
 ``SnapshotWriter.write_files`` (manifest last), to be registered as any snapshot is.
 """
 
