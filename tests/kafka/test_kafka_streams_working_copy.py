@@ -10,6 +10,7 @@ nothing referenced lost."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 from dataclasses import replace
@@ -65,13 +66,17 @@ class Writes:
 
 def _entries_of_latest(changelog: Changelog, tmp: Path) -> dict[bytes, bytes]:
     """The latest snapshot of partition 0, downloaded and read by Kafka Streams' classes."""
-    record = changelog.registry.client.latest(changelog.topic, 0)["head"]
-    snapshot = changelog.registry.client.snapshot(changelog.topic, 0, record["latest_snapshot_id"])[
-        "snapshot"
-    ]
-    state = tmp / f"read-{record['latest_snapshot_id']}"
+    latest = changelog.registry.client.latest(changelog.topic, 0)["head"]["latest_snapshot_id"]
+    return _entries_of(changelog, latest, tmp)
+
+
+def _entries_of(changelog: Changelog, snapshot_id: str, tmp: Path) -> dict[bytes, bytes]:
+    """Snapshot ``snapshot_id`` of partition 0, downloaded and read by Kafka Streams' classes."""
+    record = changelog.registry.client.snapshot(changelog.topic, 0, snapshot_id)["snapshot"]
+    state = tmp / f"read-{snapshot_id}"
+    shutil.rmtree(state, ignore_errors=True)
     folder = state / changelog.app_id / "0_0" / "rocksdb" / STORE
-    SnapshotReader(changelog.registry.root).open(snapshot["manifest_key"]).download(folder)
+    SnapshotReader(changelog.registry.root).open(record["manifest_key"]).download(folder)
     dumped = subprocess.run(
         [
             *java_launch(),
@@ -254,4 +259,46 @@ def test_gc_and_the_orphan_sweep_beside_a_pass_in_flight_take_none_of_its_files(
     assert made.written is not None
     head = client.latest(changelog.topic, 0)["head"]
     assert head["latest_snapshot_id"] == made.written.snapshot_id
+    assert _entries_of_latest(changelog, changelog.tmp) == writes.entries
+
+
+def test_gc_under_min_count_min_age_and_a_hold_keeps_what_the_kept_snapshots_share(
+    changelog: Changelog, seeder: ResidentSeeder
+):
+    # Given four snapshots of partition 0, each continuing the last (sharing its SSTs), and
+    # the entries each one holds
+    writes, snapshotter = _first_pass(changelog, seeder, 200)
+    client = changelog.registry.client
+    ids, held_entries = [client.latest(changelog.topic, 0)["head"]["latest_snapshot_id"]], {}
+    for n in range(3):
+        writes.put(range(n * 30, n * 30 + 30), f"v{n}".encode())
+        writes.delete(range(190 - n, 191 - n))
+        made = snapshotter.snapshot([0])[0]
+        assert made.written is not None and made.written.references
+        ids.append(made.written.snapshot_id)
+        if n == 0:
+            held_entries = dict(writes.entries)
+    # ...the second one held
+    client.hold(changelog.topic, 0, ids[1], reason="an investigation")
+    # When GC runs with min count 1 and min age 1 h: every snapshot is younger, none goes
+    client.set_policy(changelog.topic, min_count=1, min_age_hours=1)
+    client.gc(changelog.topic)
+    statuses = {
+        s["snapshot_id"]: s["status"] for s in client.snapshots(changelog.topic, 0)["snapshots"]
+    }
+    assert [statuses[i] for i in ids] == ["REGISTERED"] * 4
+    # When the minimum age is 0: the first and third go; the held one and the latest stay
+    client.set_policy(changelog.topic, min_count=1, min_age_hours=0)
+    client.gc(changelog.topic)
+    statuses = {
+        s["snapshot_id"]: s["status"] for s in client.snapshots(changelog.topic, 0)["snapshots"]
+    }
+    assert [statuses[i] for i in ids] == ["DELETED", "REGISTERED", "DELETED", "REGISTERED"]
+    # Then each kept snapshot downloads whole, its files wherever they live, and holds what
+    # it held when it was made
+    assert _entries_of(changelog, ids[1], changelog.tmp) == held_entries
+    assert _entries_of(changelog, ids[3], changelog.tmp) == writes.entries
+    # ...and the next pass still continues its working copy of the latest
+    writes.put(range(1), b"after gc")
+    assert "(its working copy)" in snapshotter.snapshot([0])[0].note
     assert _entries_of_latest(changelog, changelog.tmp) == writes.entries
