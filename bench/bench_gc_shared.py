@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -80,6 +81,43 @@ def populate(ledger: Any, store: Any, clock: Any, count: int) -> int:
     return sum(1 for _ in store.list(lineage))
 
 
+def gc_twice(
+    client: Any, deps: Any, config: GcConfig, after_first: Callable[[], None] = lambda: None
+) -> tuple[Any, dict[str, int], dict[str, int]]:
+    """A GC run that deletes, ``after_first``, then one with nothing left (what any run
+    reads): the first's report and each run's DynamoDB requests by call."""
+    ddb: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def counted(model: Any, **_: Any) -> None:
+        with lock:
+            ddb.update([model.name])
+
+    client.meta.events.register("before-call.dynamodb", counted)
+    try:
+        report = run_gc(deps, config=config)
+        first = dict(ddb)
+        after_first()
+        ddb.clear()
+        steady = run_gc(deps, config=config)
+    finally:
+        client.meta.events.unregister("before-call.dynamodb", counted)
+    assert steady.counts()["snapshots_deleted"] == 0
+    assert report.complete and report.counts()["errors"] == 0, report.errors
+    return report, first, dict(ddb)
+
+
+def shared_ddb_floor(steady: dict[str, int], due: int) -> int:
+    """What any run reads (the steady run's requests), the two transactions of the two-phase
+    protocol for the ``due`` snapshots it deletes of one lineage (one kept), and the HEAD's
+    consistent read sharing needs."""
+    return (
+        sum(steady.values())
+        + 2 * math.ceil(transaction_items(due, kept=1) / MAX_TRANSACTION_ITEMS)
+        + 1
+    )
+
+
 def measure(count: int) -> dict[str, object]:
     with bench_world(f"bench-gc-shared-{count}") as (client, ledger, files, _):
         clock = ManualClock(datetime.now(UTC))
@@ -87,22 +125,8 @@ def measure(count: int) -> dict[str, object]:
         clock.advance(timedelta(days=2))
         store = CountingStore(files)
         deps = bench_deps(ledger, store, clock, client)
-        ddb: Counter[str] = Counter()
-        lock = threading.Lock()
-
-        def counted(model: Any, **_: Any) -> None:
-            with lock:
-                ddb.update([model.name])
-
-        client.meta.events.register("before-call.dynamodb", counted)
-        report = run_gc(deps, config=KEEP_ONE)
-        gc_ddb = dict(ddb)
-        ddb.clear()
-        steady = run_gc(deps, config=KEEP_ONE)  # nothing left to delete: what reading costs
-        client.meta.events.unregister("before-call.dynamodb", counted)
-        assert steady.counts()["snapshots_deleted"] == 0
+        report, gc_ddb, steady_ddb = gc_twice(client, deps, KEEP_ONE)
         counts = report.counts()
-        assert report.complete and counts["errors"] == 0, report.errors
         deleted = counts["snapshots_deleted"]
         assert deleted == count - 1, counts
         left = sum(1 for _ in files.list(lineage_snapshots_prefix(STREAM, PARTITION)))
@@ -113,13 +137,7 @@ def measure(count: int) -> dict[str, object]:
         deleted_keys / MAX_KEYS_PER_REQUEST
     )
     ddb_total = sum(gc_ddb.values())
-    # What any run reads (the steady run's requests), the two transactions of the two-phase
-    # protocol for what it deletes, and the HEAD's consistent read sharing needs.
-    ddb_floor = (
-        sum(ddb.values())
-        + 2 * math.ceil(transaction_items(count - 1, kept=1) / MAX_TRANSACTION_ITEMS)
-        + 1
-    )
+    ddb_floor = shared_ddb_floor(steady_ddb, count - 1)
     return {
         "snapshots": count,
         "deleted": deleted,
@@ -129,7 +147,7 @@ def measure(count: int) -> dict[str, object]:
         "ddb_requests": ddb_total,
         "ddb_floor": ddb_floor,
         "ddb_by_call": gc_ddb,
-        "ddb_steady_by_call": dict(ddb),
+        "ddb_steady_by_call": steady_ddb,
         "s3_requests_per_deleted": s3 / deleted,
         "ddb_requests_per_deleted": ddb_total / deleted,
         "gc_shared_requests_vs_floor": round((s3 + ddb_total) / (s3_floor + ddb_floor), 3),

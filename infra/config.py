@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from constructs import Node
 
 from infra import names
+from infra.fluss_network import FlussNetwork, fluss_network
 from snapledger.errors import InvalidRequestError
 from snapledger.layout import STREAM_PATTERN
 from snapledger.layouts.layout_map import LayoutMap, combined, legacy_entries
@@ -57,6 +58,9 @@ class StackConfig:
     # ``-c restatePrefixes`` and ``-c kafkaStreamsStreams``), checked at synth by
     # snapledger's own ``layout_map`` exactly as the functions read SNAPLEDGER_LAYOUTS.
     layouts: LayoutMap = field(default_factory=LayoutMap)
+    # Where the gc function runs to reach Fluss's ZooKeeper (-c fluss, docs/fluss.md "On
+    # AWS"); None: fluss-kv tables are registered, not collected.
+    fluss: FlussNetwork | None = None
 
     @property
     def restate_prefixes(self) -> dict[str, str]:
@@ -135,6 +139,9 @@ class StackConfig:
                 node.try_get_context(names.CTX_RESTATE_PREFIXES),
                 node.try_get_context(names.CTX_KAFKA_STREAMS_STREAMS),
             ),
+        )
+        config = replace(
+            config, fluss=fluss_network(node.try_get_context(names.CTX_FLUSS), config.layouts)
         )
         if config.protect_latest and config.restate_prefixes:
             # gc releases the legal holds of what it deletes: under a Restate prefix that

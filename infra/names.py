@@ -142,6 +142,8 @@ CTX_LAYOUTS = "layouts"
 # changelog topics (``-c kafkaStreamsStreams='["totals-app-totals-changelog"]'``).
 CTX_RESTATE_PREFIXES = "restatePrefixes"
 CTX_KAFKA_STREAMS_STREAMS = "kafkaStreamsStreams"
+#: How the gc function reaches Fluss's ZooKeeper (infra/fluss_network.py, docs/fluss.md).
+CTX_FLUSS = "fluss"
 
 # --- Restate (issue 28, "Deploy") ----------------------------------------------------------
 # Under each Restate prefix: ``{prefix}/{partition}/lsn_{lsn:020d}-{id}/...`` (the snapshot

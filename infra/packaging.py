@@ -86,3 +86,13 @@ def stage_job_package(
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
     return out
+
+
+def stage_python_layer(package_dir: Path) -> Path:
+    """A Lambda layer directory holding ``package_dir`` (a pure-Python package) as
+    ``python/{name}/``, where the Python runtimes put a layer on ``sys.path``."""
+    if not (package_dir / "__init__.py").is_file():
+        raise FileNotFoundError(f"not a Python package: {package_dir}")
+    out = _fresh_dir(f"layer-{package_dir.name}")
+    shutil.copytree(package_dir, out / "python" / package_dir.name, ignore=_IGNORED)
+    return out

@@ -21,6 +21,7 @@ from infra import names
 from infra.config import StackConfig
 from infra.constants import FUNCTION_NAMES, METRICS_NAMESPACE, SERVICE_NAME
 from infra.constructs.emr import SparkJobs
+from infra.constructs.fluss_reach import reach_fluss
 from infra.constructs.function_grants import Grants
 from infra.constructs.function_parts import log_group_and_role
 from infra.constructs.function_queues import (
@@ -104,6 +105,8 @@ class LedgerFunctions(Construct):
         for name in FUNCTION_NAMES:
             self.functions[name] = self._build_function(SPECS[name])
         consume_registrations(self.functions["register"], self.registration_queue)
+        if config.fluss is not None:
+            reach_fluss(self, self.functions["gc"], config.fluss)
         grant_functions(
             Grants(
                 table=inputs.table,

@@ -58,18 +58,8 @@ def fluss_table(fluss_cluster: FlussCluster) -> Callable[[int], tuple[FlussProbe
 def wait_for_snapshots(
     probe: FlussProbe, covering: dict[int, int], timeout_s: float = 90.0
 ) -> list[BucketSnapshot]:
-    """The latest snapshots once every bucket has one whose log offset reaches ``covering``'s
-    (bucket -> offset)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        latest = probe.snapshots()
-        if latest and all(
-            s.log_offset is not None and s.log_offset >= covering.get(s.bucket, 0) for s in latest
-        ):
-            return latest
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no snapshots reaching {covering} after {timeout_s}s: {latest}")
-        time.sleep(1)
+    """The latest snapshots once every bucket has one reaching ``covering`` (FlussProbe's)."""
+    return probe.wait_for_snapshots(covering, timeout_s)
 
 
 class _InProcess:

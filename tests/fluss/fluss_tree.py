@@ -86,16 +86,20 @@ class MemoryNodes:
     order of every call."""
 
     def __init__(self) -> None:
-        self.nodes: dict[tuple[int, int], dict[int, str]] = {}
+        self.nodes: dict[tuple[int, int], set[int]] = {}
         self.calls: list[tuple[str, int, int]] = []
 
-    def add(self, table_id: int, bucket: int, number: int, path: str = "") -> None:
-        self.nodes.setdefault((table_id, bucket), {})[number] = path
+    def add(self, table_id: int, bucket: int, number: int) -> None:
+        self.nodes.setdefault((table_id, bucket), set()).add(number)
 
-    def listed(self, table_id: int, bucket: int) -> dict[int, str]:
+    def listed(self, table_id: int, bucket: int) -> set[int]:
         self.calls.append(("listed", table_id, bucket))
-        return dict(self.nodes.get((table_id, bucket), {}))
+        return set(self.nodes.get((table_id, bucket), set()))
 
     def drop(self, table_id: int, bucket: int, snapshot_id: int) -> bool:
         self.calls.append(("drop", bucket, snapshot_id))
-        return self.nodes.get((table_id, bucket), {}).pop(snapshot_id, None) is not None
+        listed = self.nodes.get((table_id, bucket), set())
+        if snapshot_id not in listed:
+            return False
+        listed.discard(snapshot_id)
+        return True

@@ -17,7 +17,7 @@ import pytest
 
 from snapledger.adapters.object_store_file import FileObjectStore
 from snapledger.adapters.zookeeper_fluss import ZooKeeperFlussNodes
-from snapledger.clock import ManualClock
+from snapledger.clock import Clock, ManualClock
 from snapledger.gc_settings import GcConfig
 from snapledger.layouts.layout_map import layout_map
 from snapledger.local.fluss_cluster import FlussCluster
@@ -75,7 +75,7 @@ def assert_listed_snapshots_whole(store, nodes, prefix, table_id, buckets) -> No
 class Registrar:
     """Registers every _METADATA under the table's prefix not registered yet."""
 
-    def __init__(self, ledger, store: FileObjectStore, prefix: str, clock: ManualClock) -> None:
+    def __init__(self, ledger, store: FileObjectStore, prefix: str, clock: Clock) -> None:
         self.ledger, self.store, self.prefix, self.clock = ledger, store, prefix, clock
         self.entries = layout_map({prefix: {"layout": "fluss-kv", "stream": STREAM}})
         self.registered: set[str] = set()
@@ -93,10 +93,10 @@ class Registrar:
             assert answer.outcome in (Outcome.BECAME_LATEST, Outcome.VANISHED), answer
         self.registered.update(new)
 
-    def gc(self, nodes: ZooKeeperFlussNodes):
+    def gc(self, nodes: ZooKeeperFlussNodes, config: GcConfig = CONFIG):
         layouts = LayoutCatalog(self.entries, {"fluss-kv": {"nodes": nodes}})
         deps = replace(gc_deps(self.ledger, self.store, self.clock), layouts=layouts)
-        return run_gc(deps, config=CONFIG)
+        return run_gc(deps, config=config)
 
 
 def write_rounds(probe: FlussProbe, registrar: Registrar, rounds: int) -> None:

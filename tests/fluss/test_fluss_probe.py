@@ -22,6 +22,16 @@ from snapledger.local.fluss_probe import FlussProbe, FlussProbeError
         ("p.t", ("undo", "--offsets", "0:12"), "--offsets is bucket=offset pairs"),
         ("p.t", ("upsert", "--from", "0", "--to", "1"), "--version is required"),
         ("p.t", ("fly",), "unknown command 'fly'"),
+        (
+            "p.t",
+            ("await", "--from", "0", "--to", "9", "--step", "0", "--version", "1"),
+            "--step must be in [1, 2147483647], got 0",
+        ),
+        (
+            "p.t",
+            ("await", "--from", "0", "--to", "9", "--version", "1", "--timeout-s", "0"),
+            "--timeout-s must be in [1, 3600], got 0",
+        ),
     ],
 )
 def test_a_bad_option_is_named(table, command, says):

@@ -47,7 +47,7 @@ def chain(store, nodes: MemoryNodes, count: int) -> tuple[FlussBucket, list[str]
     for n in range(count):
         used = ssts[: n + 2] if n < 2 else ssts[2 : n + 2]
         keys.append(bucket.snapshot(n, used, log_offset=100 * (n + 1)))
-        nodes.add(TABLE_ID, 0, n, bucket.absolute(keys[-1]))
+        nodes.add(TABLE_ID, 0, n)
     return bucket, ssts, keys
 
 
@@ -117,7 +117,7 @@ def test_the_files_of_a_snapshot_zookeeper_lists_but_the_ledger_lacks_stay(ledge
     bucket, ssts, keys = chain(store, nodes, 3)
     register(keys, ledger, store, clock)
     late = bucket.snapshot(3, ssts[:4], log_offset=400)
-    nodes.add(TABLE_ID, 0, 3, bucket.absolute(late))
+    nodes.add(TABLE_ID, 0, 3)
     clock.advance(timedelta(days=2))
     age_objects(store, bucket.root, clock.now() - timedelta(days=2))
 

@@ -9,7 +9,6 @@ connection per instance, opened on first use; a request that cannot reach ZooKee
 
 from __future__ import annotations
 
-import json
 import threading
 from typing import Any
 
@@ -54,27 +53,16 @@ class ZooKeeperFlussNodes:
     def _bucket(self, table_id: int, bucket: int) -> str:
         return f"{self.root}/tabletservers/tables/{table_id}/buckets/{bucket}/snapshots"
 
-    def listed(self, table_id: int, bucket: int) -> dict[int, str]:
+    def listed(self, table_id: int, bucket: int) -> set[int]:
         NoNodeError = _kazoo().exceptions.NoNodeError  # noqa: N806 - kazoo's class
         zk, path = self._zk(), self._bucket(table_id, bucket)
         try:
             children = zk.get_children(path)
         except NoNodeError:
-            return {}
+            return set()
         except Exception as exc:
             raise FlussZooKeeperError(f"listing {path} at {self.address}: {exc}") from exc
-        found = {}
-        for child in children:
-            if not child.isdigit():
-                continue
-            try:
-                data, _ = zk.get(f"{path}/{child}")
-            except NoNodeError:
-                continue  # dropped meanwhile (Fluss's retention)
-            except Exception as exc:
-                raise FlussZooKeeperError(f"reading {path}/{child}: {exc}") from exc
-            found[int(child)] = _metadata_path(data)
-        return found
+        return {int(child) for child in children if child.isdigit()}
 
     def drop(self, table_id: int, bucket: int, snapshot_id: int) -> bool:
         NoNodeError = _kazoo().exceptions.NoNodeError  # noqa: N806 - kazoo's class
@@ -103,12 +91,3 @@ def _kazoo() -> Any:
     except ModuleNotFoundError as missing:
         raise_missing_extra(missing, "fluss")
     return kazoo
-
-
-def _metadata_path(data: bytes) -> str:
-    try:
-        document = json.loads(data)
-    except ValueError:
-        return ""
-    path = document.get("metadata_path") if isinstance(document, dict) else None
-    return path if isinstance(path, str) else ""

@@ -108,11 +108,17 @@ class FlussProbe:
         [created] = self.run("create", "--buckets", str(buckets))
         return int(created["table_id"])
 
-    def upsert(self, start: int, stop: int, version: int) -> int:
+    def upsert(self, start: int, stop: int, version: int, *, payload_bytes: int = 100) -> int:
         [done] = self.run(
-            "upsert", "--from", str(start), "--to", str(stop), "--version", str(version)
+            "upsert",
+            *("--from", str(start), "--to", str(stop), "--version", str(version)),
+            *("--payload-bytes", str(payload_bytes)),
         )
         return int(done["upserted"])
+
+    def drop(self) -> None:
+        """Drop the table (its log, KV and snapshots go with it)."""
+        self.run("drop")
 
     def delete(self, start: int, stop: int) -> int:
         [done] = self.run("delete", "--from", str(start), "--to", str(stop))
@@ -135,6 +141,54 @@ class FlussProbe:
     def offsets(self) -> dict[int, int]:
         """Each bucket's log end offset."""
         return {int(o["bucket"]): int(o["offset"]) for o in self.run("offsets")}
+
+    def wait_for_snapshots(
+        self, covering: Mapping[int, int], timeout_s: float = 90.0
+    ) -> list[BucketSnapshot]:
+        """The latest snapshots once every bucket has one whose log offset reaches
+        ``covering``'s (bucket -> offset)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            latest = self.snapshots()
+            if latest and all(
+                s.log_offset is not None and s.log_offset >= covering.get(s.bucket, 0)
+                for s in latest
+            ):
+                return latest
+            if time.monotonic() > deadline:
+                raise FlussProbeError(
+                    f"no snapshots reaching {dict(covering)} after {timeout_s:g}s: {latest}"
+                )
+            time.sleep(1)
+
+    def start_await(
+        self, rows: tuple[int, int], step: int, version: int, log: Path, timeout_s: int = 600
+    ) -> subprocess.Popen[str]:
+        """Start a client that looks up rows ``rows[0]``, every ``step``-th after it and
+        ``rows[1]-1`` until each is there at ``version``; ``served_at`` reads when."""
+        return subprocess.Popen(
+            self._command(
+                "await",
+                *("--from", str(rows[0]), "--to", str(rows[1]), "--step", str(step)),
+                *("--version", str(version), "--timeout-s", str(timeout_s)),
+            ),
+            stdout=subprocess.PIPE,
+            stderr=log.open("ab"),
+            text=True,
+        )
+
+    @staticmethod
+    def served_at(process: subprocess.Popen[str], log: Path) -> float:
+        """The wall-clock time (epoch seconds) the ``start_await`` client saw every row."""
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        process.wait()
+        if not line.startswith("{"):
+            raise FlussProbeError(
+                f"fluss-probe await failed (exit {process.returncode}): "
+                f"{log.read_text(errors='replace')[-3000:]}"
+            )
+        return int(json.loads(line)["served_at_ms"]) / 1000
 
     def undo(self, offsets: Mapping[int, int]) -> dict[str, int]:
         """Undo every change after ``offsets`` (bucket -> offset) from the changelog."""

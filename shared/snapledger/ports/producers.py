@@ -15,9 +15,9 @@ from typing import Protocol
 class FlussSnapshotNodes(Protocol):
     """A Fluss cluster's snapshot nodes in ZooKeeper."""
 
-    def listed(self, table_id: int, bucket: int) -> dict[int, str]:
-        """Each snapshot id Fluss lists for the bucket, with its ``_METADATA``'s path as the
-        node says it (empty: none, or the bucket has no node yet)."""
+    def listed(self, table_id: int, bucket: int) -> set[int]:
+        """Each snapshot id Fluss lists for the bucket (empty: none, or the bucket has no node
+        yet): one request, the nodes' names; their data is not read."""
         ...
 
     def drop(self, table_id: int, bucket: int, snapshot_id: int) -> bool:

@@ -62,10 +62,10 @@ class FlussPointers:
     table_id: int
     bucket: int
     check: PointerCheck | None = None
-    _listed: dict[int, str] | None = field(default=None, repr=False)
+    _listed: set[int] | None = field(default=None, repr=False)
 
     @property
-    def listed(self) -> dict[int, str]:
+    def listed(self) -> set[int]:
         if self._listed is None:
             self._listed = self.nodes.listed(self.table_id, self.bucket)
         return self._listed
@@ -151,7 +151,7 @@ class FlussSteps:
         return finish
 
     def _record_evictions(
-        self, listing: Listing, records: list[SnapshotRecord], listed: dict[int, str]
+        self, listing: Listing, records: list[SnapshotRecord], listed: set[int]
     ) -> None:
         context, report = self.context, self.context.report
         gone = [
@@ -186,7 +186,7 @@ class FlussSteps:
                 snapshot_keys=(record.sort_key,),
             )
 
-    def _drop_expiring(self, records: list[SnapshotRecord], listed: dict[int, str]) -> None:
+    def _drop_expiring(self, records: list[SnapshotRecord], listed: set[int]) -> None:
         context = self.context
         expiring = sorted(
             (r for r in records if r.status is SnapshotStatus.EXPIRING and r.lsn in listed),
@@ -200,11 +200,9 @@ class FlussSteps:
             return
         for record in expiring:
             self.nodes.drop(self.table.table_id, record.partition, record.lsn)
-            listed.pop(record.lsn, None)
+            listed.discard(record.lsn)
 
-    def _unregistered_files(
-        self, records: list[SnapshotRecord], listed: dict[int, str]
-    ) -> set[str]:
+    def _unregistered_files(self, records: list[SnapshotRecord], listed: set[int]) -> set[str]:
         registered = {r.lsn for r in records if r.status is SnapshotStatus.REGISTERED}
         store, bucket = self.context.deps.store, self.context.head.partition
         held: set[str] = set()

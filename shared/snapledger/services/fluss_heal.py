@@ -102,7 +102,7 @@ class BucketHeal:
     lineage: LineageId
     nodes: FlussSnapshotNodes
     #: ZooKeeper's list as read: loses the nodes heal drops.
-    listed_ids: dict[int, str]
+    listed_ids: set[int]
     log_ttl: timedelta
     dry_run: bool = False
     records: dict[int, SnapshotRecord] = field(default_factory=dict)
@@ -145,7 +145,7 @@ class BucketHeal:
         """Drop the nodes above ``target`` (Fluss's latest is then it), then record it."""
         for number in above:
             self.nodes.drop(self.table.table_id, self.bucket, number)
-            self.listed_ids.pop(number, None)
+            self.listed_ids.discard(number)
         reason = f"snap-{latest} is broken: {join_problems(outcome.problems)}"
         execute(
             self.deps.ledger,

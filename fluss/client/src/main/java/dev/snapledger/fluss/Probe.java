@@ -47,7 +47,11 @@ public final class Probe {
             "  write    --from A --to B --version V --delete-from C --delete-to D   upserts then deletes, flushes,",
             "           prints {\"written\",\"deleted\"} and waits (a job before its first checkpoint) until killed",
             "  undo     --offsets 0=12,1=40,...           undoes every change after those offsets from the changelog's",
-            "           before-images: {\"records\",\"restored\",\"removed\"}");
+            "           before-images: {\"records\",\"restored\",\"removed\"}",
+            "  await    --from A --to B --step K --version V [--timeout-s T]   looks up rows A, A+K, ... and B-1 (a new",
+            "           connection each try, 100 ms apart) until every one is there at version V: {\"served_at_ms\",\"attempts\"}",
+            "           (the wall clock's epoch milliseconds); exit 3 after T seconds (600 by default)",
+            "  drop                                       drops the table: {\"dropped\"}");
 
     private Probe() {}
 
@@ -62,8 +66,12 @@ public final class Probe {
             conf.setString("bootstrap.servers", options.text("bootstrap"));
             TablePath path = tablePath(options.text("table"));
             Action action = parse(args[0], options);
-            try (Connection connection = ConnectionFactory.createConnection(conf)) {
-                action.run(connection, path);
+            if (args[0].equals("await")) {
+                action.run(null, path); // its own connections: none can be made while no server is up
+            } else {
+                try (Connection connection = ConnectionFactory.createConnection(conf)) {
+                    action.run(connection, path);
+                }
             }
         } catch (Args.UsageError e) {
             System.err.println("fluss-probe: " + e.getMessage());
@@ -150,6 +158,21 @@ public final class Probe {
                         print(ordered("records", result.records(), "restored", result.restored(),
                                 "removed", result.removed()));
                     }
+                };
+            }
+            case "await" -> {
+                int[] range = range(options);
+                int step = options.integer("step", 1, 1, Integer.MAX_VALUE);
+                long version = options.number("version", 0, Long.MAX_VALUE);
+                int timeoutS = options.integer("timeout-s", 600, 1, 3600);
+                String bootstrap = options.text("bootstrap");
+                return (connection, path) -> Served.await(bootstrap, path, Served.sample(range, step), version,
+                        timeoutS);
+            }
+            case "drop" -> {
+                return (connection, path) -> {
+                    connection.getAdmin().dropTable(path, false).get();
+                    print(Map.of("dropped", path.toString()));
                 };
             }
             default -> throw new Args.UsageError("unknown command '" + command + "'");
