@@ -174,3 +174,16 @@ def test_a_registration_reads_metadata_once_and_lists_two_folders(ledger, store,
         ("list", f"{bucket.root}snap-4/"),
         ("list", f"{bucket.root}shared/"),
     ]
+
+
+def test_what_registration_does_not_check_a_limit_docs_fluss_md_names(ledger, store, clock):
+    # Registration reads no other snapshot's record and no file's bytes: a later snapshot
+    # whose log_offset is below the one before's, and an SST rewritten at its size with
+    # other bytes, both register (docs/fluss.md, "Limits")
+    bucket = FlussBucket(store)
+    sst = bucket.new_sst(b"a" * 64)
+    first = bucket.snapshot(1, [sst], log_offset=500)
+    (store.root / f"{bucket.root}shared/{sst}").write_bytes(b"b" * 64)
+    later = bucket.snapshot(2, [sst], log_offset=100)
+    answers = register([first, later], ledger, store, clock)
+    assert [a.outcome for a in answers] == [Outcome.BECAME_LATEST, Outcome.BECAME_LATEST]
