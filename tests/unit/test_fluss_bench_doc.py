@@ -51,3 +51,17 @@ def test_gc_lines_are_the_saved_run():
     assert f"DynamoDB {three('ddb_requests')} against {three('ddb_floor')}" in DOC
     ratios = ", ".join(f"{r['ddb_vs_floor']:.3f}" for r in runs)
     assert f"({ratios}: GC's per-command loads" in DOC
+
+
+def test_the_readme_rows_quote_the_saved_run():
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    one, five = RESTART["1M"], RESTART["5M"]
+    assert (
+        f"1M rows: {one['snapshot_vs_log']:.3f} (CPU {one['snapshot_vs_log_cpu']:.3f}); "
+        f"5M rows: {five['snapshot_vs_log']:.3f} (CPU {five['snapshot_vs_log_cpu']:.3f})"
+    ) in readme
+    gc = [REQUESTS[f"gc_{n}"] for n in (10, 100, 1000)]
+    assert all(r["s3_requests"] == r["s3_floor"] for r in gc[:2])
+    assert f"S3 {gc[2]['s3_requests']} against {gc[2]['s3_floor']} at 1,000" in readme
+    ratios = ", ".join(f"{r['ddb_vs_floor']:.3f}" for r in gc)
+    assert f"DynamoDB {ratios} (one run" in readme
