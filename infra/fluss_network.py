@@ -65,14 +65,15 @@ def fluss_network(raw: object, layouts: LayoutMap) -> FlussNetwork | None:
             "securityGroupIds"
         )
     zookeeper = raw.get("zookeeper")
-    if (
-        not isinstance(zookeeper, str)
-        or len(zookeeper) > MAX_ADDRESS_CHARS
-        or not ZOOKEEPER_ADDRESS.fullmatch(zookeeper)
-    ):
+    if isinstance(zookeeper, str) and len(zookeeper) > MAX_ADDRESS_CHARS:
+        raise ValueError(
+            f"{key}.zookeeper is {len(zookeeper):,} characters, over {MAX_ADDRESS_CHARS}: "
+            "give Fluss's zookeeper.address"
+        )
+    if not isinstance(zookeeper, str) or not ZOOKEEPER_ADDRESS.fullmatch(zookeeper):
         raise ValueError(
             f"{key}.zookeeper must be Fluss's zookeeper.address, host:port[,host:port...]"
-            f"[/chroot] (at most {MAX_ADDRESS_CHARS} characters), got {zookeeper!r}"
+            f"[/chroot], got {zookeeper!r}"
         )
     subnets = _ids(raw.get("subnetIds"), f"{key}.subnetIds", SUBNET_ID, "subnet-", MAX_SUBNETS)
     groups = _ids(

@@ -4,8 +4,9 @@ infra/fluss_network.py): in the cluster's subnets with the security groups given
 its own, which no other function carries.
 
 Lambda creates the function's network interfaces with its role, so the role may create one
-only in those subnets with those security groups, and delete and address its own; EC2's
-``DescribeNetworkInterfaces``, ``DescribeSubnets`` have no resource-level permissions.
+only in those subnets with those security groups, and delete and address network interfaces
+(whose ids are not known in advance); EC2's ``DescribeNetworkInterfaces`` and
+``DescribeSubnets`` have no resource-level permissions.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from snapledger.settings import ENV_FLUSS_ZOOKEEPER
 #: The statements' ids (tests/infra/test_fluss_reach.py reads them).
 CREATE_SID, MANAGE_SID, DESCRIBE_SID = (
     "CreateNetworkInterfacesInFlussSubnets",
-    "ManageOwnNetworkInterfaces",
+    "DeleteAndAddressNetworkInterfaces",
     "DescribeNetworkInterfaces",
 )
 

@@ -13,7 +13,8 @@ from cfnlint.api import ManualArgs, lint  # type: ignore[import-untyped]
 
 from infra.app import build_app
 from infra.nag import acknowledgments_withheld
-from tests.infra.conftest import Synthesized
+from tests.infra.conftest import Synthesized, synthesize_app
+from tests.infra.test_fluss_reach import FLUSS_CONTEXT
 
 LINT_REGIONS = ["us-east-1", "eu-west-1"]
 
@@ -65,10 +66,11 @@ def test_synth_runs_the_aws_solutions_pack_and_fails_on_a_finding(tmp_path: Path
     assert "AwsSolutions-SQS4" in rules
 
 
-def test_every_acknowledgment_answers_a_finding(tmp_path: Path) -> None:
+@pytest.mark.parametrize("context", [(), FLUSS_CONTEXT], ids=["default", "fluss"])
+def test_every_acknowledgment_answers_a_finding(tmp_path: Path, context) -> None:
     # Given the app built with its acknowledgments recorded, not applied
     with acknowledgments_withheld() as acknowledged:
-        app, _ = build_app(outdir=str(tmp_path))
+        app, _ = build_app(context=dict(context), outdir=str(tmp_path))
     report = AwsSolutionsChecks(verbose=True).validate_scope(app)
     findings = [
         (resource.construct_path, violation.rule_name)
@@ -88,7 +90,9 @@ def test_every_acknowledgment_answers_a_finding(tmp_path: Path) -> None:
     assert stale == []
 
 
-def test_cfn_lint_finds_no_errors(synth: Synthesized) -> None:
+@pytest.mark.parametrize("context", [(), FLUSS_CONTEXT], ids=["default", "fluss"])
+def test_cfn_lint_finds_no_errors(context) -> None:
+    synth = synthesize_app(context)
     matches = lint(
         json.dumps(synth.template_json),
         regions=LINT_REGIONS,

@@ -36,7 +36,7 @@ def test_unset_is_none(unset):
         ({"zookeeper": "zk-1"}, r"fluss\.zookeeper must be Fluss's zookeeper\.address"),
         ({"zookeeper": "zk-1:2181;rm"}, r"fluss\.zookeeper must be"),
         ({"zookeeper": 2181}, r"fluss\.zookeeper must be"),
-        ({"zookeeper": "z" * 1020 + ":2181"}, r"at most 1024 characters"),
+        ({"zookeeper": "z" * 1020 + ":2181"}, r"is 1,025 characters, over 1024"),
         ({"subnetIds": []}, r"fluss\.subnetIds must be a non-empty list of ids \(subnet-"),
         ({"subnetIds": "subnet-0abc12345"}, r"fluss\.subnetIds must be a non-empty list"),
         ({"subnetIds": ["vpc-0abc12345"]}, r"'vpc-0abc12345' is not an id \(subnet- then"),
