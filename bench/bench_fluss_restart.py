@@ -29,6 +29,7 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +59,18 @@ def downloads(cluster: FlussCluster, table_id: int) -> int:
 
 
 def restart(
-    cluster: FlussCluster, probe: FlussProbe | None, rows: int, log: Path
+    cluster: FlussCluster,
+    probe: FlussProbe | None,
+    rows: int,
+    log: Path,
+    while_stopped: Callable[[], None] = lambda: None,
 ) -> tuple[float, float]:
-    """Stop the tablet server, wipe its KV, start it: (wall s, its CPU s) until ``probe``'s
-    client sees every sampled row (no probe: until it is registered)."""
+    """Stop the tablet server, wipe its KV (and call ``while_stopped``), start it: (wall s,
+    its CPU s) until ``probe``'s client sees every sampled row (no probe: until it is
+    registered)."""
     cluster.stop_tablet_server()
     cluster.wipe_tablet_kv()
+    while_stopped()
     waiting = None
     if probe is not None:
         waiting = probe.start_await((0, rows), max(1, rows // LOOKED_UP), 1, log)
@@ -87,11 +94,14 @@ def measure(
     before = downloads(cluster, table_id)
     snapshot_s, snapshot_cpu = restart(cluster, probe, rows, log)
     from_snapshot = downloads(cluster, table_id) - before
-    for bucket in range(BUCKETS):
-        for snapshot_id in nodes.listed(table_id, bucket):
-            nodes.drop(table_id, bucket, snapshot_id)
+
+    def drop_every_node() -> None:  # with the tablet server stopped: it makes no new one
+        for bucket in range(BUCKETS):
+            for snapshot_id in nodes.listed(table_id, bucket):
+                nodes.drop(table_id, bucket, snapshot_id)
+
     before = downloads(cluster, table_id)
-    log_s, log_cpu = restart(cluster, probe, rows, log)
+    log_s, log_cpu = restart(cluster, probe, rows, log, drop_every_node)
     from_log = downloads(cluster, table_id) - before
     probe.drop()
     return {

@@ -11,6 +11,7 @@ REPO = Path(__file__).resolve().parents[2]
 DOC = " ".join((REPO / "docs" / "fluss.md").read_text(encoding="utf-8").split())
 SAVED = json.loads((REPO / "docs" / "bench" / "fluss.json").read_text())
 RESTART, REQUESTS = SAVED["fluss_restart"], SAVED["fluss_requests"]
+EARLIER = SAVED["fluss_restart_earlier_run"]
 
 
 def test_each_restart_line_is_the_saved_run():
@@ -26,6 +27,21 @@ def test_each_restart_line_is_the_saved_run():
         assert (run["from_snapshot_downloads"], run["whole_log_downloads"]) == (3, 0)
         assert run["from_snapshot_s"] < run["whole_log_s"]
     assert f"alone take {RESTART['start_s']:.2f} s ({RESTART['start_cpu_s']:.2f} CPU s)" in DOC
+    for run in (RESTART, EARLIER):  # "its CPU grows with the rows faster than its wall time"
+        cpu = run["5M"]["whole_log_cpu_s"] / run["1M"]["whole_log_cpu_s"]
+        assert cpu > run["5M"]["whole_log_s"] / run["1M"]["whole_log_s"]
+        assert run["5M"]["whole_log_downloads"] == 0 and run["5M"]["from_snapshot_downloads"] == 3
+
+
+def test_the_earlier_run_is_quoted_as_saved():
+    wall = f"{EARLIER['1M']['snapshot_vs_log']:.3f} and {EARLIER['5M']['snapshot_vs_log']:.3f}"
+    cpu = (
+        f"{EARLIER['1M']['snapshot_vs_log_cpu']:.3f} and {EARLIER['5M']['snapshot_vs_log_cpu']:.3f}"
+    )
+    assert (
+        f"An earlier run of the same measure on this busy machine: {wall} by wall, {cpu} by CPU"
+        in DOC
+    )
 
 
 def test_registration_is_quoted_at_its_floor():
@@ -58,7 +74,9 @@ def test_the_readme_rows_quote_the_saved_run():
     one, five = RESTART["1M"], RESTART["5M"]
     assert (
         f"1M rows: {one['snapshot_vs_log']:.3f} (CPU {one['snapshot_vs_log_cpu']:.3f}); "
-        f"5M rows: {five['snapshot_vs_log']:.3f} (CPU {five['snapshot_vs_log_cpu']:.3f})"
+        f"5M rows: {five['snapshot_vs_log']:.3f} (CPU {five['snapshot_vs_log_cpu']:.3f}) "
+        f"(one run, saved in docs/bench/fluss.json; an earlier run: "
+        f"{EARLIER['1M']['snapshot_vs_log']:.3f} and {EARLIER['5M']['snapshot_vs_log']:.3f})"
     ) in readme
     gc = [REQUESTS[f"gc_{n}"] for n in (10, 100, 1000)]
     assert all(r["s3_requests"] == r["s3_floor"] for r in gc[:2])
