@@ -245,3 +245,27 @@ def test_heal_refuses_a_fallback_the_log_may_no_longer_cover_and_drops_nothing(
     assert "table.log.ttl" in heal["note"] and "snap-1 was registered 7 days" in heal["note"]
     assert "dropped" not in heal and {1, 2} <= set(nodes.nodes[(TABLE_ID, 0)])
     assert records(ledger, STREAM, 0)[2].broken
+
+
+def test_a_snapshot_whose_log_offset_goes_back_is_named_in_the_run_and_nothing_else_changes(
+    ledger, store, clock
+):
+    # Given snap-0 at log_offset 500, snap-1 at 100 (not as Fluss writes), snap-2 at 600
+    nodes, bucket = MemoryNodes(), FlussBucket(store)
+    ssts = [bucket.new_sst(bytes([i]) * 10) for i in range(3)]
+    keys = [
+        bucket.snapshot(n, [ssts[n]], log_offset=offset) for n, offset in enumerate((500, 100, 600))
+    ]
+    for n in range(3):
+        nodes.add(TABLE_ID, 0, n)
+    register(keys, ledger, store, clock)
+    # When GC runs
+    report = collect(ledger, store, clock, nodes)
+    # Then its report names snap-1 against snap-0, and only it
+    notes = [n for r in report.lineages for n in r.notes if "log_offset" in n]
+    assert notes == [
+        "snap-1's log_offset 100 is below snap-0's 500: Fluss's log offsets only grow in a "
+        "bucket, so its _METADATA is not as Fluss wrote it; check it before the bucket "
+        "restores from it"
+    ]
+    assert not report.failed

@@ -143,6 +143,7 @@ class FlussSteps:
     ) -> None:
         assert self._pointers is not None  # pointers() runs before the listing
         listed = self._pointers.listed
+        self.context.report.notes.extend(offsets_going_back(records))
         self._record_evictions(listing, records, listed)
         self._drop_expiring(records, listed)
         self.held_by_producer = frozenset(self._unregistered_files(records, listed))
@@ -221,6 +222,26 @@ class FlussSteps:
                 )
                 held.add(root + fluss.SHARED_FOLDER + "/")
         return held
+
+
+def offsets_going_back(records: list[SnapshotRecord]) -> list[str]:
+    """One note per live snapshot whose ``log_offset`` is below that of one with a lower id:
+    Fluss's offsets only grow within a bucket, so its ``_METADATA`` is not as Fluss wrote it
+    (registration reads no other snapshot's record; GC has them all)."""
+    notes, highest = [], None
+    for record in sorted(records, key=lambda r: r.lsn):
+        offset = (record.offsets or {}).get("log_offset")
+        if offset is None:
+            continue
+        if highest is not None and offset < highest[1]:
+            notes.append(
+                f"{record.snapshot_id}'s log_offset {offset:,} is below {highest[0]}'s "
+                f"{highest[1]:,}: Fluss's log offsets only grow in a bucket, so its _METADATA "
+                "is not as Fluss wrote it; check it before the bucket restores from it"
+            )
+        elif highest is None or offset > highest[1]:
+            highest = (record.snapshot_id, offset)
+    return notes
 
 
 def _folder(manifest_key: str) -> str:
